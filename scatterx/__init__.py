@@ -1,0 +1,20 @@
+"""scatterx: fast scatter/gather-reduce operators for PyTorch, built for graph neural networks.
+
+>>> import torch, scatterx
+>>> scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 1]), torch.tensor([1.0, 2.0, 5.0]), "mean")
+tensor([1.5000, 5.0000])
+"""
+
+from ._reductions import REDUCTIONS, SUPPORTED_DTYPES
+from .ops import index_scatter_reduce, index_to_ptr, ptr_to_index, segment_reduce
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "index_scatter_reduce",
+    "segment_reduce",
+    "index_to_ptr",
+    "ptr_to_index",
+    "REDUCTIONS",
+    "SUPPORTED_DTYPES",
+]

@@ -1,0 +1,88 @@
+"""Numba CPU kernel for segment (CSR) reductions.
+
+One kernel serves ``segment_reduce``, the sorted path of ``index_scatter_reduce`` and, through a row permutation,
+its unsorted path. Arrays are 3-D C-contiguous views ``(outer, rows, inner)`` of the torch tensors, the reduced
+dimension in the middle; segment ``s`` reduces rows ``ptr[s]:ptr[s+1]`` (or ``perm[ptr[s]:ptr[s+1]]``).
+
+Parallel work items are ``(outer slice, chunk of segments)``; chunks are balanced by rows + segments
+(``balanced_bounds``). Each segment is reduced by exactly one thread, in row order, so the result does not depend on
+the number of threads. No bounds checks are made here: the op layer has validated ``ptr``/``perm`` before calling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import literally, njit, prange
+
+from ._codegen import LiteralKernel, acc_buffer, combine, finalize, load, store
+
+
+@njit(cache=True, nogil=True)
+def balanced_bounds(ptr, nchunks):
+    """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``."""
+    num_segments = ptr.shape[0] - 1
+    total = ptr[num_segments] + num_segments
+    bounds = np.empty(nchunks + 1, np.int64)
+    bounds[0] = 0
+    for c in range(1, nchunks):
+        target = total * c // nchunks
+        lo, hi = bounds[c - 1], num_segments
+        while lo < hi:  # first s with ptr[s] + s >= target
+            mid = (lo + hi) // 2
+            if ptr[mid] + mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        bounds[c] = lo
+    bounds[nchunks] = num_segments
+    return bounds
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, include_self, fill_empty):
+    """out[o, s, :] = reduce(src[o, row, :] for row in segment s) for every segment s.
+
+    src: (outer, n, inner); out: (outer, S, inner), same element type; ptr: int64 (S + 1);
+    perm: int64 row permutation, read only when ``gather`` (literal) is true; bounds: chunks of segments.
+    include_self: ``out``'s own value takes part (and counts for mean).
+    fill_empty: segments with no row are set to 0; otherwise they are left untouched.
+    reduce, storage: literal codes, see ``_reductions`` and ``_codegen``.
+    """
+    literally(reduce)
+    literally(storage)
+    literally(gather)
+    outer = src.shape[0]
+    inner = src.shape[2]
+    nchunks = bounds.shape[0] - 1
+    for item in prange(outer * nchunks):
+        o = item // nchunks
+        c = item - o * nchunks
+        acc = acc_buffer(storage, src, inner)
+        for s in range(bounds[c], bounds[c + 1]):
+            lo = ptr[s]
+            hi = ptr[s + 1]
+            dst = out[o, s]
+            if lo == hi:
+                if fill_empty:
+                    for j in range(inner):
+                        dst[j] = 0
+                continue
+            start = lo
+            if include_self:
+                for j in range(inner):
+                    acc[j] = load(storage, dst[j])
+            else:
+                row = src[o, perm[lo] if gather else lo]
+                for j in range(inner):
+                    acc[j] = load(storage, row[j])
+                start = lo + 1
+            for i in range(start, hi):
+                row = src[o, perm[i] if gather else i]
+                for j in range(inner):
+                    acc[j] = combine(reduce, acc[j], load(storage, row[j]))
+            count = hi - lo + (1 if include_self else 0)
+            for j in range(inner):
+                dst[j] = store(storage, finalize(reduce, acc[j], count))
+
+
+segment_reduce = LiteralKernel(segment_reduce_kernel, ("reduce", "storage", "gather"))

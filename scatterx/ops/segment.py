@@ -1,0 +1,162 @@
+"""Segment (CSR) reductions and the conversions between a sorted index and CSR offsets.
+
+``run_segments`` is the single place where validated arguments meet the kernel; ``index_scatter_reduce`` (both
+paths) and ``segment_reduce`` end there.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import torch
+
+from .._reductions import Reduction, resolve
+from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
+from ..kernels.cpu import index as index_kernels
+from ..kernels.cpu.segment import balanced_bounds, segment_reduce as segment_kernel
+from ._checks import check_dim_size, check_integer_vector, check_src, explain_bad_index, normalize_dim
+
+_NO_PERM = torch.empty(0, dtype=torch.int64).numpy()
+
+# Below this many elements a call runs on one thread: waking the pool costs more than it saves.
+_PARALLEL_MIN_ELEMENTS = 1 << 15
+
+
+def _index_chunks(m: int, threads: int) -> int:
+    return threads if m >= _PARALLEL_MIN_ELEMENTS else 1
+
+
+def segments_from_sorted_index(index: torch.Tensor, num_segments: int, name: str = "index") -> torch.Tensor:
+    """CSR offsets of a non-decreasing index, validated in the same pass (raises on any bad value)."""
+    threads = use_torch_threads()
+    ptr, bad = index_kernels.sorted_index_to_ptr(
+        numpy_view(index.contiguous()), num_segments, _index_chunks(index.numel(), threads)
+    )
+    if bad >= 0:
+        raise explain_bad_index(index, int(bad), num_segments, sorted=True, name=name)
+    return torch.from_numpy(ptr)
+
+
+def segments_from_unsorted_index(index: torch.Tensor, num_segments: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """CSR offsets and the stable permutation that groups positions by target (a parallel counting sort)."""
+    threads = use_torch_threads()
+    chunks = _index_chunks(index.numel(), threads)
+    # one histogram row per chunk: keep that memory proportional to the index
+    if chunks > 1 and chunks * num_segments > 4 * index.numel() + (1 << 16):
+        chunks = 1
+    ptr, perm, bad = index_kernels.counting_sort(numpy_view(index.contiguous()), num_segments, chunks)
+    if bad >= 0:
+        raise explain_bad_index(index, int(bad), num_segments, sorted=False)
+    return torch.from_numpy(ptr), torch.from_numpy(perm)
+
+
+def run_segments(
+    src: torch.Tensor,
+    dim: int,
+    ptr: torch.Tensor,
+    perm: Optional[torch.Tensor],
+    red: Reduction,
+    out: Optional[torch.Tensor],
+    include_self: bool,
+) -> torch.Tensor:
+    """Reduce the validated segments ``ptr`` (rows ``perm[...]`` when given) of ``src`` along ``dim``.
+
+    With ``out=None`` a new tensor is returned and empty segments are 0. Otherwise the result is written into
+    ``out``, which takes part when ``include_self``; its rows that receive nothing keep their values.
+    """
+    shape = list(src.shape)
+    outer, n, inner = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+    num_segments = ptr.numel() - 1
+    shape[dim] = num_segments
+
+    if out is None:
+        result = target = torch.empty(shape, dtype=src.dtype)
+        include_self, fill_empty = False, True
+    else:
+        result, fill_empty = out, False
+        shares_memory = out.untyped_storage().data_ptr() == src.untyped_storage().data_ptr()
+        # the kernel writes a C-contiguous buffer that does not alias src; otherwise work on a copy of out
+        target = out if out.is_contiguous() and not shares_memory else out.contiguous().clone()
+
+    if outer * inner * num_segments > 0:
+        threads = use_torch_threads()
+        work = outer * (n + num_segments) * inner
+        chunks = 1 if threads == 1 or work < _PARALLEL_MIN_ELEMENTS else min(num_segments, -(-4 * threads // outer))
+        ptr_np = ptr.numpy()
+        segment_kernel(
+            numpy_view(src.contiguous()).reshape(outer, n, inner),
+            _NO_PERM if perm is None else perm.numpy(),
+            ptr_np,
+            balanced_bounds(ptr_np, chunks),
+            numpy_view(target).reshape(outer, num_segments, inner),
+            red.code,
+            storage_code(src.dtype),
+            perm is not None,
+            bool(include_self),
+            fill_empty,
+        )
+    if target is not result:
+        result.copy_(target)
+    return result
+
+
+def _check_ptr(ptr, src: torch.Tensor, dim: int) -> torch.Tensor:
+    check_integer_vector(ptr, "ptr", src)
+    if ptr.numel() == 0:
+        raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
+    first, last = int(ptr[0]), int(ptr[-1])
+    if first != 0:
+        raise ValueError(f"ptr must start at 0, got ptr[0]={first}")
+    if last != src.size(dim):
+        raise ValueError(f"ptr must end at src.size({dim})={src.size(dim)}, got ptr[-1]={last}")
+    decreases = torch.nonzero(ptr[1:] < ptr[:-1])
+    if decreases.numel():
+        i = int(decreases[0]) + 1
+        raise ValueError(f"ptr must be non-decreasing: ptr[{i}]={int(ptr[i])} < ptr[{i - 1}]={int(ptr[i - 1])}")
+    return ptr.to(torch.int64).contiguous()
+
+
+def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", dim: int = 0) -> torch.Tensor:
+    """Reduce ``src`` along ``dim`` over the CSR segments ``ptr``: segment ``s`` covers ``ptr[s]:ptr[s+1]``.
+
+    ``ptr`` has ``num_segments + 1`` non-decreasing entries with ``ptr[0] == 0`` and ``ptr[-1] == src.size(dim)``.
+    The result has ``num_segments`` along ``dim``; empty segments give 0.
+
+    >>> segment_reduce(torch.tensor([1., 2., 3.]), torch.tensor([0, 2, 2, 3]))
+    tensor([3., 0., 3.])
+    """
+    red = resolve(reduce)
+    check_src(src)
+    dim = normalize_dim(dim, src.dim())
+    ptr = _check_ptr(ptr, src, dim)
+    return run_segments(src, dim, ptr, None, red, None, include_self=False)
+
+
+def index_to_ptr(index: torch.Tensor, dim_size: int) -> torch.Tensor:
+    """CSR offsets (int64, ``dim_size + 1`` entries) of a sorted (non-decreasing) index.
+
+    >>> index_to_ptr(torch.tensor([0, 0, 2]), 4)
+    tensor([0, 2, 2, 3, 3])
+    """
+    check_integer_vector(index, "index", torch.empty(0))
+    dim_size = check_dim_size(dim_size)
+    if dim_size is None:
+        raise TypeError("dim_size must be an int")
+    return segments_from_sorted_index(index, dim_size)
+
+
+def ptr_to_index(ptr: torch.Tensor) -> torch.Tensor:
+    """The sorted index (int64) that CSR offsets ``ptr`` describe: segment ``s`` repeated ``ptr[s+1]-ptr[s]`` times.
+
+    >>> ptr_to_index(torch.tensor([0, 2, 2, 3]))
+    tensor([0, 0, 2])
+    """
+    check_integer_vector(ptr, "ptr", torch.empty(0))
+    if ptr.numel() == 0 or int(ptr[0]) != 0:
+        raise ValueError(f"ptr must start at 0, got {ptr[:1].tolist()}")
+    counts = ptr[1:] - ptr[:-1]
+    if bool((counts < 0).any()):
+        i = int(torch.nonzero(counts < 0)[0]) + 1
+        raise ValueError(f"ptr must be non-decreasing: ptr[{i}]={int(ptr[i])} < ptr[{i - 1}]={int(ptr[i - 1])}")
+    return torch.repeat_interleave(torch.arange(counts.numel()), counts.to(torch.int64))
