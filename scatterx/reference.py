@@ -1,0 +1,77 @@
+"""Plain, obviously-correct implementations: the oracle for tests and the benchmark. Never imported by the ops.
+
+One Python loop over output rows, each reduced with torch's own reductions in float64 (int64 for integers), then
+cast to the dtype. Slow on purpose: nothing clever to get wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ._reductions import resolve
+
+
+def _wide(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype.is_floating_point else torch.int64
+
+
+def _reduce_rows(rows: torch.Tensor, name: str, dtype: torch.dtype) -> torch.Tensor:
+    """Reduce ``rows`` (already widened) over dim 0."""
+    if name == "sum":
+        return rows.sum(0)
+    if name == "prod":
+        return rows.prod(0)
+    if name == "amax":
+        return rows.amax(0)
+    if name == "amin":
+        return rows.amin(0)
+    if name == "mean":
+        if dtype.is_floating_point:
+            return rows.sum(0) / rows.size(0)
+        return torch.div(rows.sum(0), rows.size(0), rounding_mode="floor")
+    raise AssertionError(name)
+
+
+def index_scatter_reduce(
+    dim: int,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    reduce: str = "sum",
+    *,
+    dim_size: Optional[int] = None,
+    out: Optional[torch.Tensor] = None,
+    include_self: bool = True,
+) -> torch.Tensor:
+    """Reference for ``scatterx.index_scatter_reduce`` (any index order; returns a new tensor, even with ``out``)."""
+    name = resolve(reduce).name
+    dim = dim % src.dim()
+    m = index.numel()
+    if out is not None:
+        num_segments = out.size(dim)
+    elif dim_size is not None:
+        num_segments = dim_size
+    else:
+        num_segments = int(index.max()) + 1 if m else 0
+    shape = list(src.shape)
+    shape[dim] = num_segments
+    result = out.clone() if out is not None else torch.zeros(shape, dtype=src.dtype)
+
+    src_rows = src.movedim(dim, 0)[:m].to(_wide(src.dtype))
+    result_rows = result.movedim(dim, 0)  # a view: writing a row writes result
+    for s in range(num_segments):
+        rows = src_rows[index.to(torch.int64) == s]
+        if rows.size(0) == 0:
+            continue  # rows that receive nothing: 0 without out, unchanged with it
+        if out is not None and include_self:
+            rows = torch.cat([result_rows[s : s + 1].to(rows.dtype), rows])
+        result_rows[s] = _reduce_rows(rows, name, src.dtype).to(src.dtype)
+    return result
+
+
+def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", dim: int = 0) -> torch.Tensor:
+    """Reference for ``scatterx.segment_reduce``: expand ``ptr`` to an index and reduce."""
+    counts = (ptr[1:] - ptr[:-1]).to(torch.int64)
+    index = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+    return index_scatter_reduce(dim, index, src, reduce, dim_size=counts.numel())

@@ -1,0 +1,42 @@
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+# Kernels compile on first use (seconds); hypothesis' per-example deadline would count that against an example.
+settings.register_profile(
+    "scatterx",
+    deadline=None,
+    max_examples=int(os.environ.get("SCATTERX_HYPOTHESIS_EXAMPLES", "150")),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("scatterx")
+
+# (atol, rtol) per dtype for results that involve arithmetic (sum, mean, prod). amax/amin and integers are exact.
+TOLERANCES = {
+    torch.float64: (1e-10, 1e-10),
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 2e-2),
+    torch.int32: (0, 0),
+    torch.int64: (0, 0),
+}
+
+
+def assert_matches(actual, expected, reduce="sum"):
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    if reduce in ("amax", "max", "amin", "min") or not expected.dtype.is_floating_point:
+        torch.testing.assert_close(actual, expected, atol=0, rtol=0, equal_nan=True)
+    else:
+        atol, rtol = TOLERANCES[expected.dtype]
+        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def torch_threads(request):
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
