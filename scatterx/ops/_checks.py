@@ -82,8 +82,8 @@ def check_out(out, src: torch.Tensor, dim: int, dim_size: Optional[int]) -> None
         raise NotImplementedError("scatterx does not compute gradients yet: out must not require grad")
 
 
-def explain_bad_index(index: torch.Tensor, position: int, num_segments: int, sorted: bool, name="index"):
-    """The exception for the first offending position reported by an index kernel (the failure path only)."""
+def explain_bad_index(index: torch.Tensor, num_segments: int, sorted: bool, name: str = "index") -> Exception:
+    """The exception for an index a kernel rejected (the failure path only, so plain torch ops are fine)."""
     if sorted:
         decreases = torch.nonzero(index[1:] < index[:-1])
         if decreases.numel():
@@ -92,9 +92,11 @@ def explain_bad_index(index: torch.Tensor, position: int, num_segments: int, sor
                 f"{name} is not sorted: {name}[{i}]={int(index[i])} < {name}[{i - 1}]={int(index[i - 1])}; "
                 "pass sorted=False for an unsorted index"
             )
-    value = int(index[position])
+    wrong = torch.nonzero((index < 0) | (index >= num_segments))
+    if not wrong.numel():  # cannot happen: the kernel and this check disagree
+        raise AssertionError(f"{name} was rejected but no bad entry was found")
+    i = int(wrong[0])
+    value = int(index[i])
     if value < 0:
-        return IndexError(f"{name}[{position}]={value} is negative; indices must be in [0, {num_segments})")
-    return IndexError(
-        f"{name}[{position}]={value} is out of range for dim_size={num_segments} (must be < {num_segments})"
-    )
+        return IndexError(f"{name}[{i}]={value} is negative; indices must be in [0, {num_segments})")
+    return IndexError(f"{name}[{i}]={value} is out of range for dim_size={num_segments} (must be < {num_segments})")

@@ -21,6 +21,10 @@ _NO_PERM = torch.empty(0, dtype=torch.int64).numpy()
 
 # Below this many elements a call runs on one thread: waking the pool costs more than it saves.
 _PARALLEL_MIN_ELEMENTS = 1 << 15
+# Chunks of segments per thread: more than one evens out hubs (a few huge segments) under static scheduling.
+_CHUNKS_PER_THREAD = 4
+# The gather of the unsorted path prefetches rows about this many bytes ahead.
+_PREFETCH_BYTES = 2048
 
 
 def _index_chunks(m: int, threads: int) -> int:
@@ -33,8 +37,8 @@ def segments_from_sorted_index(index: torch.Tensor, num_segments: int, name: str
     ptr, bad = index_kernels.sorted_index_to_ptr(
         numpy_view(index.contiguous()), num_segments, _index_chunks(index.numel(), threads)
     )
-    if bad >= 0:
-        raise explain_bad_index(index, int(bad), num_segments, sorted=True, name=name)
+    if bad:
+        raise explain_bad_index(index, num_segments, sorted=True, name=name)
     return torch.from_numpy(ptr)
 
 
@@ -46,8 +50,8 @@ def segments_from_unsorted_index(index: torch.Tensor, num_segments: int) -> Tupl
     if chunks > 1 and chunks * num_segments > 4 * index.numel() + (1 << 16):
         chunks = 1
     ptr, perm, bad = index_kernels.counting_sort(numpy_view(index.contiguous()), num_segments, chunks)
-    if bad >= 0:
-        raise explain_bad_index(index, int(bad), num_segments, sorted=False)
+    if bad:
+        raise explain_bad_index(index, num_segments, sorted=False)
     return torch.from_numpy(ptr), torch.from_numpy(perm)
 
 
@@ -82,7 +86,12 @@ def run_segments(
     if outer * inner * num_segments > 0:
         threads = use_torch_threads()
         work = outer * (n + num_segments) * inner
-        chunks = 1 if threads == 1 or work < _PARALLEL_MIN_ELEMENTS else min(num_segments, -(-4 * threads // outer))
+        if threads == 1 or work < _PARALLEL_MIN_ELEMENTS:
+            chunks = 1
+        else:
+            chunks = min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
+        row_bytes = max(inner * src.element_size(), 1)
+        lookahead = min(max(_PREFETCH_BYTES // row_bytes, 4), 32)
         ptr_np = ptr.numpy()
         segment_kernel(
             numpy_view(src.contiguous()).reshape(outer, n, inner),
@@ -95,6 +104,7 @@ def run_segments(
             perm is not None,
             bool(include_self),
             fill_empty,
+            lookahead,
         )
     if target is not result:
         result.copy_(target)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, typeof, types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ..._reductions import BY_CODE
@@ -69,6 +70,39 @@ def _f32_to_bf16_bits(value):
     # round to nearest, ties to even -- what torch does
     u = u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))
     return np.int16(np.uint16(u >> np.uint32(16)))
+
+
+@intrinsic
+def prefetch_row(typingctx, arr, o, r):
+    """Hint the CPU to fetch row ``arr[o, r, :]`` of a C-contiguous 3-D array into cache (``llvm.prefetch``).
+
+    Used where rows are read in an order the hardware prefetcher cannot guess (the gather of the unsorted path).
+    A prefetch never faults, but callers still only pass valid rows."""
+
+    def codegen(context, builder, signature, args):
+        arr_type = signature.args[0]
+        ary = context.make_array(arr_type)(context, builder, args[0])
+        shape = cgutils.unpack_tuple(builder, ary.shape, 3)
+        strides = cgutils.unpack_tuple(builder, ary.strides, 3)
+        i64 = ir.IntType(64)
+        start = builder.add(
+            builder.ptrtoint(ary.data, i64),
+            builder.add(builder.mul(args[1], strides[0]), builder.mul(args[2], strides[1])),
+        )
+        nbytes = builder.mul(shape[2], strides[2])
+        i8p = ir.PointerType(ir.IntType(8))
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8"
+        )
+        line = ir.Constant(i64, 64)
+        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), nbytes, line) as (offset, _):
+            address = builder.inttoptr(builder.add(start, offset), i8p)
+            # read, high temporal locality, data cache
+            builder.call(fn, [address, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, types.int64, types.int64), codegen
 
 
 def _literal(arg):

@@ -3,9 +3,9 @@
 ``sorted_index_to_ptr``: a non-decreasing index -> offsets ``ptr`` (``ptr[s]`` = first position with index >= s).
 ``counting_sort``: any index -> ``ptr`` and a *stable* permutation ``perm`` of positions grouped by target.
 
-Both return the first offending position (or -1): an index value out of ``[0, num_segments)`` or, for the sorted
-kernel, a decrease. They never write outside their own buffers whatever the index holds; the op layer turns a
-reported position into a precise error message. Work is split into ``nchunks`` contiguous position ranges.
+Both also return the number of bad entries: values out of ``[0, num_segments)`` or, for the sorted kernel,
+decreases. They never write outside their own buffers whatever the index holds; on a failure the op layer finds
+the culprit itself and raises a precise error. Work is split into ``nchunks`` contiguous position ranges.
 """
 
 from __future__ import annotations
@@ -16,26 +16,34 @@ from numba import njit, prange
 
 @njit(parallel=True, cache=True, nogil=True)
 def sorted_index_to_ptr(index, num_segments, nchunks):
+    """Returns (ptr, number of bad entries). Each chunk walks its positions backwards writing ``ptr[v] = i``, so
+    the first position of each value wins with no branch on segment boundaries; values that continue from the
+    previous chunk are left to it. Values that never occur are filled afterwards from the right."""
     m = index.shape[0]
-    ptr = np.empty(num_segments + 1, np.int64)
-    first_bad = np.full(nchunks, m, np.int64)
+    ptr = np.full(num_segments + 1, -1, np.int64)
+    bad = np.zeros(nchunks, np.int64)
     step = (m + nchunks - 1) // nchunks
     for c in prange(nchunks):
-        for i in range(c * step, min(m, (c + 1) * step)):
+        lo = c * step
+        hi = min(m, lo + step)
+        owned_before = np.int64(index[lo - 1]) if 0 < lo < m else np.int64(-1)
+        following = np.int64(index[hi]) if hi < m else np.int64(num_segments - 1)
+        nbad = 0
+        for i in range(hi - 1, lo - 1, -1):
             v = np.int64(index[i])
-            prev = np.int64(index[i - 1]) if i > 0 else np.int64(-1)
-            if v < 0 or v >= num_segments or v < prev:
-                first_bad[c] = i
-                break
-            for k in range(max(prev + 1, 0), v + 1):
-                ptr[k] = i
-    bad = first_bad.min()
-    if bad < m:
-        return ptr, bad
-    last = np.int64(index[m - 1]) if m > 0 else np.int64(-1)
-    for k in range(last + 1, num_segments + 1):
-        ptr[k] = m
-    return ptr, np.int64(-1)
+            ok = (v >= 0) & (v < num_segments) & (v <= following)
+            nbad += not ok
+            if ok and v != owned_before:
+                ptr[v] = i
+            following = v
+        bad[c] = nbad
+    total_bad = bad.sum()
+    if total_bad == 0:
+        ptr[num_segments] = m
+        for k in range(num_segments - 1, -1, -1):
+            if ptr[k] < 0:
+                ptr[k] = ptr[k + 1]
+    return ptr, total_bad
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -43,19 +51,19 @@ def counting_sort(index, num_segments, nchunks):
     m = index.shape[0]
     step = (m + nchunks - 1) // nchunks
     counts = np.zeros((nchunks, num_segments), np.int64)
-    first_bad = np.full(nchunks, m, np.int64)
+    bad = np.zeros(nchunks, np.int64)
     for c in prange(nchunks):
         for i in range(c * step, min(m, (c + 1) * step)):
             v = np.int64(index[i])
             if v < 0 or v >= num_segments:
-                first_bad[c] = i
-                break
-            counts[c, v] += 1
-    bad = first_bad.min()
+                bad[c] += 1
+            else:
+                counts[c, v] += 1
+    total_bad = bad.sum()
     ptr = np.empty(num_segments + 1, np.int64)
-    perm = np.empty(m if bad == m else 0, np.int64)
-    if bad < m:
-        return ptr, perm, bad
+    perm = np.empty(m if total_bad == 0 else 0, np.int64)
+    if total_bad:
+        return ptr, perm, total_bad
     # exclusive prefix over (segment, chunk): counts[c, s] becomes where chunk c writes its first row of s
     running = np.int64(0)
     for s in range(num_segments):
@@ -70,4 +78,4 @@ def counting_sort(index, num_segments, nchunks):
             v = index[i]
             perm[counts[c, v]] = i
             counts[c, v] += 1
-    return ptr, perm, np.int64(-1)
+    return ptr, perm, total_bad

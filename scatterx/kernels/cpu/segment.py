@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit, prange
 
-from ._codegen import LiteralKernel, acc_buffer, combine, finalize, load, store
+from ._codegen import LiteralKernel, acc_buffer, combine, finalize, load, prefetch_row, store
 
 
 @njit(cache=True, nogil=True)
@@ -39,20 +39,23 @@ def balanced_bounds(ptr, nchunks):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, include_self, fill_empty):
+def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, include_self, fill_empty, lookahead):
     """out[o, s, :] = reduce(src[o, row, :] for row in segment s) for every segment s.
 
     src: (outer, n, inner); out: (outer, S, inner), same element type; ptr: int64 (S + 1);
     perm: int64 row permutation, read only when ``gather`` (literal) is true; bounds: chunks of segments.
     include_self: ``out``'s own value takes part (and counts for mean).
     fill_empty: segments with no row are set to 0; otherwise they are left untouched.
+    lookahead: with ``gather``, prefetch the row that many positions ahead.
     reduce, storage: literal codes, see ``_reductions`` and ``_codegen``.
+    (Rows are indexed as ``src[o, r, j]``: taking a 1-D row view per row costs ~20% at 64 features.)
     """
     literally(reduce)
     literally(storage)
     literally(gather)
     outer = src.shape[0]
     inner = src.shape[2]
+    m = perm.shape[0]
     nchunks = bounds.shape[0] - 1
     for item in prange(outer * nchunks):
         o = item // nchunks
@@ -61,28 +64,32 @@ def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, 
         for s in range(bounds[c], bounds[c + 1]):
             lo = ptr[s]
             hi = ptr[s + 1]
-            dst = out[o, s]
             if lo == hi:
                 if fill_empty:
                     for j in range(inner):
-                        dst[j] = 0
+                        out[o, s, j] = 0
                 continue
             start = lo
             if include_self:
                 for j in range(inner):
-                    acc[j] = load(storage, dst[j])
+                    acc[j] = load(storage, out[o, s, j])
             else:
-                row = src[o, perm[lo] if gather else lo]
+                r = perm[lo] if gather else lo
                 for j in range(inner):
-                    acc[j] = load(storage, row[j])
+                    acc[j] = load(storage, src[o, r, j])
                 start = lo + 1
             for i in range(start, hi):
-                row = src[o, perm[i] if gather else i]
+                if gather:
+                    if i + lookahead < m:
+                        prefetch_row(src, o, perm[i + lookahead])
+                    r = perm[i]
+                else:
+                    r = i
                 for j in range(inner):
-                    acc[j] = combine(reduce, acc[j], load(storage, row[j]))
+                    acc[j] = combine(reduce, acc[j], load(storage, src[o, r, j]))
             count = hi - lo + (1 if include_self else 0)
             for j in range(inner):
-                dst[j] = store(storage, finalize(reduce, acc[j], count))
+                out[o, s, j] = store(storage, finalize(reduce, acc[j], count))
 
 
 segment_reduce = LiteralKernel(segment_reduce_kernel, ("reduce", "storage", "gather"))
