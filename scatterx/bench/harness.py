@@ -1,0 +1,219 @@
+"""The ``scatterx bench`` harness: build the graph, probe the bandwidth, check every implementation, time them.
+
+Results are reported as ratios taken in this one run (to the probe, to the best peer): the machines are shared and
+noisy, bare times alone mean little.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import numba
+import torch
+
+import scatterx
+
+from .graphs import Graph, make_graph
+from .peers import PEERS, SCATTERX, SCATTERX_SEGMENT, torch_scatter_version
+
+REDUCTIONS = ("sum", "mean", "prod", "amax", "amin")
+ORDERS = ("sorted", "shuffled")
+
+
+@dataclass
+class Config:
+    edges: int = 1_000_000
+    nodes: int = 100_000
+    features: int = 64
+    dtype: str = "float32"
+    degrees: str = "powerlaw"
+    reductions: tuple = REDUCTIONS
+    orders: tuple = ORDERS
+    threads: int = 2
+    repeat: int = 9
+    warmup: int = 2
+    seed: int = 0
+    peers: bool = True
+    latency: bool = True
+
+    def is_default_shape(self) -> bool:
+        d = Config()
+        return (self.edges, self.nodes, self.features, self.dtype, self.degrees, self.threads) == (
+            d.edges, d.nodes, d.features, d.dtype, d.degrees, d.threads,
+        )
+
+
+@dataclass
+class Row:
+    reduce: str
+    order: str
+    implementation: str
+    torch_native: bool
+    ms: float
+    gbps: float
+    probe_ratio: float
+    scatterx_speedup: Optional[float] = None  # this row's time / scatterx's time (peer rows)
+
+
+@dataclass
+class Report:
+    config: Config
+    graph: str
+    probe_ms: float
+    probe_gbps: float
+    rows: List[Row]
+    latency: Dict[str, float] = field(default_factory=dict)
+    environment: Dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self):
+        d = asdict(self)
+        d["config"]["reductions"] = list(self.config.reductions)
+        d["config"]["orders"] = list(self.config.orders)
+        return d
+
+
+def median_seconds(fn: Callable, warmup: int, repeat: int) -> float:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _tolerance(dtype: torch.dtype):
+    if dtype in (torch.float16, torch.bfloat16):
+        return dict(atol=0.1, rtol=2e-2)
+    if dtype == torch.float32:
+        return dict(atol=1e-2, rtol=1e-3)
+    return dict(atol=1e-6, rtol=1e-6) if dtype == torch.float64 else dict(atol=0, rtol=0)
+
+
+def check(name: str, got: torch.Tensor, expected: torch.Tensor, rows: Optional[torch.Tensor] = None) -> None:
+    """Assert that ``got`` equals ``expected`` (on ``rows`` only, when given)."""
+    if rows is not None:
+        got, expected = got[rows], expected[rows]
+    try:
+        torch.testing.assert_close(got.float(), expected.float(), equal_nan=True, **_tolerance(expected.dtype))
+    except AssertionError as e:
+        raise AssertionError(f"{name} gives a wrong result, benchmark aborted:\n{e}") from None
+
+
+def environment() -> Dict[str, str]:
+    return {
+        "scatterx": scatterx.__version__,
+        "torch": torch.__version__,
+        "numba": numba.__version__,
+        "numba_threading_layer": _threading_layer(),
+        "torch_scatter": torch_scatter_version() or "not installed",
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+        "torch_threads": str(torch.get_num_threads()),
+    }
+
+
+def _threading_layer() -> str:
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel region has run yet
+        return "not initialised"
+
+
+def run(config: Config, progress: Callable = lambda iterable, **kw: iterable, log: Callable = print) -> Report:
+    torch.set_num_threads(config.threads)
+    dtype = getattr(torch, config.dtype)
+    graph = make_graph(config.edges, config.nodes, config.features, dtype, config.degrees, config.seed)
+    log(f"graph: {graph.describe()}")
+    src_bytes = graph.src.numel() * graph.src.element_size()
+    probe = lambda: torch.sum(graph.src)  # noqa: E731  (the bandwidth probe: read src once)
+    probe_samples = []
+
+    impls = [SCATTERX, SCATTERX_SEGMENT] + (list(PEERS) if config.peers else [])
+    tasks = [(r, o, impl) for r in config.reductions for o in config.orders for impl in impls]
+    received = (graph.ptr[1:] > graph.ptr[:-1])
+    expected: Dict[str, torch.Tensor] = {}
+    rows: List[Row] = []
+    for reduce, order, impl in progress(tasks, desc="bench", unit="case"):
+        fn = impl.build(graph, reduce, order == "sorted")
+        if fn is None:
+            continue
+        if reduce not in expected:
+            expected[reduce] = _expected(graph, reduce)
+        is_scatterx = impl in (SCATTERX, SCATTERX_SEGMENT)
+        check(f"{impl.name} ({reduce}, {order})", fn(), expected[reduce], None if is_scatterx else received)
+        probe_samples.append(median_seconds(probe, 1, 3))
+        seconds = median_seconds(fn, config.warmup, config.repeat)
+        rows.append(Row(reduce, order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0))
+
+    probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5)
+    for row in rows:
+        row.probe_ratio = row.ms / (probe_s * 1e3)
+        ours = _find(rows, row.reduce, row.order, SCATTERX.name)
+        if row.implementation != SCATTERX.name and ours is not None:
+            row.scatterx_speedup = row.ms / ours.ms
+    report = Report(config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=environment())
+    if config.latency:
+        from .latency import first_call_latency
+
+        log("measuring first-call latency in fresh processes (cold and cached Numba cache)...")
+        report.latency = first_call_latency()
+    return report
+
+
+def _expected(graph: Graph, reduce: str) -> torch.Tensor:
+    """The trusted result: torch's own scatter_reduce (PyG's path) on the sorted edges."""
+    expanded = graph.index.view(-1, 1).expand_as(graph.src)
+    out = torch.zeros((graph.num_nodes, graph.src.size(1)), dtype=graph.src.dtype)
+    return out.scatter_reduce_(0, expanded, graph.src, reduce, include_self=False)
+
+
+def _find(rows: List[Row], reduce: str, order: str, name: str) -> Optional[Row]:
+    return next((r for r in rows if (r.reduce, r.order, r.implementation) == (reduce, order, name)), None)
+
+
+def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool) -> Optional[Row]:
+    """The fastest peer (not scatterx) for one case."""
+    peers = [
+        r for r in rows
+        if (r.reduce, r.order) == (reduce, order)
+        and not r.implementation.startswith("scatterx")
+        and (r.torch_native or not torch_native_only)
+    ]
+    return min(peers, key=lambda r: r.ms, default=None)
+
+
+# ------------------------------------------------------------------------------------------------------ goals
+# (what, limit, measured(report) -> value or None, passes(value, limit))
+def goals(report: Report):
+    """The speed goals of issue #2, each with the value this run measured (None where it did not measure it)."""
+    rows = report.rows
+    out = []
+
+    def ratio(reduce, order):
+        r = _find(rows, reduce, order, SCATTERX.name)
+        return None if r is None else r.probe_ratio
+
+    def speedup(reduce, order):
+        ours, theirs = _find(rows, reduce, order, SCATTERX.name), best(rows, reduce, order, torch_native_only=True)
+        return None if ours is None or theirs is None else theirs.ms / ours.ms
+
+    for reduce, limit in (("sum", 1.3), ("mean", 1.3), ("amax", 1.5), ("amin", 1.5), ("prod", 1.5)):
+        out.append((f"sorted {reduce}: time / probe", "<=", limit, ratio(reduce, "sorted")))
+    for reduce in REDUCTIONS:
+        out.append((f"shuffled {reduce}: time / probe", "<=", 2.5, ratio(reduce, "shuffled")))
+    for reduce in REDUCTIONS:
+        out.append((f"sorted {reduce}: speedup over fastest torch path", ">=", 2.5, speedup(reduce, "sorted")))
+    for reduce in REDUCTIONS:
+        out.append((f"shuffled {reduce}: speedup over fastest torch path", ">=", 1.3, speedup(reduce, "shuffled")))
+    out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
+    out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
+    return [
+        (what, op, limit, value, None if value is None else (value <= limit if op == "<=" else value >= limit))
+        for what, op, limit, value in out
+    ]

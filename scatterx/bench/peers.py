@@ -1,0 +1,121 @@
+"""What a user would call instead of scatterx, each as ``(graph, reduce, sorted) -> zero-argument callable``.
+
+Each peer gets the input in its best form, prepared outside the timed call (the CSR ``ptr`` for segment ops, the
+expanded index view for ``scatter_reduce``), and produces the result of ``index_scatter_reduce`` with a new output
+(``include_self=False`` on zeros) on every row that receives something; what peers put in empty rows differs
+(``torch.segment_reduce`` and ``torch_scatter``'s mul use the identity), so the correctness check masks those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+import scatterx
+
+from .graphs import Graph
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    torch_native: bool  # counts toward "fastest PyTorch-native path"
+    build: Callable  # (graph, reduce, sorted) -> callable, or None where the peer cannot do it
+
+
+def _inputs(graph: Graph, sorted: bool):
+    return (graph.index, graph.src) if sorted else (graph.shuffled_index, graph.shuffled_src)
+
+
+def _scatterx(graph, reduce, sorted):
+    index, src = _inputs(graph, sorted)
+    n = graph.num_nodes
+    return lambda: scatterx.index_scatter_reduce(0, index, src, reduce, sorted, dim_size=n)
+
+
+def _scatterx_segment(graph, reduce, sorted):
+    if not sorted:
+        return None
+    return lambda: scatterx.segment_reduce(graph.src, graph.ptr, reduce)
+
+
+def _scatter_reduce(graph, reduce, sorted):
+    """PyG's path: the 1-D index expanded (a stride-0 view) to src's shape."""
+    index, src = _inputs(graph, sorted)
+    expanded = index.view(-1, 1).expand_as(src)
+    shape = (graph.num_nodes, src.size(1))
+    return lambda: torch.zeros(shape, dtype=src.dtype).scatter_reduce_(0, expanded, src, reduce, include_self=False)
+
+
+def _index_add(graph, reduce, sorted):
+    if reduce != "sum":
+        return None
+    index, src = _inputs(graph, sorted)
+    shape = (graph.num_nodes, src.size(1))
+    return lambda: torch.zeros(shape, dtype=src.dtype).index_add_(0, index, src)
+
+
+def _index_reduce(graph, reduce, sorted):
+    if reduce == "sum":
+        return None
+    index, src = _inputs(graph, sorted)
+    shape = (graph.num_nodes, src.size(1))
+    return lambda: torch.zeros(shape, dtype=src.dtype).index_reduce_(0, index, src, reduce, include_self=False)
+
+
+_SEGMENT_NAMES = {"sum": "sum", "mean": "mean", "prod": "prod", "amax": "max", "amin": "min"}
+
+
+def _torch_segment_reduce(graph, reduce, sorted):
+    if not sorted:
+        return None
+    lengths = graph.ptr[1:] - graph.ptr[:-1]
+    name = _SEGMENT_NAMES[reduce]
+    return lambda: torch.segment_reduce(graph.src, name, lengths=lengths, axis=0, unsafe=True)
+
+
+def _torch_scatter_module():
+    try:
+        import torch_scatter
+    except Exception:  # not installed, or built against another torch
+        return None
+    return torch_scatter
+
+
+_TS_NAMES = {"sum": "sum", "mean": "mean", "prod": "mul", "amax": "max", "amin": "min"}
+
+
+def _ts_scatter(graph, reduce, sorted):
+    ts = _torch_scatter_module()
+    if ts is None:
+        return None
+    index, src = _inputs(graph, sorted)
+    name, n = _TS_NAMES[reduce], graph.num_nodes
+    return lambda: ts.scatter(src, index, 0, dim_size=n, reduce=name)
+
+
+def _ts_segment_csr(graph, reduce, sorted):
+    ts = _torch_scatter_module()
+    if ts is None or not sorted or reduce == "prod":
+        return None
+    name = _TS_NAMES[reduce]
+    return lambda: ts.segment_csr(graph.src, graph.ptr, reduce=name)
+
+
+SCATTERX = Peer("scatterx.index_scatter_reduce", False, _scatterx)
+SCATTERX_SEGMENT = Peer("scatterx.segment_reduce (ptr)", False, _scatterx_segment)
+PEERS = (
+    Peer("torch.scatter_reduce (expanded index)", True, _scatter_reduce),
+    Peer("torch.index_add_", True, _index_add),
+    Peer("torch.index_reduce_", True, _index_reduce),
+    Peer("torch.segment_reduce", True, _torch_segment_reduce),
+    Peer("torch_scatter.scatter", False, _ts_scatter),
+    Peer("torch_scatter.segment_csr", False, _ts_segment_csr),
+)
+
+
+def torch_scatter_version() -> Optional[str]:
+    ts = _torch_scatter_module()
+    return None if ts is None else getattr(ts, "__version__", "?")

@@ -1,0 +1,127 @@
+"""Turn a bench ``Report`` into a text table, CSV, JSON and a PNG chart."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from typing import List
+
+from .harness import SCATTERX, Report, best, goals
+
+
+def table(report: Report) -> str:
+    lines: List[str] = []
+    c = report.config
+    lines.append(f"scatterx bench: {report.graph}; {c.threads} thread(s)")
+    lines.append(f"bandwidth probe (torch.sum(src), reads src once): {report.probe_ms:.2f} ms, {report.probe_gbps:.1f} GB/s")
+    lines.append("GB/s = bytes of src / time.  x probe = time / probe time.  peer rows: how many times scatterx is faster.")
+    header = f"{'reduce':<6} {'index':<8} {'implementation':<38} {'ms':>8} {'GB/s':>6} {'x probe':>8} {'scatterx faster':>16}"
+    lines.append(header)
+    lines.append("-" * len(header))
+    previous = None
+    for row in report.rows:
+        case = (row.reduce, row.order)
+        if previous is not None and case != previous:
+            lines.append("")
+        previous = case
+        speed = "" if row.scatterx_speedup is None else f"{row.scatterx_speedup:.2f}x"
+        lines.append(
+            f"{row.reduce:<6} {row.order:<8} {row.implementation:<38} {row.ms:>8.2f} {row.gbps:>6.1f} "
+            f"{row.probe_ratio:>7.2f}x {speed:>16}"
+        )
+    lines.append("")
+    lines.append("summary: scatterx.index_scatter_reduce against the fastest other implementation")
+    for reduce in c.reductions:
+        for order in c.orders:
+            ours = next((r for r in report.rows if (r.reduce, r.order, r.implementation) == (reduce, order, SCATTERX.name)), None)
+            if ours is None:
+                continue
+            parts = []
+            for label, native in (("torch", True), ("any peer", False)):
+                b = best(report.rows, reduce, order, torch_native_only=native)
+                if b is not None:
+                    parts.append(f"{b.ms / ours.ms:.2f}x faster than best {label} ({b.implementation}, {b.ms:.2f} ms)")
+            lines.append(f"  {reduce:<5} {order:<8} {ours.ms:7.2f} ms = {ours.probe_ratio:.2f}x probe; " + "; ".join(parts))
+    if report.latency:
+        lat = report.latency
+        lines.append("")
+        lines.append(
+            f"first call (JIT): {lat['cold_s']:.2f} s with an empty Numba cache, {lat['cached_s']:.3f} s cached "
+            f"(import torch + scatterx: {lat['import_s']:.2f} s, not included)"
+        )
+    lines.append("")
+    note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
+    lines.append("goals of issue #2" + note)
+    for what, op, limit, value, ok in goals(report):
+        verdict = "not measured" if ok is None else ("ok" if ok else "MISSED")
+        shown = "-" if value is None else f"{value:.2f}"
+        lines.append(f"  {what:<55} {shown:>7} (goal {op} {limit})  {verdict}")
+    env = report.environment
+    lines.append("")
+    lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
+    return "\n".join(lines)
+
+
+def write_files(report: Report, out_dir: str) -> List[str]:
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    csv_path = os.path.join(out_dir, "bench.csv")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["reduce", "index", "implementation", "torch_native", "ms", "gbps", "probe_ratio", "scatterx_speedup"])
+        for r in report.rows:
+            writer.writerow([r.reduce, r.order, r.implementation, r.torch_native, f"{r.ms:.4f}", f"{r.gbps:.3f}",
+                             f"{r.probe_ratio:.4f}", "" if r.scatterx_speedup is None else f"{r.scatterx_speedup:.4f}"])
+    paths.append(csv_path)
+    json_path = os.path.join(out_dir, "bench.json")
+    with open(json_path, "w") as f:
+        data = report.to_dict()
+        data["probe_ms"] = report.probe_ms
+        data["goals"] = [dict(goal=w, op=o, limit=l, value=v, ok=k) for w, o, l, v, k in goals(report)]
+        json.dump(data, f, indent=2)
+    paths.append(json_path)
+    png = chart(report, os.path.join(out_dir, "bench.png"))
+    if png:
+        paths.append(png)
+    return paths
+
+
+def chart(report: Report, path: str):
+    """Grouped bars: time / probe per case and implementation (lower is better); None if matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    cases = []
+    for r in report.rows:
+        if (r.reduce, r.order) not in cases:
+            cases.append((r.reduce, r.order))
+    names = []
+    for r in report.rows:
+        if r.implementation not in names:
+            names.append(r.implementation)
+    width = 0.8 / max(len(names), 1)
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(cases)), 5))
+    for k, name in enumerate(names):
+        xs, ys = [], []
+        for i, case in enumerate(cases):
+            row = next((r for r in report.rows if (r.reduce, r.order) == case and r.implementation == name), None)
+            if row is not None:
+                xs.append(i + (k - (len(names) - 1) / 2) * width)
+                ys.append(row.probe_ratio)
+        ax.bar(xs, ys, width, label=name)
+    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="bandwidth probe (read src once)")
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels([f"{r}\n{o}" for r, o in cases])
+    ax.set_yscale("log")
+    ax.set_ylabel("time / probe time (log, lower is better)")
+    ax.set_title(f"scatterx bench: {report.graph}", fontsize=8)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
