@@ -29,11 +29,11 @@ def test_sorted_index_to_ptr_counts_every_bad_entry(raw, nchunks, data):
     assert bad == expected_bad > 0
 
 
-@given(values, st.integers(0, 3), st.integers(1, 7))
-def test_counting_sort_is_a_stable_sort(raw, extra, nchunks):
+@given(values, st.integers(0, 3), st.integers(1, 7), st.sampled_from([np.int32, np.int64]))
+def test_counting_sort_is_a_stable_sort(raw, extra, nchunks, perm_dtype):
     index = np.array(raw, dtype=np.int64)
     num_segments = (int(index.max()) + 1 if index.size else 0) + extra
-    ptr, perm, bad = counting_sort(index, num_segments, nchunks)
+    ptr, perm, bad = counting_sort(index, num_segments, nchunks, np.empty(0, perm_dtype))
     assert bad == 0
     np.testing.assert_array_equal(perm, np.argsort(index, kind="stable"))
     np.testing.assert_array_equal(ptr, np.concatenate([[0], np.cumsum(np.bincount(index, minlength=num_segments))]))
@@ -42,5 +42,5 @@ def test_counting_sort_is_a_stable_sort(raw, extra, nchunks):
 @given(values, st.integers(1, 7), st.sampled_from([-3, 7]))
 def test_counting_sort_rejects_out_of_range(raw, nchunks, wrong):
     index = np.array(raw + [wrong], dtype=np.int64)
-    _, _, bad = counting_sort(index, 7, nchunks)
+    _, _, bad = counting_sort(index, 7, nchunks, np.empty(0, np.int32))
     assert bad == 1
