@@ -9,6 +9,7 @@ from __future__ import annotations
 import platform
 import statistics
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional
 
@@ -126,7 +127,18 @@ def _threading_layer() -> str:
 
 
 def run(config: Config, progress: Callable = lambda iterable, **kw: iterable, log: Callable = print) -> Report:
+    """Run the benchmark on ``config.threads`` threads (the caller's torch thread count is restored after)."""
+    before = torch.get_num_threads()
     torch.set_num_threads(config.threads)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="index_reduce\\(\\) is in beta")
+            return _run(config, progress, log)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run(config: Config, progress: Callable, log: Callable) -> Report:
     dtype = getattr(torch, config.dtype)
     graph = make_graph(config.edges, config.nodes, config.features, dtype, config.degrees, config.seed)
     log(f"graph: {graph.describe()}")

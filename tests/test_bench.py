@@ -1,0 +1,68 @@
+"""The benchmark harness on a tiny graph: it runs, checks correctness before timing, and writes its files.
+(No timing is asserted here: speed is measured by ``scatterx bench`` itself, never by a unit test.)"""
+
+import json
+import os
+
+import pytest
+import torch
+
+import scatterx
+from scatterx.bench import Config, goals, make_graph, run
+from scatterx.bench.harness import REDUCTIONS
+from scatterx.cli import main
+
+TINY = dict(edges=3000, nodes=300, features=4, repeat=1, warmup=0, latency=False)
+
+
+@pytest.mark.parametrize("degrees", ["powerlaw", "uniform"])
+def test_graph_is_sorted_and_consistent(degrees):
+    g = make_graph(5000, 400, 3, torch.float32, degrees, seed=1)
+    assert bool((g.index[1:] >= g.index[:-1]).all())
+    assert torch.equal(scatterx.ptr_to_index(g.ptr), g.index)
+    assert torch.equal(g.shuffled_index.sort().values, g.index)
+    # the shuffled copy pairs each row with its own target: the per-node sums agree
+    a = scatterx.index_scatter_reduce(0, g.index, g.src.double(), dim_size=400)
+    b = scatterx.index_scatter_reduce(0, g.shuffled_index, g.shuffled_src.double(), sorted=False, dim_size=400)
+    torch.testing.assert_close(a, b)
+
+
+def test_cli_bench_writes_table_csv_json_png(tmp_path, capsys):
+    args = ["bench", "--edges", "3000", "--nodes", "300", "--features", "4", "--repeat", "1", "--warmup", "0",
+            "--no-latency", "--out-dir", str(tmp_path)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "bandwidth probe" in printed and "scatterx.index_scatter_reduce" in printed and "goals of issue #2" in printed
+    for name in ("bench.csv", "bench.json"):
+        assert os.path.getsize(tmp_path / name) > 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    cases = {(r["reduce"], r["order"]) for r in data["rows"] if r["implementation"] == "scatterx.index_scatter_reduce"}
+    assert cases == {(r, o) for r in REDUCTIONS for o in ("sorted", "shuffled")}
+    pytest.importorskip("matplotlib")
+    assert os.path.getsize(tmp_path / "bench.png") > 0
+
+
+def test_cli_rejects_unknown_reduction():
+    with pytest.raises(SystemExit, match="--reductions"):
+        main(["bench", "--reductions", "sum,median"])
+
+
+def test_wrong_result_aborts_the_benchmark(monkeypatch):
+    real = scatterx.index_scatter_reduce
+
+    def off_by_one(*args, **kwargs):
+        return real(*args, **kwargs) + 1
+
+    monkeypatch.setattr(scatterx, "index_scatter_reduce", off_by_one)
+    with pytest.raises(AssertionError, match="wrong result"):
+        run(Config(reductions=("sum",), orders=("sorted",), peers=False, **TINY), log=lambda *_: None)
+
+
+def test_goals_compare_each_measurement_with_its_limit():
+    report = run(Config(reductions=("sum",), orders=("sorted", "shuffled"), **TINY), log=lambda *_: None)
+    table = {what: (op, limit, value, ok) for what, op, limit, value, ok in goals(report)}
+    op, limit, value, ok = table["sorted sum: time / probe"]
+    assert value == pytest.approx(next(r.probe_ratio for r in report.rows
+                                       if (r.reduce, r.order, r.implementation) == ("sum", "sorted", "scatterx.index_scatter_reduce")))
+    assert ok == (value <= limit)
+    assert table["sorted mean: time / probe"][2] is None  # not measured in this run

@@ -1,0 +1,43 @@
+"""The README's set-up commands are the ones CI runs, and its examples run."""
+
+import doctest
+import pathlib
+import re
+
+import scatterx
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _command(label):
+    match = re.search(rf"<!-- {label} -->\s*```(?:bash|sh)?\n(.+?)\n```", README, re.S)
+    assert match, f"README has no {label} command block"
+    return match.group(1).strip()
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert _command("test-command") in ci
+
+
+def test_readme_main_command_runs_the_benchmark():
+    assert _command("main-command").endswith("scatterx bench")
+
+
+def test_readme_python_examples_run():
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(README, {"scatterx": scatterx}, "README", "README.md", 0)
+    assert test.examples, "README has no >>> examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.failures == 0
+
+
+def test_docstring_examples_run():
+    import scatterx.ops.index_scatter
+    import scatterx.ops.segment
+
+    for module in (scatterx, scatterx.ops.index_scatter, scatterx.ops.segment):
+        failures, tried = doctest.testmod(module, extraglobs={"torch": __import__("torch")})
+        assert failures == 0
