@@ -21,8 +21,6 @@ from ._checks import check_dim_size, check_integer_vector, check_src, explain_ba
 _PERM_INT32 = torch.empty(0, dtype=torch.int32).numpy()
 _PERM_INT64 = torch.empty(0, dtype=torch.int64).numpy()
 
-# Below this many elements a call runs on one thread: waking the pool costs more than it saves.
-_PARALLEL_MIN_ELEMENTS = 1 << 15
 # Chunks of segments per thread: more than one evens out hubs (a few huge segments) under static scheduling.
 _CHUNKS_PER_THREAD = 4
 # The gather of the unsorted path prefetches rows about this many bytes ahead (measured: 8 KB, i.e. 32 rows of
@@ -30,16 +28,10 @@ _CHUNKS_PER_THREAD = 4
 _PREFETCH_BYTES = 8192
 
 
-def _index_chunks(m: int, threads: int) -> int:
-    return threads if m >= _PARALLEL_MIN_ELEMENTS else 1
-
-
 def segments_from_sorted_index(index: torch.Tensor, num_segments: int, name: str = "index") -> torch.Tensor:
     """CSR offsets of a non-decreasing index, validated in the same pass (raises on any bad value)."""
-    threads = use_torch_threads()
-    ptr, bad = index_kernels.sorted_index_to_ptr(
-        numpy_view(index.contiguous()), num_segments, _index_chunks(index.numel(), threads)
-    )
+    threads = use_torch_threads(index.numel())
+    ptr, bad = index_kernels.sorted_index_to_ptr(numpy_view(index.contiguous()), num_segments, threads)
     if bad:
         raise explain_bad_index(index, num_segments, sorted=True, name=name)
     return torch.from_numpy(ptr)
@@ -47,8 +39,7 @@ def segments_from_sorted_index(index: torch.Tensor, num_segments: int, name: str
 
 def segments_from_unsorted_index(index: torch.Tensor, num_segments: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """CSR offsets and the stable permutation that groups positions by target (a parallel counting sort)."""
-    threads = use_torch_threads()
-    chunks = _index_chunks(index.numel(), threads)
+    chunks = use_torch_threads(index.numel())
     # one histogram row per chunk: keep that memory proportional to the index
     if chunks > 1 and chunks * num_segments > 4 * index.numel() + (1 << 16):
         chunks = 1
@@ -88,12 +79,8 @@ def run_segments(
         target = out if out.is_contiguous() and not shares_memory else out.contiguous().clone()
 
     if outer * inner * num_segments > 0:
-        threads = use_torch_threads()
-        work = outer * (n + num_segments) * inner
-        if threads == 1 or work < _PARALLEL_MIN_ELEMENTS:
-            chunks = 1
-        else:
-            chunks = min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
+        threads = use_torch_threads(outer * (n + num_segments) * inner)
+        chunks = 1 if threads == 1 else min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
         row_bytes = max(inner * src.element_size(), 1)
         lookahead = min(max(_PREFETCH_BYTES // row_bytes, 8), 32)
         ptr_np = ptr.numpy()
