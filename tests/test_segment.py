@@ -65,3 +65,21 @@ def test_segment_reduce_hand_written_dim_minus_one():
     src = torch.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
     got = scatterx.segment_reduce(src, torch.tensor([0, 1, 1, 4]), "amax", dim=-1)
     assert got.tolist() == [[1.0, 0.0, 4.0], [5.0, 0.0, 8.0]]
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 9))
+def test_balanced_bounds_cover_all_segments_in_order_and_even_out_work(lengths, nchunks):
+    import numpy as np
+
+    from scatterx.ops.segment import balanced_bounds
+
+    ptr = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    bounds = balanced_bounds(ptr, nchunks)
+    assert bounds[0] == 0 and bounds[-1] == len(lengths) and len(bounds) == nchunks + 1
+    assert (np.diff(bounds) >= 0).all()
+    # a chunk's work (rows + segments) exceeds the fair share by at most one segment's work
+    work = [int(ptr[b] - ptr[a]) + int(b - a) for a, b in zip(bounds[:-1], bounds[1:])]
+    fair = (int(ptr[-1]) + len(lengths)) / nchunks
+    biggest_segment = max(lengths, default=0) + 1
+    assert max(work) <= fair + biggest_segment

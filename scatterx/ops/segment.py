@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from typing import Optional, Tuple
 
+import numpy as np
 import torch
 
 from .._reductions import Reduction, resolve
 from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import index as index_kernels
-from ..kernels.cpu.segment import balanced_bounds, segment_reduce as segment_kernel
+from ..kernels.cpu.segment import segment_reduce as segment_kernel
 from ._checks import check_dim_size, check_integer_vector, check_src, explain_bad_index, normalize_dim
 
 # ``perm`` is int32 unless the index is too long for it; the sorted path passes an empty one of the same type.
@@ -48,6 +49,27 @@ def segments_from_unsorted_index(index: torch.Tensor, num_segments: int) -> Tupl
     if bad:
         raise explain_bad_index(index, num_segments, sorted=False)
     return torch.from_numpy(ptr), torch.from_numpy(perm)
+
+
+def balanced_bounds(ptr: np.ndarray, nchunks: int) -> np.ndarray:
+    """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``.
+
+    Plain Python: a few binary searches over ``ptr`` (microseconds), not worth a Numba compile (0.2 s cold)."""
+    num_segments = len(ptr) - 1
+    total = int(ptr[num_segments]) + num_segments
+    bounds = [0]
+    for c in range(1, nchunks):
+        target = total * c // nchunks
+        lo, hi = bounds[-1], num_segments
+        while lo < hi:  # first s with ptr[s] + s >= target
+            mid = (lo + hi) // 2
+            if int(ptr[mid]) + mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        bounds.append(lo)
+    bounds.append(num_segments)
+    return np.array(bounds, dtype=np.int64)
 
 
 def run_segments(

@@ -23,6 +23,12 @@ from ..._reductions import BY_CODE
 
 NATIVE, F16, BF16 = 0, 1, 2
 
+# ``parallel=`` for the kernels: only ``prange`` loops run in parallel. The other parfor transformations (array
+# expressions, np.full, reductions) add compile time -- a cold first call compiled in 3.7 s with them -- for loops
+# that are small or that the kernels already parallelise themselves.
+PRANGE_ONLY = dict(prange=True, comprehension=False, reduction=False, inplace_binop=False, setitem=False,
+                   numpy=False, stencil=False, fusion=False)
+
 
 # ---------------------------------------------------------------------------------------------- half precision
 @intrinsic

@@ -13,15 +13,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._codegen import PRANGE_ONLY
 
-@njit(parallel=True, cache=True, nogil=True)
+
+@njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
 def sorted_index_to_ptr(index, num_segments, nchunks):
     """Returns (ptr, number of bad entries). Each chunk walks its positions backwards writing ``ptr[v] = i``, so
     the first position of each value wins with no branch on segment boundaries; values that continue from the
     previous chunk are left to it. Values that never occur are filled afterwards from the right."""
     m = index.shape[0]
-    ptr = np.full(num_segments + 1, -1, np.int64)
-    bad = np.zeros(nchunks, np.int64)
+    ptr = np.empty(num_segments + 1, np.int64)
+    for k in range(num_segments + 1):
+        ptr[k] = -1
+    bad = np.empty(nchunks, np.int64)
     step = (m + nchunks - 1) // nchunks
     for c in prange(nchunks):
         lo = c * step
@@ -37,7 +41,9 @@ def sorted_index_to_ptr(index, num_segments, nchunks):
                 ptr[v] = i
             following = v
         bad[c] = nbad
-    total_bad = bad.sum()
+    total_bad = 0
+    for c in range(nchunks):
+        total_bad += bad[c]
     if total_bad == 0:
         ptr[num_segments] = m
         for k in range(num_segments - 1, -1, -1):
@@ -46,24 +52,29 @@ def sorted_index_to_ptr(index, num_segments, nchunks):
     return ptr, total_bad
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
 def counting_sort(index, num_segments, nchunks, perm_like):
     """Returns (ptr, perm, number of bad entries); ``perm`` has the dtype of ``perm_like`` (int32 when the index
     is short enough: half the memory traffic of int64). One histogram row per chunk, then an exclusive prefix over
     (segment, chunk) gives each chunk its write position for each segment: a stable sort."""
     m = index.shape[0]
     step = (m + nchunks - 1) // nchunks
-    counts = np.zeros((nchunks, num_segments), perm_like.dtype)
-    bad = np.zeros(nchunks, np.int64)
+    counts = np.empty((nchunks, num_segments), perm_like.dtype)
+    bad = np.empty(nchunks, np.int64)
     for c in prange(nchunks):
         row = counts[c]
+        for s in range(num_segments):
+            row[s] = 0
+        bad[c] = 0
         for i in range(c * step, min(m, (c + 1) * step)):
             v = index[i]
             if v < 0 or v >= num_segments:
                 bad[c] += 1
             else:
                 row[v] += 1
-    total_bad = bad.sum()
+    total_bad = 0
+    for c in range(nchunks):
+        total_bad += bad[c]
     ptr = np.empty(num_segments + 1, np.int64)
     perm = np.empty(m if total_bad == 0 else 0, perm_like.dtype)
     if total_bad:

@@ -5,8 +5,9 @@ its unsorted path. Arrays are 3-D C-contiguous views ``(outer, rows, inner)`` of
 dimension in the middle; segment ``s`` reduces rows ``ptr[s]:ptr[s+1]`` (or ``perm[ptr[s]:ptr[s+1]]``).
 
 Parallel work items are ``(outer slice, chunk of segments)``; chunks are balanced by rows + segments
-(``balanced_bounds``). Each segment is reduced by exactly one thread, in row order, so the result does not depend on
-the number of threads. No bounds checks are made here: the op layer has validated ``ptr``/``perm`` before calling.
+(``ops.segment.balanced_bounds``). Each segment is reduced by exactly one thread, in row order, so the result does
+not depend on the number of threads. No bounds checks are made here: the op layer has validated ``ptr``/``perm``
+before calling.
 """
 
 from __future__ import annotations
@@ -14,31 +15,10 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit, prange
 
-from ._codegen import LiteralKernel, acc_buffer, combine, finalize, load, prefetch_row, store
+from ._codegen import PRANGE_ONLY, LiteralKernel, acc_buffer, combine, finalize, load, prefetch_row, store
 
 
-@njit(cache=True, nogil=True)
-def balanced_bounds(ptr, nchunks):
-    """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``."""
-    num_segments = ptr.shape[0] - 1
-    total = ptr[num_segments] + num_segments
-    bounds = np.empty(nchunks + 1, np.int64)
-    bounds[0] = 0
-    for c in range(1, nchunks):
-        target = total * c // nchunks
-        lo, hi = bounds[c - 1], num_segments
-        while lo < hi:  # first s with ptr[s] + s >= target
-            mid = (lo + hi) // 2
-            if ptr[mid] + mid < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        bounds[c] = lo
-    bounds[nchunks] = num_segments
-    return bounds
-
-
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
 def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, include_self, fill_empty, lookahead):
     """out[o, s, :] = reduce(src[o, row, :] for row in segment s) for every segment s.
 
