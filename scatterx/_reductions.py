@@ -43,7 +43,7 @@ class Reduction:
     aliases: Tuple[str, ...]
     combine: Callable  # acc, x -> acc
     divide_by_count: bool  # mean: sum, then divide by the number of reduced values
-    identity_float: float  # value of the empty reduction for floating dtypes
+    identity_float: float  # neutral element for floating dtypes: combine(identity, x) == x bit for bit
     identity_int: str  # "zero", "one", "min" or "max" of the integer dtype
 
     def identity(self, dtype: torch.dtype):
@@ -55,8 +55,9 @@ class Reduction:
 
 
 REDUCTIONS: Tuple[Reduction, ...] = (
-    Reduction("sum", 0, ("sum", "add"), _add, False, 0.0, "zero"),
-    Reduction("mean", 1, ("mean",), _add, True, 0.0, "zero"),
+    # -0.0, not 0.0: (-0.0) + x == x for every x, -0.0 included, while 0.0 + (-0.0) == +0.0
+    Reduction("sum", 0, ("sum", "add"), _add, False, -0.0, "zero"),
+    Reduction("mean", 1, ("mean",), _add, True, -0.0, "zero"),
     Reduction("prod", 2, ("prod", "mul"), _mul, False, 1.0, "one"),
     Reduction("amax", 3, ("amax", "max"), _max, False, -math.inf, "min"),
     Reduction("amin", 4, ("amin", "min"), _min, False, math.inf, "max"),

@@ -1,15 +1,28 @@
+import hashlib
 import os
+import pathlib
 
-import pytest
-import torch
-from hypothesis import HealthCheck, settings
+# Numba's disk cache is keyed on the source file of each kernel only: a change to the reduction table or to
+# _codegen.py (which the kernels compile in) would not invalidate it, and tests would run stale kernels. Tests
+# therefore cache in a directory named after the contents of every file the kernels are generated from.
+# (Set before scatterx, hence numba, is imported.)
+_ROOT = pathlib.Path(__file__).resolve().parent.parent
+_SOURCES = sorted([_ROOT / "scatterx" / "_reductions.py", *(_ROOT / "scatterx" / "kernels").rglob("*.py")])
+_KEY = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]
+os.environ.setdefault("NUMBA_CACHE_DIR", str(_ROOT / ".numba-cache" / _KEY))
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 # Kernels compile on first use (seconds); hypothesis' per-example deadline would count that against an example.
+# Function-scoped fixtures here only pin a setting for the whole test (e.g. the unsorted strategy), which is
+# meant to hold for every generated example.
 settings.register_profile(
     "scatterx",
     deadline=None,
     max_examples=int(os.environ.get("SCATTERX_HYPOTHESIS_EXAMPLES", "150")),
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("scatterx")
 

@@ -4,9 +4,26 @@ from __future__ import annotations
 
 import torch
 
-from .._reductions import resolve
-from ._checks import check_dim_size, check_integer_vector, check_out, check_src, normalize_dim
-from .segment import run_segments, segments_from_sorted_index, segments_from_unsorted_index
+from .._reductions import Reduction, resolve
+from ..kernels.cpu import index as index_kernels
+from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
+from ..kernels.cpu.scatter import slice_scatter
+from ._checks import check_dim_size, check_integer_vector, check_out, check_src, explain_bad_index, normalize_dim
+from .segment import (
+    finish_output,
+    prepare_output,
+    run_segments,
+    segments_from_sorted_index,
+    segments_from_unsorted_index,
+    shape3,
+)
+
+#: How the unsorted path runs: "auto" chooses per call (``_slices_pay``); tests force "gather" or "slices".
+UNSORTED_STRATEGY = "auto"
+# slice owner: rows of at most this many bytes along the reduced dim ...
+_SLICES_MAX_ROW_BYTES = 32
+# ... and an accumulator buffer per outer slice of at most this many bytes
+_SLICES_MAX_BUFFER_BYTES = 8 << 20
 
 
 def index_scatter_reduce(
@@ -60,9 +77,49 @@ def index_scatter_reduce(
         # a sorted index ends with its maximum (validated below); otherwise one scan
         num_segments = max(int(index[-1] if sorted else index.max()) + 1, 0)
 
+    # only the first index.numel() slices of src take part: ptr/perm/index never name a later one
     if sorted:
-        ptr, perm = segments_from_sorted_index(index, num_segments), None
-    else:
-        ptr, perm = segments_from_unsorted_index(index, num_segments)
-    # only the first index.numel() slices of src take part: ptr/perm never name a later one
+        return run_segments(src, dim, segments_from_sorted_index(index, num_segments), None, red, out, include_self)
+    strategy = UNSORTED_STRATEGY
+    if strategy == "auto":
+        strategy = "slices" if _slices_pay(src, dim, num_segments) else "gather"
+    if strategy == "slices":
+        return _run_slices(src, dim, index, num_segments, red, out, include_self)
+    ptr, perm = segments_from_unsorted_index(index, num_segments)
     return run_segments(src, dim, ptr, perm, red, out, include_self)
+
+
+def _slices_pay(src: torch.Tensor, dim: int, num_segments: int) -> bool:
+    """Slice owner instead of sort + gather: when rows along ``dim`` are tiny (a gather would fetch a cache line
+    for a few bytes) and there are enough outer slices to keep every thread busy. Measured on a (64, 1M) float32
+    ``src`` reduced along its last dim into 100k segments: 228 ms gathering, against 145 ms for torch."""
+    outer, _, inner = shape3(src, dim)
+    acc_bytes = 8 if src.element_size() == 8 else 4
+    return (
+        inner * src.element_size() <= _SLICES_MAX_ROW_BYTES
+        and outer >= torch.get_num_threads()
+        and num_segments * inner * acc_bytes <= _SLICES_MAX_BUFFER_BYTES
+    )
+
+
+def _run_slices(src, dim, index, num_segments: int, red: Reduction, out, include_self: bool) -> torch.Tensor:
+    chunks = use_torch_threads(index.numel())
+    index_np = numpy_view(index.contiguous())
+    counts, bad = index_kernels.count_index(index_np, num_segments, chunks)
+    if bad:
+        raise explain_bad_index(index, num_segments, sorted=False)
+    outer, n, inner = shape3(src, dim)
+    result, target = prepare_output(src, dim, num_segments, out)
+    if outer * inner * num_segments > 0:
+        use_torch_threads(outer * (n + num_segments) * inner)
+        slice_scatter(
+            numpy_view(src.contiguous()).reshape(outer, n, inner),
+            index_np,
+            counts,
+            numpy_view(target).reshape(outer, num_segments, inner),
+            red.code,
+            storage_code(src.dtype),
+            bool(include_self) and out is not None,
+            out is None,
+        )
+    return finish_output(result, target)

@@ -72,6 +72,31 @@ def balanced_bounds(ptr: np.ndarray, nchunks: int) -> np.ndarray:
     return np.array(bounds, dtype=np.int64)
 
 
+def shape3(src: torch.Tensor, dim: int) -> Tuple[int, int, int]:
+    """``(outer, n, inner)``: src seen as 3-D with ``dim`` in the middle (what every kernel takes)."""
+    shape = src.shape
+    return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+
+
+def prepare_output(src: torch.Tensor, dim: int, num_segments: int, out: Optional[torch.Tensor]):
+    """``(result, target)``: what the op returns, and the C-contiguous buffer the kernel writes (``result`` itself
+    unless ``out`` is not contiguous or shares memory with ``src``; then a copy, see ``finish_output``)."""
+    if out is None:
+        shape = list(src.shape)
+        shape[dim] = num_segments
+        result = torch.empty(shape, dtype=src.dtype)
+        return result, result
+    shares_memory = out.untyped_storage().data_ptr() == src.untyped_storage().data_ptr()
+    target = out if out.is_contiguous() and not shares_memory else out.contiguous().clone()
+    return out, target
+
+
+def finish_output(result: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    if target is not result:
+        result.copy_(target)
+    return result
+
+
 def run_segments(
     src: torch.Tensor,
     dim: int,
@@ -86,19 +111,11 @@ def run_segments(
     With ``out=None`` a new tensor is returned and empty segments are 0. Otherwise the result is written into
     ``out``, which takes part when ``include_self``; its rows that receive nothing keep their values.
     """
-    shape = list(src.shape)
-    outer, n, inner = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+    outer, n, inner = shape3(src, dim)
     num_segments = ptr.numel() - 1
-    shape[dim] = num_segments
-
+    result, target = prepare_output(src, dim, num_segments, out)
     if out is None:
-        result = target = torch.empty(shape, dtype=src.dtype)
-        include_self, fill_empty = False, True
-    else:
-        result, fill_empty = out, False
-        shares_memory = out.untyped_storage().data_ptr() == src.untyped_storage().data_ptr()
-        # the kernel writes a C-contiguous buffer that does not alias src; otherwise work on a copy of out
-        target = out if out.is_contiguous() and not shares_memory else out.contiguous().clone()
+        include_self = False
 
     if outer * inner * num_segments > 0:
         threads = use_torch_threads(outer * (n + num_segments) * inner)
@@ -116,12 +133,10 @@ def run_segments(
             storage_code(src.dtype),
             perm is not None,
             bool(include_self),
-            fill_empty,
+            out is None,
             lookahead,
         )
-    if target is not result:
-        result.copy_(target)
-    return result
+    return finish_output(result, target)
 
 
 def _check_ptr(ptr, src: torch.Tensor, dim: int) -> torch.Tensor:

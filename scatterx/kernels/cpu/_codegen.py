@@ -137,6 +137,10 @@ def acc_buffer(storage, like, n):
     """A scratch array of ``n`` accumulators for elements stored like the array ``like``."""
 
 
+def identity(reduce, acc):
+    """The reduction's neutral element, typed like the elements of the accumulator array ``acc``."""
+
+
 @overload(load, inline="always")
 def _ov_load(storage, x):
     kind = _literal(storage)
@@ -180,6 +184,21 @@ def _ov_finalize(reduce, acc, count):
     if isinstance(acc, types.Integer):
         return lambda reduce, acc, count: acc // count  # floor, as torch's integer mean
     return lambda reduce, acc, count: acc / count
+
+
+@overload(identity, inline="always")
+def _ov_identity(reduce, acc):
+    code = _literal(reduce)
+    if code is None:
+        return None
+    dtype = acc.dtype
+    if isinstance(dtype, types.Float):
+        value = BY_CODE[code].identity_float
+    else:
+        info = np.iinfo(np.dtype(str(dtype)))
+        value = {"zero": 0, "one": 1, "min": info.min, "max": info.max}[BY_CODE[code].identity_int]
+    scalar = np.dtype(str(dtype)).type(value)
+    return lambda reduce, acc: scalar
 
 
 @overload(acc_buffer, inline="always")

@@ -53,13 +53,12 @@ def sorted_index_to_ptr(index, num_segments, nchunks):
 
 
 @njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
-def counting_sort(index, num_segments, nchunks, perm_like):
-    """Returns (ptr, perm, number of bad entries); ``perm`` has the dtype of ``perm_like`` (int32 when the index
-    is short enough: half the memory traffic of int64). One histogram row per chunk, then an exclusive prefix over
-    (segment, chunk) gives each chunk its write position for each segment: a stable sort."""
+def chunk_histograms(index, num_segments, nchunks, like):
+    """counts[c, s]: how often chunk ``c`` of the positions holds ``s`` (dtype of ``like``), and the number of
+    entries out of ``[0, num_segments)`` (not counted)."""
     m = index.shape[0]
     step = (m + nchunks - 1) // nchunks
-    counts = np.empty((nchunks, num_segments), perm_like.dtype)
+    counts = np.empty((nchunks, num_segments), like.dtype)
     bad = np.empty(nchunks, np.int64)
     for c in prange(nchunks):
         row = counts[c]
@@ -75,6 +74,29 @@ def counting_sort(index, num_segments, nchunks, perm_like):
     total_bad = 0
     for c in range(nchunks):
         total_bad += bad[c]
+    return counts, total_bad
+
+
+@njit(cache=True, nogil=True)
+def count_index(index, num_segments, nchunks):
+    """(counts per segment as int64, number of bad entries)."""
+    counts, bad = chunk_histograms(index, num_segments, nchunks, np.empty(0, np.int64))
+    total = np.empty(num_segments, np.int64)
+    for s in range(num_segments):
+        total[s] = 0
+        for c in range(nchunks):
+            total[s] += counts[c, s]
+    return total, bad
+
+
+@njit(cache=True, nogil=True)
+def counting_sort(index, num_segments, nchunks, perm_like):
+    """Returns (ptr, perm, number of bad entries); ``perm`` has the dtype of ``perm_like`` (int32 when the index
+    is short enough: half the memory traffic of int64). One histogram row per chunk, then an exclusive prefix over
+    (segment, chunk) gives each chunk its write position for each segment: a stable sort."""
+    m = index.shape[0]
+    step = (m + nchunks - 1) // nchunks
+    counts, total_bad = chunk_histograms(index, num_segments, nchunks, perm_like)
     ptr = np.empty(num_segments + 1, np.int64)
     perm = np.empty(m if total_bad == 0 else 0, perm_like.dtype)
     if total_bad:
@@ -88,10 +110,16 @@ def counting_sort(index, num_segments, nchunks, perm_like):
             counts[c, s] = running
             running += n
     ptr[num_segments] = running
-    for c in prange(nchunks):
-        row = counts[c]
+    _scatter_positions(index, counts, perm, step)
+    return ptr, perm, total_bad
+
+
+@njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
+def _scatter_positions(index, offsets, perm, step):
+    m = index.shape[0]
+    for c in prange(offsets.shape[0]):
+        row = offsets[c]
         for i in range(c * step, min(m, (c + 1) * step)):
             v = index[i]
             perm[row[v]] = i
             row[v] += 1
-    return ptr, perm, total_bad
