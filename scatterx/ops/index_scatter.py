@@ -11,6 +11,7 @@ from ..kernels.cpu.scatter import slice_scatter
 from ._checks import check_dim_size, check_integer_vector, check_out, check_src, explain_bad_index, normalize_dim
 from .segment import (
     finish_output,
+    histogram_chunks,
     prepare_output,
     run_segments,
     segments_from_sorted_index,
@@ -103,9 +104,8 @@ def _slices_pay(src: torch.Tensor, dim: int, num_segments: int) -> bool:
 
 
 def _run_slices(src, dim, index, num_segments: int, red: Reduction, out, include_self: bool) -> torch.Tensor:
-    chunks = use_torch_threads(index.numel())
     index_np = numpy_view(index.contiguous())
-    counts, bad = index_kernels.count_index(index_np, num_segments, chunks)
+    counts, bad = index_kernels.count_index(index_np, num_segments, histogram_chunks(index.numel(), num_segments))
     if bad:
         raise explain_bad_index(index, num_segments, sorted=False)
     outer, n, inner = shape3(src, dim)

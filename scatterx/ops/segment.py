@@ -38,12 +38,19 @@ def segments_from_sorted_index(index: torch.Tensor, num_segments: int, name: str
     return torch.from_numpy(ptr)
 
 
+def histogram_chunks(m: int, num_segments: int) -> int:
+    """Chunks (threads) for a histogram of an index of length ``m``: one histogram row of ``num_segments`` per
+    chunk, so more than one only while that memory stays proportional to the index."""
+    chunks = use_torch_threads(m)
+    if chunks > 1 and chunks * num_segments > 4 * m + (1 << 16):
+        chunks = 1
+        use_torch_threads(0)
+    return chunks
+
+
 def segments_from_unsorted_index(index: torch.Tensor, num_segments: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """CSR offsets and the stable permutation that groups positions by target (a parallel counting sort)."""
-    chunks = use_torch_threads(index.numel())
-    # one histogram row per chunk: keep that memory proportional to the index
-    if chunks > 1 and chunks * num_segments > 4 * index.numel() + (1 << 16):
-        chunks = 1
+    chunks = histogram_chunks(index.numel(), num_segments)
     perm_like = _PERM_INT32 if index.numel() < 2**31 else _PERM_INT64
     ptr, perm, bad = index_kernels.counting_sort(numpy_view(index.contiguous()), num_segments, chunks, perm_like)
     if bad:

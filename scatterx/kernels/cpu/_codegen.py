@@ -183,7 +183,10 @@ def _ov_finalize(reduce, acc, count):
         return lambda reduce, acc, count: acc
     if isinstance(acc, types.Integer):
         return lambda reduce, acc, count: acc // count  # floor, as torch's integer mean
-    return lambda reduce, acc, count: acc / count
+    # divide in the accumulator's type: float32 / int64 would promote to a (slow, scalar) float64 division, and the
+    # correctly rounded float32 quotient is the same number either way
+    to_acc_type = np.dtype(str(acc)).type
+    return lambda reduce, acc, count: acc / to_acc_type(count)
 
 
 @overload(identity, inline="always")
