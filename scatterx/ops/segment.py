@@ -1,7 +1,8 @@
 """Segment (CSR) reductions and the conversions between a sorted index and CSR offsets.
 
-``run_segments`` is the single place where validated arguments meet the kernel; ``index_scatter_reduce`` (both
-paths) and ``segment_reduce`` end there.
+``run_segments`` is where validated arguments meet the segment kernel: ``segment_reduce``, the sorted path of
+``index_scatter_reduce`` and its unsorted sort + gather strategy end there (the slice-owner strategy has its own
+runner in ``index_scatter.py``). ``prepare_output``/``finish_output`` handle ``out`` for both.
 """
 
 from __future__ import annotations
