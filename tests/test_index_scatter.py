@@ -239,19 +239,24 @@ def test_matches_torch_scatter_reduce_with_expanded_index(reduce):
 
 
 # ---------------------------------------------------------------------------------------------- determinism
-def test_sorted_path_gives_the_same_bits_whatever_the_thread_count():
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+def test_same_bits_whatever_the_thread_count(path):
+    """The documented guarantee, for every path: results do not depend on torch.get_num_threads()."""
     g = torch.Generator().manual_seed(5)
-    index = torch.randint(0, 1000, (200_000,), generator=g).sort().values
+    index = torch.randint(0, 1000, (200_000,), generator=g)
+    if path == "sorted":
+        index = index.sort().values
     src = torch.randn(200_000, 4, generator=g)
     before = torch.get_num_threads()
     try:
-        results = []
-        for threads in (1, 2, 1):
-            torch.set_num_threads(threads)
-            results.append(scatterx.index_scatter_reduce(0, index, src, "sum"))
+        for reduce in ("sum", "mean", "prod"):
+            results = []
+            for threads in (1, 2, 1):
+                torch.set_num_threads(threads)
+                results.append(scatterx.index_scatter_reduce(0, index, src, reduce, path == "sorted"))
+            assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2]), reduce
     finally:
         torch.set_num_threads(before)
-    assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2])
 
 
 @pytest.mark.parametrize("strategy", ["gather", "slices", "auto"])
