@@ -1,5 +1,6 @@
 """The op layer: argument checks, then the kernels. One file per op family."""
 
+from . import library  # registers torch.ops.scatterx.*
 from .index_scatter import index_scatter_reduce
 from .segment import index_to_ptr, ptr_to_index, segment_reduce
 

@@ -25,9 +25,13 @@ def check_src(src) -> None:
         raise ValueError("src must have at least one dimension, got a 0-d tensor")
     if src.device.type != "cpu":
         raise NotImplementedError(f"scatterx has no kernel for device {src.device} yet (CPU only)")
-    if src.requires_grad and torch.is_grad_enabled():
+
+
+def refuse_autograd(*tensors) -> None:
+    """Gradients are not wired into the public functions yet: refuse rather than silently detach."""
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
         raise NotImplementedError(
-            "scatterx does not compute gradients yet: call it under torch.no_grad() or on src.detach()"
+            "scatterx does not compute gradients yet: call it under torch.no_grad() or on detached tensors"
         )
 
 
@@ -78,8 +82,6 @@ def check_out(out, src: torch.Tensor, dim: int, dim_size: Optional[int]) -> None
         )
     if dim_size is not None and out.size(dim) != dim_size:
         raise ValueError(f"dim_size={dim_size} disagrees with out.size({dim})={out.size(dim)}")
-    if out.requires_grad and torch.is_grad_enabled():
-        raise NotImplementedError("scatterx does not compute gradients yet: out must not require grad")
 
 
 def explain_bad_index(index: torch.Tensor, num_segments: int, sorted: bool, name: str = "index") -> Exception:

@@ -8,7 +8,15 @@ from .._reductions import Reduction, resolve
 from ..kernels.cpu import index as index_kernels
 from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu.scatter import slice_scatter
-from ._checks import check_dim_size, check_integer_vector, check_out, check_src, explain_bad_index, normalize_dim
+from ._checks import (
+    check_dim_size,
+    check_integer_vector,
+    check_out,
+    check_src,
+    explain_bad_index,
+    normalize_dim,
+    refuse_autograd,
+)
 from .segment import (
     finish_output,
     histogram_chunks,
@@ -57,6 +65,24 @@ def index_scatter_reduce(
     >>> index_scatter_reduce(0, torch.tensor([0, 0, 2]), torch.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
+    refuse_autograd(src, out)
+    return _index_scatter_reduce_eager(
+        dim, index, src, reduce, sorted, dim_size=dim_size, out=out, include_self=include_self
+    )
+
+
+def _index_scatter_reduce_eager(
+    dim: int,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    reduce: str = "sum",
+    sorted: bool = True,
+    *,
+    dim_size=None,
+    out=None,
+    include_self: bool = True,
+) -> torch.Tensor:
+    """``index_scatter_reduce`` without the autograd guard: what the custom op runs (see ``library.py``)."""
     red = resolve(reduce)
     check_src(src)
     dim = normalize_dim(dim, src.dim())

@@ -17,7 +17,14 @@ from .._reductions import Reduction, resolve
 from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import index as index_kernels
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
-from ._checks import check_dim_size, check_integer_vector, check_src, explain_bad_index, normalize_dim
+from ._checks import (
+    check_dim_size,
+    check_integer_vector,
+    check_src,
+    explain_bad_index,
+    normalize_dim,
+    refuse_autograd,
+)
 
 # ``perm`` is int32 unless the index is too long for it; the sorted path passes an empty one of the same type.
 _PERM_INT32 = torch.empty(0, dtype=torch.int32).numpy()
@@ -174,6 +181,7 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
     """
     red = resolve(reduce)
     check_src(src)
+    refuse_autograd(src)
     dim = normalize_dim(dim, src.dim())
     ptr = _check_ptr(ptr, src, dim)
     return run_segments(src, dim, ptr, None, red, None, include_self=False)

@@ -1,0 +1,186 @@
+"""scatterx's ops as PyTorch custom ops (``torch.library``): schema, fake (meta) implementation, CPU kernel and
+autograd, so that they trace under ``torch.compile`` and differentiate like any torch op.
+
+``torch.ops.scatterx.index_scatter_reduce`` is functional: ``base`` (what the user's ``out`` holds) is read, never
+written; the public function copies the result into ``out``.
+
+Gradients (w.r.t. ``src`` and ``base``), for a group ``s`` = the ``src`` rows with ``index == s`` (plus ``base[s]``
+when ``include_self``) and ``g = grad[s]``:
+- sum: ``g`` for every member; mean: ``g / count`` (the count includes ``base[s]`` with ``include_self``).
+- prod: the product of the other members, exactly, zeros included: with one zero, the zero's gradient is the
+  product of the others and everyone else's is 0; with two or more, all are 0. No division by zero, no NaN.
+- amax/amin: ``g`` split evenly among the members equal to the result (``base[s]`` included with include_self).
+- ``base`` rows that receive nothing pass ``g`` through; with ``include_self=False`` receiving rows get 0.
+sum and mean are differentiated with differentiable torch ops, so their double backward works. prod, amax and
+amin run ``torch.ops.scatterx.index_scatter_reduce_backward``, which has no derivative of its own: a double
+backward through them raises torch's error for an op without autograd.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+
+from .._reductions import resolve
+
+_LINEAR = ("sum", "mean")
+
+
+def _forward_impl(src, index, dim, reduce, sorted, dim_size, base, include_self):
+    from .index_scatter import _index_scatter_reduce_eager
+
+    out = None if base is None else base.clone()
+    return _index_scatter_reduce_eager(
+        dim, index, src, reduce, sorted, dim_size=dim_size, out=out, include_self=include_self
+    )
+
+
+@torch.library.custom_op("scatterx::index_scatter_reduce", mutates_args=(), device_types="cpu")
+def index_scatter_reduce_op(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    dim_size: int,
+    base: Optional[torch.Tensor],
+    include_self: bool,
+) -> torch.Tensor:
+    return _forward_impl(src, index, dim, reduce, sorted, dim_size, base, include_self)
+
+
+@index_scatter_reduce_op.register_fake
+def _(src, index, dim, reduce, sorted, dim_size, base, include_self):
+    shape = list(src.shape)
+    shape[dim % src.dim()] = dim_size
+    return src.new_empty(shape)
+
+
+# ------------------------------------------------------------------------------------------------------ backward
+def _per_segment(values: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:
+    """View a vector of per-segment values so that it broadcasts along ``dim`` of an ``ndim`` tensor."""
+    shape = [1] * ndim
+    shape[dim] = values.numel()
+    return values.view(shape)
+
+
+def _pad_rows(grad_rows: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:
+    """Gradient for all of ``src`` from that of its first ``grad_rows.size(dim)`` slices (the rest take no part)."""
+    missing = src.size(dim) - grad_rows.size(dim)
+    if missing == 0:
+        return grad_rows
+    shape = list(src.shape)
+    shape[dim] = missing
+    return torch.cat([grad_rows, grad_rows.new_zeros(shape)], dim)
+
+
+def _counts(index: torch.Tensor, dim_size: int, dtype) -> torch.Tensor:
+    return torch.zeros(dim_size, dtype=dtype, device=index.device).index_add_(
+        0, index, torch.ones(index.numel(), dtype=dtype, device=index.device)
+    )
+
+
+def _linear_backward(grad, src, index, base, dim, reduce, include_self):
+    """sum / mean: differentiable torch ops (so double backward works)."""
+    ndim, dim_size = src.dim(), grad.size(dim)
+    idx = index.long()
+    counts = _counts(idx, dim_size, grad.dtype)
+    takes_self = base is not None and include_self
+    if reduce == "mean":
+        scale = 1.0 / (counts + (1.0 if takes_self else 0.0)).clamp(min=1.0)
+        grad_in = grad * _per_segment(scale, dim, ndim)
+    else:
+        grad_in = grad
+    grad_src = _pad_rows(grad_in.index_select(dim, idx), src, dim)
+    grad_base = None
+    if base is not None:
+        received = _per_segment(counts > 0, dim, ndim)
+        grad_base = torch.where(received, grad_in if include_self else torch.zeros_like(grad), grad)
+    return grad_src, grad_base
+
+
+@torch.library.custom_op("scatterx::index_scatter_reduce_backward", mutates_args=(), device_types="cpu")
+def index_scatter_reduce_backward_op(
+    grad: torch.Tensor,
+    src: torch.Tensor,
+    index: torch.Tensor,
+    result: torch.Tensor,
+    base: Optional[torch.Tensor],
+    dim: int,
+    reduce: str,
+    include_self: bool,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Gradients of prod, amax and amin w.r.t. src and base (an empty tensor when there is no base)."""
+    ndim, dim_size, m = src.dim(), grad.size(dim), index.numel()
+    idx = index.long()
+    rows = src.narrow(dim, 0, m)
+    g_rows = grad.index_select(dim, idx)
+    takes_self = base is not None and include_self
+    received = _per_segment(_counts(idx, dim_size, grad.dtype) > 0, dim, ndim)
+    if reduce in ("amax", "amin"):
+        winner = rows == result.index_select(dim, idx)
+        ties = torch.zeros_like(grad).index_add_(dim, idx, winner.to(grad.dtype))
+        if takes_self:
+            ties = ties + (base == result).to(grad.dtype)
+        share = grad / ties.clamp(min=1.0)
+        grad_rows = share.index_select(dim, idx) * winner
+        self_grad = share * (base == result) if takes_self else None
+    elif reduce == "prod":
+        zero_rows = rows == 0
+        zeros = torch.zeros_like(grad).index_add_(dim, idx, zero_rows.to(grad.dtype))
+        nonzero = torch.where(zero_rows, torch.ones_like(rows), rows)
+        if takes_self:
+            zeros = zeros + (base == 0).to(grad.dtype)
+            nonzero_base = torch.where(base == 0, torch.ones_like(base), base)
+            product = _forward_impl(nonzero, index, dim, "prod", False, dim_size, nonzero_base, True)
+        else:
+            product = _forward_impl(nonzero, index, dim, "prod", False, dim_size, None, True)
+
+        def others(values, is_zero, zeros_of_group, product_of_group, g):
+            """Product of the other members of each value's group, times the group's gradient."""
+            safe = torch.where(is_zero, torch.ones_like(values), values)
+            no_zero = (zeros_of_group == 0) & ~is_zero
+            only_zero = (zeros_of_group == 1) & is_zero
+            factor = torch.where(no_zero, product_of_group / safe, torch.where(only_zero, product_of_group, 0.0))
+            return g * factor
+
+        grad_rows = others(rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), g_rows)
+        self_grad = others(base, base == 0, zeros, product, grad) if takes_self else None
+    else:
+        raise ValueError(f"index_scatter_reduce_backward handles prod, amax and amin, not {reduce!r}")
+    grad_src = _pad_rows(grad_rows, src, dim)
+    if base is None:
+        return grad_src, grad.new_empty(0)
+    grad_base = torch.where(received, self_grad if takes_self else torch.zeros_like(grad), grad)
+    return grad_src, grad_base
+
+
+@index_scatter_reduce_backward_op.register_fake
+def _(grad, src, index, result, base, dim, reduce, include_self):
+    return torch.empty_like(src), (torch.empty_like(base) if base is not None else grad.new_empty(0))
+
+
+def _setup_context(ctx, inputs, output):
+    src, index, dim, reduce, sorted, dim_size, base, include_self = inputs
+    ctx.dim = dim % src.dim()
+    ctx.reduce = resolve(reduce).name
+    ctx.include_self = include_self
+    ctx.has_base = base is not None
+    ctx.save_for_backward(src, index, output, base if base is not None else src.new_empty(0))
+
+
+def _backward(ctx, grad):
+    src, index, result, base = ctx.saved_tensors
+    base = base if ctx.has_base else None
+    if ctx.reduce in _LINEAR:
+        grad_src, grad_base = _linear_backward(grad, src, index, base, ctx.dim, ctx.reduce, ctx.include_self)
+    else:
+        grad_src, grad_base = index_scatter_reduce_backward_op(
+            grad, src, index, result, base, ctx.dim, ctx.reduce, ctx.include_self
+        )
+        grad_base = grad_base if ctx.has_base else None
+    return grad_src, None, None, None, None, None, grad_base, None
+
+
+torch.library.register_autograd("scatterx::index_scatter_reduce", _backward, setup_context=_setup_context)
