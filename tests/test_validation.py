@@ -114,9 +114,12 @@ def test_ptr_to_index_rejects_decreasing():
         scatterx.ptr_to_index(torch.tensor([0, 3, 2]))
 
 
-def test_gradient_request_is_refused_rather_than_silently_dropped():
-    src = torch.randn(3, 2, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="gradients"):
-        scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 1]), src)
-    with torch.no_grad():
-        assert scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 1]), src).shape == (2, 2)
+def test_bad_input_raises_the_same_through_the_autograd_path():
+    """With gradients wanted, calls go through the custom op: the same checks, before anything is written."""
+    src = torch.randn(6, 4, requires_grad=True)
+    with pytest.raises(IndexError, match="index\\[5\\]=4"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 1, 2, 2, 4]), src, dim_size=4)
+    with pytest.raises(ValueError, match="not sorted"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 2, 1, 2, 2, 3]), src)
+    with pytest.raises(ValueError, match="ptr\\[0\\]=1"):
+        scatterx.segment_reduce(src, torch.tensor([1, 6]))

@@ -27,14 +27,6 @@ def check_src(src) -> None:
         raise NotImplementedError(f"scatterx has no kernel for device {src.device} yet (CPU only)")
 
 
-def refuse_autograd(*tensors) -> None:
-    """Gradients are not wired into the public functions yet: refuse rather than silently detach."""
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
-        raise NotImplementedError(
-            "scatterx does not compute gradients yet: call it under torch.no_grad() or on detached tensors"
-        )
-
-
 def normalize_dim(dim, ndim: int) -> int:
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")

@@ -15,7 +15,6 @@ from ._checks import (
     check_src,
     explain_bad_index,
     normalize_dim,
-    refuse_autograd,
 )
 from .segment import (
     finish_output,
@@ -65,10 +64,33 @@ def index_scatter_reduce(
     >>> index_scatter_reduce(0, torch.tensor([0, 0, 2]), torch.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
-    refuse_autograd(src, out)
-    return _index_scatter_reduce_eager(
-        dim, index, src, reduce, sorted, dim_size=dim_size, out=out, include_self=include_self
-    )
+    wants_grad = torch.is_grad_enabled() and (src.requires_grad or (out is not None and out.requires_grad))
+    if out is not None and not wants_grad and not torch.compiler.is_compiling():
+        # in place, without the custom op's copy of out and of the result (the op is functional)
+        return _index_scatter_reduce_eager(
+            dim, index, src, reduce, sorted, dim_size=dim_size, out=out, include_self=include_self
+        )
+    resolve(reduce)
+    check_src(src)
+    dim = normalize_dim(dim, src.dim())
+    check_integer_vector(index, "index", src)
+    dim_size = check_dim_size(dim_size)
+    if out is not None:
+        check_out(out, src, dim, dim_size)
+        num_segments = out.size(dim)
+    elif dim_size is not None:
+        num_segments = dim_size
+    elif index.numel() == 0:
+        num_segments = 0
+    else:  # reads the index: a host sync (and a graph break under torch.compile); pass dim_size to avoid it
+        num_segments = max(int(index[-1] if sorted else index.max()) + 1, 0)
+    from .library import index_scatter_reduce_op
+
+    # the op reads out's values (base) and may save them for backward: give it a copy, since out is then
+    # overwritten with the result
+    base = None if out is None else out.clone()
+    result = index_scatter_reduce_op(src, index, dim, reduce, sorted, num_segments, base, include_self)
+    return result if out is None else out.copy_(result)
 
 
 def _index_scatter_reduce_eager(

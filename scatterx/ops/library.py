@@ -28,6 +28,7 @@ _LINEAR = ("sum", "mean")
 
 
 def _forward_impl(src, index, dim, reduce, sorted, dim_size, base, include_self):
+    """The kernel behind the op (validation included): a new result, ``base`` untouched."""
     from .index_scatter import _index_scatter_reduce_eager
 
     out = None if base is None else base.clone()
@@ -184,3 +185,42 @@ def _backward(ctx, grad):
 
 
 torch.library.register_autograd("scatterx::index_scatter_reduce", _backward, setup_context=_setup_context)
+
+
+# -------------------------------------------------------------------------------------------------- segment_reduce
+@torch.library.custom_op("scatterx::segment_reduce", mutates_args=(), device_types="cpu")
+def segment_reduce_op(src: torch.Tensor, ptr: torch.Tensor, reduce: str, dim: int) -> torch.Tensor:
+    from .segment import _segment_reduce_eager
+
+    return _segment_reduce_eager(src, ptr, reduce, dim)
+
+
+@segment_reduce_op.register_fake
+def _(src, ptr, reduce, dim):
+    shape = list(src.shape)
+    shape[dim % src.dim()] = ptr.size(0) - 1
+    return src.new_empty(shape)
+
+
+def _segment_setup_context(ctx, inputs, output):
+    src, ptr, reduce, dim = inputs
+    ctx.dim = dim % src.dim()
+    ctx.reduce = resolve(reduce).name
+    ctx.save_for_backward(src, ptr, output)
+
+
+def _segment_backward(ctx, grad):
+    """The gradient of index_scatter_reduce (no out) with the index that ``ptr`` describes."""
+    src, ptr, result = ctx.saved_tensors
+    lengths = (ptr[1:] - ptr[:-1]).long()
+    index = torch.repeat_interleave(
+        torch.arange(lengths.numel(), device=ptr.device), lengths, output_size=src.size(ctx.dim)
+    )
+    if ctx.reduce in _LINEAR:
+        grad_src, _ = _linear_backward(grad, src, index, None, ctx.dim, ctx.reduce, False)
+    else:
+        grad_src, _ = index_scatter_reduce_backward_op(grad, src, index, result, None, ctx.dim, ctx.reduce, False)
+    return grad_src, None, None, None
+
+
+torch.library.register_autograd("scatterx::segment_reduce", _segment_backward, setup_context=_segment_setup_context)

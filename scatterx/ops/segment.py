@@ -23,7 +23,6 @@ from ._checks import (
     check_src,
     explain_bad_index,
     normalize_dim,
-    refuse_autograd,
 )
 
 # ``perm`` is int32 unless the index is too long for it; the sorted path passes an empty one of the same type.
@@ -174,14 +173,24 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
     """Reduce ``src`` along ``dim`` over the CSR segments ``ptr``: segment ``s`` covers ``ptr[s]:ptr[s+1]``.
 
     ``ptr`` has ``num_segments + 1`` non-decreasing entries with ``ptr[0] == 0`` and ``ptr[-1] == src.size(dim)``.
-    The result has ``num_segments`` along ``dim``; empty segments give 0.
+    The result has ``num_segments`` along ``dim``; empty segments give 0. Differentiable w.r.t. ``src``.
 
     >>> segment_reduce(torch.tensor([1., 2., 3.]), torch.tensor([0, 2, 2, 3]))
     tensor([3., 0., 3.])
     """
+    resolve(reduce)
+    check_src(src)
+    dim = normalize_dim(dim, src.dim())
+    check_integer_vector(ptr, "ptr", src)
+    from .library import segment_reduce_op
+
+    return segment_reduce_op(src, ptr, reduce, dim)
+
+
+def _segment_reduce_eager(src: torch.Tensor, ptr: torch.Tensor, reduce: str, dim: int) -> torch.Tensor:
+    """What ``torch.ops.scatterx.segment_reduce`` runs: the checks that read ``ptr``'s values, then the kernel."""
     red = resolve(reduce)
     check_src(src)
-    refuse_autograd(src)
     dim = normalize_dim(dim, src.dim())
     ptr = _check_ptr(ptr, src, dim)
     return run_segments(src, dim, ptr, None, red, None, include_self=False)
