@@ -169,7 +169,7 @@ def test_opcheck(reduce):
         result = op(src, index, 1, reduce, True, 4, base, True).detach()
         torch.library.opcheck(
             torch.ops.scatterx.index_scatter_reduce_backward,
-            (torch.randn_like(result), src.detach(), index, result, base, 1, reduce, True),
+            (torch.randn_like(result), src.detach(), index, result, base, 1, reduce, True, True),
         )
 
 

@@ -110,33 +110,35 @@ def index_scatter_reduce_backward_op(
     base: Optional[torch.Tensor],
     dim: int,
     reduce: str,
+    sorted: bool,
     include_self: bool,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Gradients of prod, amax and amin w.r.t. src and base (an empty tensor when there is no base)."""
+    """Gradients of prod, amax and amin w.r.t. src and base (an empty tensor when there is no base).
+    Per-group counts and products run on scatterx's own kernels (``sorted`` picks the path, as in forward)."""
     ndim, dim_size, m = src.dim(), grad.size(dim), index.numel()
     idx = index.long()
     rows = src.narrow(dim, 0, m)
-    g_rows = grad.index_select(dim, idx)
     takes_self = base is not None and include_self
     received = _per_segment(_counts(idx, dim_size, grad.dtype) > 0, dim, ndim)
     if reduce in ("amax", "amin"):
-        winner = rows == result.index_select(dim, idx)
-        ties = torch.zeros_like(grad).index_add_(dim, idx, winner.to(grad.dtype))
-        if takes_self:
-            ties = ties + (base == result).to(grad.dtype)
-        share = grad / ties.clamp(min=1.0)
-        grad_rows = share.index_select(dim, idx) * winner
-        self_grad = share * (base == result) if takes_self else None
+        from .segment import tie_backward
+
+        grad_src, ties = tie_backward(grad, src, index, result, base, dim, sorted, include_self)
+        if base is None:
+            return grad_src, grad.new_empty(0)
+        self_grad = grad / ties.clamp(min=1.0) * (base == result) if takes_self else None
+        return grad_src, torch.where(received, self_grad if takes_self else torch.zeros_like(grad), grad)
     elif reduce == "prod":
         zero_rows = rows == 0
-        zeros = torch.zeros_like(grad).index_add_(dim, idx, zero_rows.to(grad.dtype))
+        zeros = _forward_impl(zero_rows.to(grad.dtype), index, dim, "sum", sorted, dim_size, None, False)
+        g_rows = grad.index_select(dim, idx)
         nonzero = torch.where(zero_rows, torch.ones_like(rows), rows)
         if takes_self:
             zeros = zeros + (base == 0).to(grad.dtype)
             nonzero_base = torch.where(base == 0, torch.ones_like(base), base)
-            product = _forward_impl(nonzero, index, dim, "prod", False, dim_size, nonzero_base, True)
+            product = _forward_impl(nonzero, index, dim, "prod", sorted, dim_size, nonzero_base, True)
         else:
-            product = _forward_impl(nonzero, index, dim, "prod", False, dim_size, None, True)
+            product = _forward_impl(nonzero, index, dim, "prod", sorted, dim_size, None, True)
 
         def others(values, is_zero, zeros_of_group, product_of_group, g):
             """Product of the other members of each value's group, times the group's gradient."""
@@ -158,7 +160,7 @@ def index_scatter_reduce_backward_op(
 
 
 @index_scatter_reduce_backward_op.register_fake
-def _(grad, src, index, result, base, dim, reduce, include_self):
+def _(grad, src, index, result, base, dim, reduce, sorted, include_self):
     return torch.empty_like(src), (torch.empty_like(base) if base is not None else grad.new_empty(0))
 
 
@@ -166,6 +168,7 @@ def _setup_context(ctx, inputs, output):
     src, index, dim, reduce, sorted, dim_size, base, include_self = inputs
     ctx.dim = dim % src.dim()
     ctx.reduce = resolve(reduce).name
+    ctx.sorted = sorted
     ctx.include_self = include_self
     ctx.has_base = base is not None
     ctx.save_for_backward(src, index, output, base if base is not None else src.new_empty(0))
@@ -178,7 +181,7 @@ def _backward(ctx, grad):
         grad_src, grad_base = _linear_backward(grad, src, index, base, ctx.dim, ctx.reduce, ctx.include_self)
     else:
         grad_src, grad_base = index_scatter_reduce_backward_op(
-            grad, src, index, result, base, ctx.dim, ctx.reduce, ctx.include_self
+            grad, src, index, result, base, ctx.dim, ctx.reduce, ctx.sorted, ctx.include_self
         )
         grad_base = grad_base if ctx.has_base else None
     return grad_src, None, None, None, None, None, grad_base, None
@@ -219,7 +222,9 @@ def _segment_backward(ctx, grad):
     if ctx.reduce in _LINEAR:
         grad_src, _ = _linear_backward(grad, src, index, None, ctx.dim, ctx.reduce, False)
     else:
-        grad_src, _ = index_scatter_reduce_backward_op(grad, src, index, result, None, ctx.dim, ctx.reduce, False)
+        grad_src, _ = index_scatter_reduce_backward_op(
+            grad, src, index, result, None, ctx.dim, ctx.reduce, True, False
+        )
     return grad_src, None, None, None
 
 

@@ -17,6 +17,7 @@ from .._reductions import Reduction, resolve
 from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import index as index_kernels
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
+from ..kernels.cpu.segment import segment_tie_backward
 from ._checks import (
     check_dim_size,
     check_integer_vector,
@@ -151,6 +152,42 @@ def run_segments(
             lookahead,
         )
     return finish_output(result, target)
+
+
+def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, include_self: bool):
+    """amax/amin backward on the segment kernel's segments: (grad_src, ties), ``ties`` being the number of members
+    equal to each result (``base`` counted with include_self). ``index`` was validated by the forward."""
+    num_segments = result.size(dim)
+    if sorted:
+        ptr, perm = segments_from_sorted_index(index, num_segments), None
+    else:
+        ptr, perm = segments_from_unsorted_index(index, num_segments)
+    outer, n, inner = shape3(src, dim)
+    grad_src = torch.empty_like(src, memory_format=torch.contiguous_format)
+    grad_src.narrow(dim, index.numel(), n - index.numel()).zero_()  # slices that take no part
+    ties = torch.empty_like(result, memory_format=torch.contiguous_format)
+    if outer * inner * num_segments > 0 and index.numel() > 0:
+        threads = use_torch_threads(outer * (n + num_segments) * inner)
+        chunks = 1 if threads == 1 else min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
+        ptr_np = ptr.numpy()
+        view = lambda t, rows: numpy_view(t.contiguous()).reshape(outer, rows, inner)  # noqa: E731
+        segment_tie_backward(
+            view(src, n),
+            _PERM_INT32 if perm is None else perm.numpy(),
+            ptr_np,
+            balanced_bounds(ptr_np, chunks),
+            view(result, num_segments),
+            view(grad, num_segments),
+            view(result if base is None else base, num_segments),
+            numpy_view(grad_src).reshape(outer, n, inner),
+            numpy_view(ties).reshape(outer, num_segments, inner),
+            storage_code(src.dtype),
+            perm is not None,
+            base is not None and include_self,
+        )
+    else:
+        ties.zero_()
+    return grad_src, ties
 
 
 def _check_ptr(ptr, src: torch.Tensor, dim: int) -> torch.Tensor:

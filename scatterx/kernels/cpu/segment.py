@@ -73,3 +73,46 @@ def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, 
 
 
 segment_reduce = LiteralKernel(segment_reduce_kernel, ("reduce", "storage", "gather"))
+
+
+@njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
+def segment_tie_backward_kernel(src, perm, ptr, bounds, result, grad, base, grad_src, ties, storage, gather, include_self):
+    """Backward of amax/amin over the same segments as ``segment_reduce_kernel``.
+
+    ties[o, s, :]: how many members of segment s equal its result (``base[o, s, :]`` counts with include_self);
+    grad_src[o, r, :]: grad[o, s, :] / ties where src[o, r, :] equals the result, else 0 -- the gradient split
+    evenly among ties. Two passes over each segment's rows (the second from cache for typical degrees).
+    src, grad_src: (outer, n, inner); result, grad, base, ties: (outer, S, inner); storage/gather as above.
+    """
+    literally(storage)
+    literally(gather)
+    outer = src.shape[0]
+    inner = src.shape[2]
+    nchunks = bounds.shape[0] - 1
+    for item in prange(outer * nchunks):
+        o = item // nchunks
+        c = item - o * nchunks
+        count = acc_buffer(storage, src, inner)
+        for s in range(bounds[c], bounds[c + 1]):
+            lo = ptr[s]
+            hi = ptr[s + 1]
+            for j in range(inner):
+                same = include_self and load(storage, base[o, s, j]) == load(storage, result[o, s, j])
+                count[j] = 1 if same else 0
+            for i in range(lo, hi):
+                r = perm[i] if gather else i
+                for j in range(inner):
+                    if load(storage, src[o, r, j]) == load(storage, result[o, s, j]):
+                        count[j] += 1
+            for j in range(inner):
+                ties[o, s, j] = count[j]
+            for i in range(lo, hi):
+                r = perm[i] if gather else i
+                for j in range(inner):
+                    if load(storage, src[o, r, j]) == load(storage, result[o, s, j]):
+                        grad_src[o, r, j] = store(storage, load(storage, grad[o, s, j]) / count[j])
+                    else:
+                        grad_src[o, r, j] = 0
+
+
+segment_tie_backward = LiteralKernel(segment_tie_backward_kernel, ("storage", "gather"))
