@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=d.seed)
     b.add_argument("--no-peers", action="store_true", help="time scatterx only")
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
+    b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
     b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")
     return parser
 
@@ -64,7 +65,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             edges=args.edges, nodes=args.nodes, features=args.features, dtype=args.dtype, degrees=args.degrees,
             reductions=_split(args.reductions, REDUCTIONS, "reductions"), orders=_split(args.orders, ORDERS, "orders"),
             threads=args.threads, repeat=args.repeat, warmup=args.warmup, seed=args.seed,
-            peers=not args.no_peers, latency=not args.no_latency,
+            peers=not args.no_peers, latency=not args.no_latency, backward=not args.no_backward,
         )
         result = run(config, progress=_progress(), log=lambda msg: print(msg, file=sys.stderr))
         print(report_mod.table(result))

@@ -20,6 +20,7 @@ class Graph:
     ptr: torch.Tensor  # CSR offsets of ``index`` (num_nodes + 1)
     shuffled_index: torch.Tensor  # the same edges in a random order
     shuffled_src: torch.Tensor
+    grad_out: torch.Tensor  # an upstream gradient for the output (forward + backward rows)
 
     @property
     def num_edges(self) -> int:
@@ -57,7 +58,8 @@ def make_graph(
     counts = torch.bincount(index, minlength=num_nodes)
     ptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
     order = torch.randperm(num_edges, generator=g)
-    return Graph(num_nodes, index, src, ptr, index[order], src[order])
+    grad_out = _values((num_nodes, num_features), dtype, g) if dtype.is_floating_point else None
+    return Graph(num_nodes, index, src, ptr, index[order], src[order], grad_out)
 
 
 def _values(shape, dtype, g):

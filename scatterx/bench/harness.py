@@ -19,7 +19,16 @@ import torch
 import scatterx
 
 from .graphs import Graph, make_graph
-from .peers import PEERS, SCATTERX, SCATTERX_SEGMENT, torch_scatter_version
+from .peers import (
+    BACKWARD_PEERS,
+    BACKWARD_REDUCTIONS,
+    PEERS,
+    PYG_BACKWARD,
+    SCATTERX,
+    SCATTERX_BACKWARD,
+    SCATTERX_SEGMENT,
+    torch_scatter_version,
+)
 
 REDUCTIONS = ("sum", "mean", "prod", "amax", "amin")
 ORDERS = ("sorted", "shuffled")
@@ -40,6 +49,7 @@ class Config:
     seed: int = 0
     peers: bool = True
     latency: bool = True
+    backward: bool = True  # forward+backward rows for sum, mean, amax (floating dtypes)
 
     def is_default_shape(self) -> bool:
         d = Config()
@@ -58,6 +68,7 @@ class Row:
     gbps: float
     probe_ratio: float
     scatterx_speedup: Optional[float] = None  # this row's time / scatterx's time (peer rows)
+    mode: str = "forward"  # or "forward+backward"
 
 
 @dataclass
@@ -163,10 +174,12 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
         seconds = median_seconds(fn, config.warmup, config.repeat)
         rows.append(Row(reduce, order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0))
 
+    if config.backward and graph.src.dtype.is_floating_point:
+        rows += _backward_rows(graph, config, progress, src_bytes)
     probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5)
     for row in rows:
         row.probe_ratio = row.ms / (probe_s * 1e3)
-        ours = _find(rows, row.reduce, row.order, SCATTERX.name)
+        ours = _find(rows, row.reduce, row.order, SCATTERX.name, row.mode)
         if row.implementation != SCATTERX.name and ours is not None:
             row.scatterx_speedup = row.ms / ours.ms
     report = Report(config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=environment())
@@ -178,6 +191,26 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     return report
 
 
+def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
+    """forward+backward: scatterx against PyG's path (and torch_scatter); gradients checked against PyG's."""
+    impls = [SCATTERX_BACKWARD] + (list(BACKWARD_PEERS) if config.peers else [])
+    reductions = [r for r in config.reductions if r in BACKWARD_REDUCTIONS]
+    tasks = [(r, o, impl) for r in reductions for o in config.orders for impl in impls]
+    rows = []
+    expected = {}
+    for reduce, order, impl in progress(tasks, desc="bench forward+backward", unit="case"):
+        fn = impl.build(graph, reduce, order == "sorted")
+        if fn is None:
+            continue
+        if (reduce, order) not in expected:
+            expected[reduce, order] = PYG_BACKWARD.build(graph, reduce, order == "sorted")().clone()
+        check(f"{impl.name} gradient ({reduce}, {order})", fn(), expected[reduce, order])
+        seconds = median_seconds(fn, 1, max(3, config.repeat // 3))
+        rows.append(Row(reduce, order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0,
+                        mode="forward+backward"))
+    return rows
+
+
 def _expected(graph: Graph, reduce: str) -> torch.Tensor:
     """The trusted result: torch's own scatter_reduce (PyG's path) on the sorted edges."""
     expanded = graph.index.view(-1, 1).expand_as(graph.src)
@@ -185,15 +218,15 @@ def _expected(graph: Graph, reduce: str) -> torch.Tensor:
     return out.scatter_reduce_(0, expanded, graph.src, reduce, include_self=False)
 
 
-def _find(rows: List[Row], reduce: str, order: str, name: str) -> Optional[Row]:
-    return next((r for r in rows if (r.reduce, r.order, r.implementation) == (reduce, order, name)), None)
+def _find(rows: List[Row], reduce: str, order: str, name: str, mode: str = "forward") -> Optional[Row]:
+    return next((r for r in rows if (r.reduce, r.order, r.implementation, r.mode) == (reduce, order, name, mode)), None)
 
 
-def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool) -> Optional[Row]:
+def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool, mode: str = "forward") -> Optional[Row]:
     """The fastest peer (not scatterx) for one case."""
     peers = [
         r for r in rows
-        if (r.reduce, r.order) == (reduce, order)
+        if (r.reduce, r.order, r.mode) == (reduce, order, mode)
         and not r.implementation.startswith("scatterx")
         and (r.torch_native or not torch_native_only)
     ]
@@ -203,7 +236,7 @@ def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool) -> O
 # ------------------------------------------------------------------------------------------------------ goals
 # (what, limit, measured(report) -> value or None, passes(value, limit))
 def goals(report: Report):
-    """The speed goals of issue #2, each with the value this run measured (None where it did not measure it)."""
+    """The speed goals of issues #2 and #3, each with the value this run measured (None where not measured)."""
     rows = report.rows
     out = []
 
@@ -223,6 +256,12 @@ def goals(report: Report):
         out.append((f"sorted {reduce}: speedup over fastest torch path", ">=", 2.5, speedup(reduce, "sorted")))
     for reduce in REDUCTIONS:
         out.append((f"shuffled {reduce}: speedup over fastest torch path", ">=", 1.3, speedup(reduce, "shuffled")))
+    for reduce in BACKWARD_REDUCTIONS:
+        for order in ORDERS:
+            ours = _find(rows, reduce, order, SCATTERX.name, "forward+backward")
+            pyg = _find(rows, reduce, order, PYG_BACKWARD.name, "forward+backward")
+            value = None if ours is None or pyg is None else pyg.ms / ours.ms
+            out.append((f"{order} {reduce}: forward+backward speedup over PyG's path (#3)", ">=", 2.0, value))
     out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
     out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
     return [

@@ -119,3 +119,69 @@ PEERS = (
 def torch_scatter_version() -> Optional[str]:
     ts = _torch_scatter_module()
     return None if ts is None else getattr(ts, "__version__", "?")
+
+
+# ------------------------------------------------------------------------------------------- forward + backward
+# Each builder returns a callable that runs forward and backward (upstream gradient ``graph.grad_out``) and
+# returns the gradient w.r.t. src, or None where the peer cannot do it.
+BACKWARD_REDUCTIONS = ("sum", "mean", "amax")
+
+
+def _leaf(graph, sorted):
+    index, src = _inputs(graph, sorted)
+    return index, src.detach().clone().requires_grad_()
+
+
+def _backward_call(leaf, forward, grad_out):
+    def run():
+        leaf.grad = None
+        forward(leaf).backward(grad_out)
+        return leaf.grad
+
+    return run
+
+
+def _scatterx_backward(graph, reduce, sorted):
+    index, leaf = _leaf(graph, sorted)
+    n = graph.num_nodes
+    return _backward_call(
+        leaf, lambda s: scatterx.index_scatter_reduce(0, index, s, reduce, sorted, dim_size=n), graph.grad_out
+    )
+
+
+def _pyg_backward(graph, reduce, sorted):
+    index, leaf = _leaf(graph, sorted)
+    expanded = index.view(-1, 1).expand_as(leaf)
+    shape = (graph.num_nodes, leaf.size(1))
+    return _backward_call(
+        leaf,
+        lambda s: torch.zeros(shape, dtype=s.dtype).scatter_reduce(0, expanded, s, reduce, include_self=False),
+        graph.grad_out,
+    )
+
+
+def _ts_scatter_backward(graph, reduce, sorted):
+    ts = _torch_scatter_module()
+    if ts is None:
+        return None
+    index, leaf = _leaf(graph, sorted)
+    name, n = _TS_NAMES[reduce], graph.num_nodes
+    return _backward_call(leaf, lambda s: ts.scatter(s, index, 0, dim_size=n, reduce=name), graph.grad_out)
+
+
+def _ts_segment_csr_backward(graph, reduce, sorted):
+    ts = _torch_scatter_module()
+    if ts is None or not sorted:
+        return None
+    _, leaf = _leaf(graph, sorted)
+    name = _TS_NAMES[reduce]
+    return _backward_call(leaf, lambda s: ts.segment_csr(s, graph.ptr, reduce=name), graph.grad_out)
+
+
+SCATTERX_BACKWARD = Peer("scatterx.index_scatter_reduce", False, _scatterx_backward)
+PYG_BACKWARD = Peer("torch.scatter_reduce (expanded index)", True, _pyg_backward)
+BACKWARD_PEERS = (
+    PYG_BACKWARD,
+    Peer("torch_scatter.scatter", False, _ts_scatter_backward),
+    Peer("torch_scatter.segment_csr", False, _ts_segment_csr_backward),
+)

@@ -16,25 +16,28 @@ def table(report: Report) -> str:
     lines.append(f"scatterx bench: {report.graph}; {c.threads} thread(s)")
     lines.append(f"bandwidth probe (torch.sum(src), reads src once): {report.probe_ms:.2f} ms, {report.probe_gbps:.1f} GB/s")
     lines.append("GB/s = bytes of src / time.  x probe = time / probe time.  peer rows: how many times scatterx is faster.")
-    header = f"{'reduce':<6} {'index':<8} {'implementation':<38} {'ms':>8} {'GB/s':>6} {'x probe':>8} {'scatterx faster':>16}"
+    header = (f"{'reduce':<6} {'index':<8} {'pass':<8} {'implementation':<38} {'ms':>8} {'GB/s':>6} {'x probe':>8} "
+              f"{'scatterx faster':>16}")
     lines.append(header)
     lines.append("-" * len(header))
     previous = None
     for row in report.rows:
-        case = (row.reduce, row.order)
+        case = (row.reduce, row.order, row.mode)
         if previous is not None and case != previous:
             lines.append("")
         previous = case
         speed = "" if row.scatterx_speedup is None else f"{row.scatterx_speedup:.2f}x"
+        passes = "fwd" if row.mode == "forward" else "fwd+bwd"
         lines.append(
-            f"{row.reduce:<6} {row.order:<8} {row.implementation:<38} {row.ms:>8.2f} {row.gbps:>6.1f} "
+            f"{row.reduce:<6} {row.order:<8} {passes:<8} {row.implementation:<38} {row.ms:>8.2f} {row.gbps:>6.1f} "
             f"{row.probe_ratio:>7.2f}x {speed:>16}"
         )
     lines.append("")
     lines.append("summary: scatterx.index_scatter_reduce against the fastest other implementation")
     for reduce in c.reductions:
         for order in c.orders:
-            ours = next((r for r in report.rows if (r.reduce, r.order, r.implementation) == (reduce, order, SCATTERX.name)), None)
+            ours = next((r for r in report.rows if (r.reduce, r.order, r.implementation, r.mode)
+                         == (reduce, order, SCATTERX.name, "forward")), None)
             if ours is None:
                 continue
             parts = []
@@ -52,7 +55,7 @@ def table(report: Report) -> str:
         )
     lines.append("")
     note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
-    lines.append("goals of issue #2" + note)
+    lines.append("goals of issues #2 and #3" + note)
     for what, op, limit, value, ok in goals(report):
         verdict = "not measured" if ok is None else ("ok" if ok else "MISSED")
         shown = "-" if value is None else f"{value:.2f}"
@@ -69,9 +72,10 @@ def write_files(report: Report, out_dir: str) -> List[str]:
     csv_path = os.path.join(out_dir, "bench.csv")
     with open(csv_path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["reduce", "index", "implementation", "torch_native", "ms", "gbps", "probe_ratio", "scatterx_speedup"])
+        writer.writerow(["reduce", "index", "pass", "implementation", "torch_native", "ms", "gbps", "probe_ratio",
+                         "scatterx_speedup"])
         for r in report.rows:
-            writer.writerow([r.reduce, r.order, r.implementation, r.torch_native, f"{r.ms:.4f}", f"{r.gbps:.3f}",
+            writer.writerow([r.reduce, r.order, r.mode, r.implementation, r.torch_native, f"{r.ms:.4f}", f"{r.gbps:.3f}",
                              f"{r.probe_ratio:.4f}", "" if r.scatterx_speedup is None else f"{r.scatterx_speedup:.4f}"])
     paths.append(csv_path)
     json_path = os.path.join(out_dir, "bench.json")
