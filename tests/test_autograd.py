@@ -251,3 +251,19 @@ def test_compiled_public_functions_need_no_host_sync_with_dim_size():
     (compiled_grad,) = torch.autograd.grad(compiled, x)
     torch.testing.assert_close(compiled, eager)
     torch.testing.assert_close(compiled_grad, eager_grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_half_precision_gradients_match_float64(reduce, dtype):
+    g = torch.Generator().manual_seed(10)
+    src64 = (torch.randint(1, 9, (40, 3), generator=g) / 4.0).double()  # exact in every dtype, with ties
+    index = torch.randint(0, 6, (40,), generator=g)
+    grad64 = (torch.randint(-4, 5, (6, 3), generator=g) / 4.0).double()
+    grads = []
+    for t in (src64, src64.to(dtype)):
+        leaf = t.clone().requires_grad_()
+        scatterx.index_scatter_reduce(0, index, leaf, reduce, sorted=False, dim_size=6).backward(grad64.to(t.dtype))
+        grads.append(leaf.grad)
+    assert grads[1].dtype == dtype
+    torch.testing.assert_close(grads[1].double(), grads[0], atol=0.05, rtol=0.02)

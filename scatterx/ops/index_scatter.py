@@ -16,6 +16,7 @@ from ._checks import (
     explain_bad_index,
     normalize_dim,
 )
+from .library import needs_op
 from .segment import (
     finish_output,
     histogram_chunks,
@@ -64,9 +65,9 @@ def index_scatter_reduce(
     >>> index_scatter_reduce(0, torch.tensor([0, 0, 2]), torch.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
-    wants_grad = torch.is_grad_enabled() and (src.requires_grad or (out is not None and out.requires_grad))
-    if out is not None and not wants_grad and not torch.compiler.is_compiling():
-        # in place, without the custom op's copy of out and of the result (the op is functional)
+    if not needs_op(src, out):
+        # the same kernels, called directly: no copy of out and of the result (the op is functional), and no
+        # first-call import of torch._dynamo (~1.5 s) that torch's custom-op machinery does
         return _index_scatter_reduce_eager(
             dim, index, src, reduce, sorted, dim_size=dim_size, out=out, include_self=include_self
         )

@@ -27,6 +27,15 @@ from .._reductions import resolve
 _LINEAR = ("sum", "mean")
 
 
+def needs_op(*tensors) -> bool:
+    """Whether a call must go through the custom op: a gradient is wanted, or torch.compile is tracing. Otherwise
+    the public functions call the same implementation directly (the op adds copies for ``out=``, and torch's
+    custom-op machinery imports torch._dynamo on its first call, ~1.5 s)."""
+    if torch.compiler.is_compiling():
+        return True
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def _forward_impl(src, index, dim, reduce, sorted, dim_size, base, include_self):
     """The kernel behind the op (validation included): a new result, ``base`` untouched."""
     from .index_scatter import _index_scatter_reduce_eager

@@ -219,8 +219,10 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
     check_src(src)
     dim = normalize_dim(dim, src.dim())
     check_integer_vector(ptr, "ptr", src)
-    from .library import segment_reduce_op
+    from .library import needs_op, segment_reduce_op
 
+    if not needs_op(src):
+        return _segment_reduce_eager(src, ptr, reduce, dim)
     return segment_reduce_op(src, ptr, reduce, dim)
 
 
