@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Tuple
+
 import torch
 
 from .._reductions import Reduction, resolve
@@ -16,7 +18,7 @@ from ._checks import (
     explain_bad_index,
     normalize_dim,
 )
-from .library import needs_op
+from .library import index_scatter_reduce_op, needs_op
 from .segment import (
     finish_output,
     histogram_chunks,
@@ -71,22 +73,7 @@ def index_scatter_reduce(
         return _index_scatter_reduce_eager(
             dim, index, src, reduce, sorted, dim_size=dim_size, out=out, include_self=include_self
         )
-    resolve(reduce)
-    check_src(src)
-    dim = normalize_dim(dim, src.dim())
-    check_integer_vector(index, "index", src)
-    dim_size = check_dim_size(dim_size)
-    if out is not None:
-        check_out(out, src, dim, dim_size)
-        num_segments = out.size(dim)
-    elif dim_size is not None:
-        num_segments = dim_size
-    elif index.numel() == 0:
-        num_segments = 0
-    else:  # reads the index: a host sync (and a graph break under torch.compile); pass dim_size to avoid it
-        num_segments = max(int(index[-1] if sorted else index.max()) + 1, 0)
-    from .library import index_scatter_reduce_op
-
+    _, dim, num_segments = _resolve_call(dim, index, src, reduce, sorted, dim_size, out)
     # the op reads out's values (base) and may save them for backward: give it a copy, since out is then
     # overwritten with the result
     base = None if out is None else out.clone()
@@ -105,7 +92,23 @@ def _index_scatter_reduce_eager(
     out=None,
     include_self: bool = True,
 ) -> torch.Tensor:
-    """``index_scatter_reduce`` without the autograd guard: what the custom op runs (see ``library.py``)."""
+    """``index_scatter_reduce`` called directly: what the custom op runs (see ``library.py``)."""
+    red, dim, num_segments = _resolve_call(dim, index, src, reduce, sorted, dim_size, out)
+
+    # only the first index.numel() slices of src take part: ptr/perm/index never name a later one
+    if sorted:
+        return run_segments(src, dim, segments_from_sorted_index(index, num_segments), None, red, out, include_self)
+    strategy = UNSORTED_STRATEGY
+    if strategy == "auto":
+        strategy = "slices" if _slices_pay(src, dim, num_segments) else "gather"
+    if strategy == "slices":
+        return _run_slices(src, dim, index, num_segments, red, out, include_self)
+    ptr, perm = segments_from_unsorted_index(index, num_segments)
+    return run_segments(src, dim, ptr, perm, red, out, include_self)
+
+
+def _resolve_call(dim, index, src, reduce, sorted, dim_size, out) -> Tuple[Reduction, int, int]:
+    """The checks that need no index values, and the output size: (reduction, dim >= 0, num_segments)."""
     red = resolve(reduce)
     check_src(src)
     dim = normalize_dim(dim, src.dim())
@@ -118,25 +121,14 @@ def _index_scatter_reduce_eager(
     dim_size = check_dim_size(dim_size)
     if out is not None:
         check_out(out, src, dim, dim_size)
-        num_segments = out.size(dim)
-    elif dim_size is not None:
-        num_segments = dim_size
-    elif index.numel() == 0:
-        num_segments = 0
-    else:
-        # a sorted index ends with its maximum (validated below); otherwise one scan
-        num_segments = max(int(index[-1] if sorted else index.max()) + 1, 0)
-
-    # only the first index.numel() slices of src take part: ptr/perm/index never name a later one
-    if sorted:
-        return run_segments(src, dim, segments_from_sorted_index(index, num_segments), None, red, out, include_self)
-    strategy = UNSORTED_STRATEGY
-    if strategy == "auto":
-        strategy = "slices" if _slices_pay(src, dim, num_segments) else "gather"
-    if strategy == "slices":
-        return _run_slices(src, dim, index, num_segments, red, out, include_self)
-    ptr, perm = segments_from_unsorted_index(index, num_segments)
-    return run_segments(src, dim, ptr, perm, red, out, include_self)
+        return red, dim, out.size(dim)
+    if dim_size is not None:
+        return red, dim, dim_size
+    if index.numel() == 0:
+        return red, dim, 0
+    # reads the index: a host sync (a graph break under torch.compile); passing dim_size avoids it. A sorted index
+    # ends with its maximum (validated later, with everything else); otherwise one scan.
+    return red, dim, max(int(index[-1] if sorted else index.max()) + 1, 0)
 
 
 def _slices_pay(src: torch.Tensor, dim: int, num_segments: int) -> bool:
