@@ -24,8 +24,7 @@ from .segment import (
     histogram_chunks,
     prepare_output,
     run_segments,
-    segments_from_sorted_index,
-    segments_from_unsorted_index,
+    segments,
     shape3,
 )
 
@@ -96,14 +95,13 @@ def _index_scatter_reduce_eager(
     red, dim, num_segments = _resolve_call(dim, index, src, reduce, sorted, dim_size, out)
 
     # only the first index.numel() slices of src take part: ptr/perm/index never name a later one
-    if sorted:
-        return run_segments(src, dim, segments_from_sorted_index(index, num_segments), None, red, out, include_self)
-    strategy = UNSORTED_STRATEGY
-    if strategy == "auto":
-        strategy = "slices" if _slices_pay(src, dim, num_segments) else "gather"
-    if strategy == "slices":
-        return _run_slices(src, dim, index, num_segments, red, out, include_self)
-    ptr, perm = segments_from_unsorted_index(index, num_segments)
+    if not sorted:
+        strategy = UNSORTED_STRATEGY
+        if strategy == "auto":
+            strategy = "slices" if _slices_pay(src, dim, num_segments) else "gather"
+        if strategy == "slices":
+            return _run_slices(src, dim, index, num_segments, red, out, include_self)
+    ptr, perm = segments(index, num_segments, sorted)
     return run_segments(src, dim, ptr, perm, red, out, include_self)
 
 

@@ -86,6 +86,8 @@ def _pad_rows(grad_rows: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Ten
 
 
 def _counts(index: torch.Tensor, dim_size: int, dtype) -> torch.Tensor:
+    """Members per segment. Plain torch ops on purpose, not the ``count_index`` kernel: the sum/mean backward is
+    traced by torch.compile (a Numba call cannot be) and must stay differentiable for double backward."""
     return torch.zeros(dim_size, dtype=dtype, device=index.device).index_add_(
         0, index, torch.ones(index.numel(), dtype=dtype, device=index.device)
     )
@@ -133,10 +135,7 @@ def index_scatter_reduce_backward_op(
         from .segment import tie_backward
 
         grad_src, ties = tie_backward(grad, src, index, result, base, dim, sorted, include_self)
-        if base is None:
-            return grad_src, grad.new_empty(0)
         self_grad = grad / ties.clamp(min=1.0) * (base == result) if takes_self else None
-        return grad_src, torch.where(received, self_grad if takes_self else torch.zeros_like(grad), grad)
     elif reduce == "prod":
         zero_rows = rows == 0
         zeros = _forward_impl(zero_rows.to(grad.dtype), index, dim, "sum", sorted, dim_size, None, False)
@@ -158,10 +157,10 @@ def index_scatter_reduce_backward_op(
             return g * factor
 
         grad_rows = others(rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), g_rows)
+        grad_src = _pad_rows(grad_rows, src, dim)
         self_grad = others(base, base == 0, zeros, product, grad) if takes_self else None
     else:
         raise ValueError(f"index_scatter_reduce_backward handles prod, amax and amin, not {reduce!r}")
-    grad_src = _pad_rows(grad_rows, src, dim)
     if base is None:
         return grad_src, grad.new_empty(0)
     grad_base = torch.where(received, self_grad if takes_self else torch.zeros_like(grad), grad)

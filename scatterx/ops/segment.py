@@ -66,6 +66,21 @@ def segments_from_unsorted_index(index: torch.Tensor, num_segments: int) -> Tupl
     return torch.from_numpy(ptr), torch.from_numpy(perm)
 
 
+def segments(index: torch.Tensor, num_segments: int, sorted: bool):
+    """``(ptr, perm)`` of an index: CSR offsets, and for an unsorted index the stable permutation (else None)."""
+    if sorted:
+        return segments_from_sorted_index(index, num_segments), None
+    return segments_from_unsorted_index(index, num_segments)
+
+
+def launch_bounds(ptr_np: np.ndarray, outer: int, n: int, inner: int) -> np.ndarray:
+    """Chunks of segments for a segment kernel over ``outer`` slices (sets Numba's thread count for it)."""
+    num_segments = len(ptr_np) - 1
+    threads = use_torch_threads(outer * (n + num_segments) * inner)
+    chunks = 1 if threads == 1 else min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
+    return balanced_bounds(ptr_np, chunks)
+
+
 def balanced_bounds(ptr: np.ndarray, nchunks: int) -> np.ndarray:
     """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``.
 
@@ -133,8 +148,6 @@ def run_segments(
         include_self = False
 
     if outer * inner * num_segments > 0:
-        threads = use_torch_threads(outer * (n + num_segments) * inner)
-        chunks = 1 if threads == 1 else min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
         row_bytes = max(inner * src.element_size(), 1)
         lookahead = min(max(_PREFETCH_BYTES // row_bytes, 8), 32)
         ptr_np = ptr.numpy()
@@ -142,7 +155,7 @@ def run_segments(
             numpy_view(src.contiguous()).reshape(outer, n, inner),
             _PERM_INT32 if perm is None else perm.numpy(),
             ptr_np,
-            balanced_bounds(ptr_np, chunks),
+            launch_bounds(ptr_np, outer, n, inner),
             numpy_view(target).reshape(outer, num_segments, inner),
             red.code,
             storage_code(src.dtype),
@@ -158,24 +171,19 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, include
     """amax/amin backward on the segment kernel's segments: (grad_src, ties), ``ties`` being the number of members
     equal to each result (``base`` counted with include_self). ``index`` was validated by the forward."""
     num_segments = result.size(dim)
-    if sorted:
-        ptr, perm = segments_from_sorted_index(index, num_segments), None
-    else:
-        ptr, perm = segments_from_unsorted_index(index, num_segments)
+    ptr, perm = segments(index, num_segments, sorted)
     outer, n, inner = shape3(src, dim)
     grad_src = torch.empty_like(src, memory_format=torch.contiguous_format)
     grad_src.narrow(dim, index.numel(), n - index.numel()).zero_()  # slices that take no part
     ties = torch.empty_like(result, memory_format=torch.contiguous_format)
     if outer * inner * num_segments > 0 and index.numel() > 0:
-        threads = use_torch_threads(outer * (n + num_segments) * inner)
-        chunks = 1 if threads == 1 else min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
         ptr_np = ptr.numpy()
         view = lambda t, rows: numpy_view(t.contiguous()).reshape(outer, rows, inner)  # noqa: E731
         segment_tie_backward(
             view(src, n),
             _PERM_INT32 if perm is None else perm.numpy(),
             ptr_np,
-            balanced_bounds(ptr_np, chunks),
+            launch_bounds(ptr_np, outer, n, inner),
             view(result, num_segments),
             view(grad, num_segments),
             view(result if base is None else base, num_segments),
