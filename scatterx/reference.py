@@ -75,3 +75,54 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
     counts = (ptr[1:] - ptr[:-1]).to(torch.int64)
     index = torch.repeat_interleave(torch.arange(counts.numel()), counts)
     return index_scatter_reduce(dim, index, src, reduce, dim_size=counts.numel())
+
+
+# ------------------------------------------------------------------------------------ the x-transformer model
+def x_target(m, u) -> tuple:
+    """Data position ``t`` of the iterated position ``u`` under the map ``m`` (``scatterx.planner.XMap``), straight
+    from the definition ``t = p(f(p1(u)) + p2(u))``."""
+    t = [None] * len(m.data_shape)
+    at = tuple(u[d] for d in m.lookup)
+    for j, d in enumerate(m.coords):
+        t[d] = int(m.index[at + (j,)]) if m.vector else int(m.index[at])
+    for s, d in m.carry:
+        t[d] = u[s]
+    return tuple(t)
+
+
+def x_gather(m, data: torch.Tensor) -> torch.Tensor:
+    """``out[u] = data[t(u)]``, one element at a time (IndexError for a coordinate out of range)."""
+    import itertools
+
+    out = torch.empty(m.shape, dtype=data.dtype)
+    for u in itertools.product(*map(range, m.shape)):
+        t = x_target(m, u)
+        if any(not 0 <= c < size for c, size in zip(t, m.data_shape)):
+            raise IndexError(f"position {u} maps to {t}, outside {m.data_shape}")
+        out[u] = data[t]
+    return out
+
+
+def x_scatter(m, data: torch.Tensor, updates: torch.Tensor, reduce: str, include_self: bool = True) -> torch.Tensor:
+    """``data`` with ``updates[u]`` reduced into ``t(u)``: positions are visited in ``u``'s row-major order and
+    grouped by target; ``assign`` keeps the last, the others reduce the group (``data``'s value first with
+    ``include_self``) in float64/int64. Positions that receive nothing keep ``data``'s value."""
+    import itertools
+
+    groups = {}
+    for u in itertools.product(*map(range, m.shape)):
+        t = x_target(m, u)
+        if any(not 0 <= c < size for c, size in zip(t, m.data_shape)):
+            raise IndexError(f"position {u} maps to {t}, outside {m.data_shape}")
+        groups.setdefault(t, []).append(updates[u])
+    result = data.clone()
+    name = reduce if reduce == "assign" else resolve(reduce).name
+    for t, values in groups.items():
+        if name == "assign":
+            result[t] = values[-1]
+            continue
+        if include_self:
+            values = [data[t]] + values
+        rows = torch.stack(values).to(_wide(data.dtype))
+        result[t] = _reduce_rows(rows, name, data.dtype).to(data.dtype)
+    return result

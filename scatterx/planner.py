@@ -1,0 +1,286 @@
+"""The x-transformer model of a scatter or gather, the sliceability planner, and the engine that runs its plans.
+
+Every framework's gather/scatter is one *map* from positions ``u`` of an iterated tensor (a scatter's updates, a
+gather's output) to positions ``t`` of the data tensor (a scatter's target, a gather's source):
+
+    t = p( f(p1(u)) + p2(u) )
+
+- ``p1`` picks the coordinates of ``u`` that go through the index lookup ``f``: ``f`` reads ``index`` at them and
+  yields one or more target coordinates (``XMap.lookup`` -> ``XMap.coords``);
+- ``p2`` carries the other coordinates over unchanged (``XMap.carry``: pairs ``(u dim, data dim)``);
+- ``p`` arranges both into the data tensor's dimensions.
+
+A scatter reduces ``updates[u]`` into ``data[t]``; a gather reads ``out[u] = data[t]``.
+
+**Sliceable.** When a block of trailing carried dims is never touched by the lookup, every lookup moves whole
+contiguous slices: the map is a 1-D row index over ``(outer, rows, inner)`` views -- a :class:`Plan` of kind
+``"slice"`` that runs on ``index_scatter_reduce`` (scatter) or ``index_select`` (gather). The planner:
+
+1. drops lookup dims the index does not vary along (stride 0, size 1, or equal values) when they are also carried
+   -- an index expanded from 1-D, as PyG builds it, becomes 1-D again;
+2. keeps a leading block of carried dims that the lookup never touches as ``outer``, and the longest such trailing
+   block as ``inner``;
+3. folds every remaining dim into one flat row number: lookup coordinates from ``index``, carried coordinates from
+   their own position (``arange``).
+
+When no trailing block survives (``inner == 1``) the plan is of kind ``"element"``: the rows are single elements,
+i.e. flat offsets into the data tensor, and the same kernels run on flat views -- element by element.
+
+Worked examples are in docs/MODEL.md. Frontends (``scatterx.pytorch``, ``scatterx.onnx``, ``scatterx.tf``,
+``scatterx.paddle``) only translate their arguments into an :class:`XMap` and call :func:`scatter` or
+:func:`gather`; ``scatterx.reference.x_scatter`` / ``x_gather`` execute a map by its definition, element by element.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import torch
+
+from ._reductions import resolve
+
+#: reductions of :func:`scatter`: ``"assign"`` (the last write in ``u``'s row-major order wins) and the table's
+SCATTER_REDUCTIONS = ("assign", "sum", "mean", "prod", "amax", "amin")
+
+
+@dataclass(frozen=True)
+class XMap:
+    """A map ``u -> t`` from the positions of an iterated tensor of ``shape`` to those of a data tensor of
+    ``data_shape`` (see the module docstring).
+
+    index: integer tensor. Its first ``len(lookup)`` dims run along the ``u`` dims ``lookup`` (same sizes; a
+        stride-0 expanded view is fine). With ``vector=True`` one more, last, dim of length ``len(coords)`` holds
+        the coordinate vector (ONNX/TF ND indices); otherwise ``coords`` has one entry.
+    lookup: ``u`` dims the lookup reads (p1).
+    coords: data dims the lookup's coordinates fill, in the order of the coordinate vector.
+    carry: ``(u dim, data dim)`` pairs copied unchanged (p2); ``u``'s size must not exceed the data's.
+    Every ``u`` dim is looked up or carried (or both); every data dim is filled by exactly one of them.
+    Coordinates must already be in range (frontends wrap negative ones where their framework does);
+    :func:`check_coordinates` verifies it.
+    """
+
+    shape: Tuple[int, ...]
+    data_shape: Tuple[int, ...]
+    index: torch.Tensor
+    lookup: Tuple[int, ...]
+    coords: Tuple[int, ...]
+    carry: Tuple[Tuple[int, int], ...]
+    vector: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "data_shape", tuple(int(s) for s in self.data_shape))
+        expected = [self.shape[d] for d in self.lookup] + ([len(self.coords)] if self.vector else [])
+        if list(self.index.shape) != expected:
+            raise ValueError(f"index has shape {tuple(self.index.shape)}, expected {tuple(expected)}")
+        if not self.vector and len(self.coords) != 1:
+            raise ValueError("a scalar lookup fills exactly one data dim")
+        filled = list(self.coords) + [t for _, t in self.carry]
+        if sorted(filled) != list(range(len(self.data_shape))):
+            raise ValueError(f"data dims filled {filled}: each of {len(self.data_shape)} dims must be filled once")
+        used = set(self.lookup) | {s for s, _ in self.carry}
+        if used != set(range(len(self.shape))):
+            raise ValueError(f"u dims {sorted(set(range(len(self.shape))) - used)} are neither looked up nor carried")
+        for s, t in self.carry:
+            if self.shape[s] > self.data_shape[t]:
+                raise ValueError(f"carried dim {s} (size {self.shape[s]}) exceeds data dim {t} ({self.data_shape[t]})")
+
+    def coordinate(self, j: int) -> torch.Tensor:
+        """Coordinate ``j`` of the lookup, indexed by the ``lookup`` dims."""
+        return self.index.select(-1, j) if self.vector else self.index
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a map runs: ``u`` seen as ``(outer, n, inner)``, the data as ``(outer, S, inner)``, and ``rows`` (1-D,
+    length ``n``) naming the data row of each ``u`` row. ``kind`` is ``"slice"`` when some carried dims stayed out
+    of the lookup (each row entry moves ``outer * inner`` elements) and ``"element"`` when every dim went through
+    it (``rows`` are flat offsets, one per element)."""
+
+    kind: str
+    outer: int
+    n: int
+    S: int
+    inner: int
+    rows: torch.Tensor
+    checked: bool  # rows validated by the planner (else the kernel's own single-pass check does it)
+    region: Optional[Tuple[int, ...]]  # data is reduced only inside this leading box (carried dims smaller than data)
+
+
+def _constant_along(index: torch.Tensor, axis: int) -> bool:
+    """Whether ``index`` holds the same values at every position along ``axis`` (free for an expanded view)."""
+    if index.size(axis) <= 1 or index.stride(axis) == 0:
+        return True
+    first = index.narrow(axis, 0, 1)
+    return bool(torch.equal(index, first.expand_as(index)))
+
+
+def simplify(m: XMap) -> XMap:
+    """Drop lookup dims that are also carried and along which the index does not vary: the lookup ignores them."""
+    carried = {s for s, _ in m.carry}
+    index, lookup = m.index, list(m.lookup)
+    for pos in range(len(lookup) - 1, -1, -1):
+        if lookup[pos] in carried and _constant_along(index, pos):
+            index = index.select(pos, 0)
+            del lookup[pos]
+    if len(lookup) == len(m.lookup):
+        return m
+    return XMap(m.shape, m.data_shape, index, tuple(lookup), m.coords, m.carry, m.vector)
+
+
+def check_coordinates(m: XMap, name: str = "index") -> None:
+    """IndexError for the first coordinate outside its data dim (run before anything is written)."""
+    for j, d in enumerate(m.coords):
+        c = m.coordinate(j)
+        size = m.data_shape[d]
+        bad = (c < 0) | (c >= size)
+        if bool(bad.any()):
+            where = tuple(int(i) for i in torch.nonzero(bad)[0])
+            if m.vector:
+                where = where + (j,)
+            value = int(m.index[where])
+            raise IndexError(
+                f"{name}{list(where)} = {value} is out of bounds for dimension {d} with size {size}"
+            )
+
+
+def plan(m: XMap) -> Plan:
+    """Choose how ``m`` runs (see the module docstring): a slice plan when a trailing block of carried dims is
+    untouched by the lookup, else an element plan. Coordinates are validated here unless the kernel will."""
+    m = simplify(m)
+    looked_up = set(m.lookup)
+    to_data = dict(m.carry)
+    untouched = {s for s in to_data if s not in looked_up}
+    ndim, data_ndim = len(m.shape), len(m.data_shape)
+
+    def block(dims_u, dims_t):  # carried, untouched, same position order in u and data
+        return all(s in untouched and to_data[s] == t for s, t in zip(dims_u, dims_t))
+
+    # longest trailing block: u dims ndim-k.. carried in order to data dims data_ndim-k..
+    k = 0
+    while k < min(ndim, data_ndim) and block([ndim - 1 - k], [data_ndim - 1 - k]):
+        k += 1
+    # leading block, not overlapping the trailing one
+    lead = 0
+    while lead < min(ndim, data_ndim) - k and block([lead], [lead]):
+        lead += 1
+
+    mid_u = list(range(lead, ndim - k))
+    mid_t = list(range(lead, data_ndim - k))
+    # carried outer/inner dims smaller than the data's: the map covers a leading box of the data only
+    region = None
+    if any(m.shape[s] != m.data_shape[to_data[s]] for s in [*range(lead), *range(ndim - k, ndim)]):
+        box = list(m.data_shape)
+        for s in [*range(lead), *range(ndim - k, ndim)]:
+            box[to_data[s]] = m.shape[s]
+        region = tuple(box)
+
+    outer = math.prod(m.shape[:lead])
+    inner = math.prod(m.shape[ndim - k :])
+    n = math.prod(m.shape[s] for s in mid_u)
+    S = math.prod(m.data_shape[t] for t in mid_t)
+
+    single = len(m.coords) == 1 and len(mid_t) == 1 and all(s in looked_up for s in mid_u)
+    if single:
+        # rows are the index itself: the kernel validates it in its own pass
+        rows = _u_order(m.coordinate(0), m.lookup, mid_u).reshape(-1)
+        checked = False
+    else:
+        check_coordinates(m)
+        rows = _flat_rows(m, mid_u, mid_t)
+        checked = True
+    # "element": every dim went through the lookup, one row per element; "slice": each row moves a group
+    kind = "slice" if lead + k > 0 else "element"
+    return Plan(kind, outer, n, S, inner, rows, checked, region)
+
+
+def _u_order(c: torch.Tensor, lookup: Sequence[int], mid_u: Sequence[int]) -> torch.Tensor:
+    """``c`` (dims in ``lookup`` order) broadcast to the middle ``u`` dims, in ``u``'s order."""
+    order = sorted(range(len(lookup)), key=lambda i: lookup[i])
+    c = c.permute(order) if order != list(range(len(lookup))) else c
+    present = sorted(lookup)
+    return c.reshape([c.size(present.index(s)) if s in present else 1 for s in mid_u])
+
+
+def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
+    """Row number in the middle data block for every middle ``u`` position (int64, flattened)."""
+    strides = {}
+    acc = 1
+    for t in reversed(mid_t):
+        strides[t] = acc
+        acc *= m.data_shape[t]
+    mid_shape = [m.shape[s] for s in mid_u]
+    rows = torch.zeros((1,) * len(mid_u), dtype=torch.int64, device=m.index.device)
+    for j, t in enumerate(m.coords):
+        rows = rows + _u_order(m.coordinate(j).to(torch.int64), m.lookup, mid_u) * strides[t]
+    for s, t in m.carry:
+        if s in mid_u:
+            shape = [1] * len(mid_u)
+            shape[mid_u.index(s)] = m.shape[s]
+            rows = rows + torch.arange(m.shape[s], device=m.index.device).view(shape) * strides[t]
+    return rows.expand(mid_shape).reshape(-1)
+
+
+# --------------------------------------------------------------------------------------------------- execution
+def _is_sorted(rows: torch.Tensor) -> bool:
+    return rows.numel() < 2 or bool((rows[1:] >= rows[:-1]).all())
+
+
+def scatter(m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, include_self: bool = True) -> torch.Tensor:
+    """A new tensor: ``data`` with ``updates[u]`` reduced into position ``t(u)`` for every ``u``.
+
+    reduce: ``"assign"`` (last write in ``u`` order wins; ``include_self`` is irrelevant) or a reduction of the
+    table. ``include_self``: ``data``'s value takes part in each reduction (mean counts it). Positions that
+    receive nothing keep ``data``'s value. Differentiable w.r.t. ``data`` and ``updates``.
+    """
+    reduce = reduce if reduce == "assign" else resolve(reduce).name
+    p = plan(m)
+    if p.region is not None:
+        box = tuple(slice(0, r) for r in p.region)
+        result = data.clone()
+        result[box] = _run(p, data[box], updates, reduce, include_self)
+        return result
+    return _run(p, data, updates, reduce, include_self)
+
+
+def _run(p: Plan, data, updates, reduce, include_self):
+    from .ops.index_scatter import index_scatter_reduce
+
+    src = updates.reshape(p.outer, p.n, p.inner)
+    base = data.reshape(p.outer, p.S, p.inner)
+    if p.n == 0 or src.numel() == 0:
+        return data.clone()
+    sorted_rows = _is_sorted(p.rows)
+    if reduce == "assign":
+        result = _assign(p, src, base, sorted_rows)
+    else:
+        result = index_scatter_reduce(
+            1, p.rows, src, reduce, sorted_rows, out=base.clone(), include_self=include_self
+        )
+    return result.reshape(data.shape)
+
+
+def _assign(p: Plan, src, base, sorted_rows: bool):
+    """Last write wins: the last ``u`` row of each data row (an amax of positions, on scatterx's kernel), then one
+    collision-free copy. Differentiable through ``index_select`` / ``index_copy``."""
+    from .ops.index_scatter import index_scatter_reduce
+
+    positions = torch.arange(p.n, dtype=torch.int64, device=src.device)
+    last = index_scatter_reduce(0, p.rows, positions, "amax", sorted_rows, out=torch.full((p.S,), -1))
+    targets = torch.nonzero(last >= 0).view(-1)
+    return base.index_copy(1, targets, src.index_select(1, last[targets]))
+
+
+def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
+    """``out[u] = data[t(u)]``, a new tensor of shape ``m.shape``. Differentiable w.r.t. ``data``."""
+    p = plan(m)
+    if not p.checked:
+        bad = (p.rows < 0) | (p.rows >= p.S)
+        if bool(bad.any()):
+            check_coordinates(m)  # raises with the position in the caller's index
+    if p.region is not None:
+        data = data[tuple(slice(0, r) for r in p.region)]
+    view = data.reshape(p.outer, p.S, p.inner)
+    return view.index_select(1, p.rows).reshape(m.shape)
