@@ -1,0 +1,151 @@
+"""scatterx.onnx against the ``onnx`` package's reference implementation (opset 18), on random inputs with
+negative indices, every reduction and batch_dims; and its errors."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import scatterx.onnx as sxo  # noqa: E402
+
+OPSET = [helper.make_opsetid("", 18)]
+DTYPES = [np.float32, np.float64, np.int32, np.int64]
+REDUCTIONS = ["none", "add", "mul", "max", "min"]
+
+
+def run_onnx(op, inputs, **attrs):
+    names = [f"x{i}" for i in range(len(inputs))]
+    node = helper.make_node(op, names, ["y"], **attrs)
+    return ReferenceEvaluator(node).run(None, dict(zip(names, inputs)))[0]
+
+
+def check(got: torch.Tensor, want: np.ndarray):
+    want = torch.from_numpy(np.array(want))  # (not ascontiguousarray: it makes a 0-d array 1-d)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3)
+
+
+def values(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return np.asarray((rng.integers(-8, 9, shape) / 4).astype(dtype))
+    return np.asarray(rng.integers(-4, 5, shape).astype(dtype))
+
+
+def indices_for(rng, size, shape, itype=np.int64):
+    return rng.integers(-size, size, shape).astype(itype)  # negative indices on purpose
+
+
+@given(shape=shapes, data=st.data(), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**31))
+def test_gather_elements(shape, data, dtype, seed):
+    rng = np.random.default_rng(seed)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    # ONNX's reference requires the index to match data in every dim but axis (scatterx also takes smaller ones)
+    ishape = [s if d != axis % len(shape) else data.draw(st.integers(1, 5)) for d, s in enumerate(shape)]
+    x = values(rng, shape, dtype)
+    idx = indices_for(rng, shape[axis], ishape, data.draw(st.sampled_from([np.int32, np.int64])))
+    # (the reference mishandles a negative axis in GatherElements: give it the normalised one)
+    want = run_onnx("GatherElements", [x, idx], axis=axis % len(shape))
+    check(sxo.gather_elements(torch.from_numpy(x), torch.from_numpy(idx), axis), want)
+
+
+@given(shape=shapes, data=st.data(), dtype=st.sampled_from(DTYPES), reduction=st.sampled_from(REDUCTIONS),
+       seed=st.integers(0, 2**31))
+def test_scatter_elements(shape, data, dtype, reduction, seed):
+    rng = np.random.default_rng(seed)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    ishape = [data.draw(st.integers(1, s)) if d != axis % len(shape) else data.draw(st.integers(1, 6))
+              for d, s in enumerate(shape)]
+    x, upd = values(rng, shape, dtype), values(rng, ishape, dtype)
+    idx = indices_for(rng, shape[axis], ishape)
+    if data.draw(st.booleans()):  # an index expanded along every dim but axis: the slice path
+        sel = [slice(0, 1) if d != axis % len(shape) else slice(None) for d in range(len(shape))]
+        idx = np.broadcast_to(idx[tuple(sel)], ishape).copy()
+    want = run_onnx("ScatterElements", [x, idx, upd], axis=axis, reduction=reduction)
+    check(sxo.scatter_elements(torch.from_numpy(x), torch.from_numpy(idx), torch.from_numpy(upd), axis, reduction),
+          want)
+
+
+@given(shape=shapes, ishape=st.lists(st.integers(0, 3), max_size=2), data=st.data(),
+       dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**31))
+def test_gather(shape, ishape, data, dtype, seed):
+    rng = np.random.default_rng(seed)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = values(rng, shape, dtype)
+    idx = indices_for(rng, shape[axis], ishape)
+    want = run_onnx("Gather", [x, idx], axis=axis)
+    check(sxo.gather(torch.from_numpy(x), torch.from_numpy(idx), axis), want)
+
+
+@st.composite
+def nd_problems(draw, with_batch):
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    b = draw(st.integers(0, len(shape) - 1)) if with_batch else 0
+    k = draw(st.integers(1, len(shape) - b))  # (the reference cannot do k = 0; TensorFlow's golden vectors do)
+    inner_idx = draw(st.lists(st.integers(1, 3), max_size=2))
+    idx = np.stack([rng.integers(-s, s, shape[:b] + inner_idx) for s in shape[b : b + k]], -1)
+    return shape, b, idx.astype(np.int64), rng
+
+
+@given(p=nd_problems(with_batch=True), dtype=st.sampled_from(DTYPES))
+def test_gather_nd(p, dtype):
+    shape, b, idx, rng = p
+    x = values(rng, shape, dtype)
+    want = run_onnx("GatherND", [x, idx], batch_dims=b)
+    check(sxo.gather_nd(torch.from_numpy(x), torch.from_numpy(idx), b), want)
+
+
+@given(p=nd_problems(with_batch=False), dtype=st.sampled_from(DTYPES), reduction=st.sampled_from(REDUCTIONS))
+def test_scatter_nd(p, dtype, reduction):
+    shape, _, idx, rng = p
+    x = values(rng, shape, dtype)
+    upd = values(rng, list(idx.shape[:-1]) + shape[idx.shape[-1]:], dtype)
+    want = run_onnx("ScatterND", [x, idx, upd], reduction=reduction)
+    check(sxo.scatter_nd(torch.from_numpy(x), torch.from_numpy(idx), torch.from_numpy(upd), reduction), want)
+
+
+# ------------------------------------------------------------------------------------------------ hand cases
+def test_scatter_elements_spec_example_with_negative_index():
+    data = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]])
+    got = sxo.scatter_elements(data, torch.tensor([[1, -2]]), torch.tensor([[1.1, 2.1]]), axis=1)
+    assert torch.equal(got, torch.tensor([[1.0, 1.1, 3.0, 2.1, 5.0]]))
+
+
+def test_scatter_nd_duplicates_last_write_wins():
+    got = sxo.scatter_nd(torch.zeros(3), torch.tensor([[1], [1], [2], [1]]), torch.tensor([5.0, 6.0, 7.0, 8.0]))
+    assert got.tolist() == [0.0, 8.0, 7.0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: sxo.gather_elements(torch.zeros(2, 3), torch.tensor([[0, 3]]), axis=1),
+    lambda: sxo.gather_elements(torch.zeros(2, 3), torch.tensor([[0, -4]]), axis=1),
+    lambda: sxo.gather(torch.zeros(2, 3), torch.tensor([2]), axis=0),
+    lambda: sxo.gather_nd(torch.zeros(2, 3), torch.tensor([[1, 3]])),
+    lambda: sxo.scatter_nd(torch.zeros(2, 3), torch.tensor([[1, -4]]), torch.zeros(1)),
+    lambda: sxo.scatter_elements(torch.zeros(2, 3), torch.tensor([[5]]), torch.zeros(1, 1), reduction="add"),
+])
+def test_out_of_range_indices_raise_index_error(call):
+    with pytest.raises(IndexError, match="out of range"):
+        call()
+
+
+def test_bad_arguments():
+    x = torch.zeros(2, 3)
+    with pytest.raises(ValueError, match="reduction"):
+        sxo.scatter_elements(x, torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, 1), reduction="mean")
+    with pytest.raises(ValueError, match="updates has shape"):
+        sxo.scatter_nd(x, torch.tensor([[1]]), torch.zeros(2))
+    with pytest.raises(ValueError, match="exceeds the rank"):
+        sxo.gather_nd(x, torch.zeros(1, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="int32 or int64"):
+        sxo.gather(x, torch.zeros(1))
+    with pytest.raises(TypeError, match="dtype"):
+        sxo.scatter_elements(x, torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, 1, dtype=torch.float64))
