@@ -7,12 +7,21 @@ tensor([1.5000, 5.0000])
 
 from ._reductions import REDUCTIONS, SUPPORTED_DTYPES
 from .ops import index_scatter_reduce, index_to_ptr, ptr_to_index, segment_reduce
+from .pytorch import gather, scatter, scatter_reduce
+from . import onnx, paddle, planner, tf  # noqa: E402  (frontends: scatterx.onnx.scatter_nd, ...)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "index_scatter_reduce",
     "segment_reduce",
+    "scatter_reduce",
+    "scatter",
+    "gather",
+    "onnx",
+    "tf",
+    "paddle",
+    "planner",
     "index_to_ptr",
     "ptr_to_index",
     "REDUCTIONS",
