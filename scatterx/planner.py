@@ -224,10 +224,6 @@ def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------------- execution
-def _is_sorted(rows: torch.Tensor) -> bool:
-    return rows.numel() < 2 or bool((rows[1:] >= rows[:-1]).all())
-
-
 def scatter(m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, include_self: bool = True) -> torch.Tensor:
     """A new tensor: ``data`` with ``updates[u]`` reduced into position ``t(u)`` for every ``u``.
 
@@ -246,29 +242,26 @@ def scatter(m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, inc
 
 
 def _run(p: Plan, data, updates, reduce, include_self):
-    from .ops.index_scatter import index_scatter_reduce
+    from .ops.index_scatter import index_scatter_reduce_from
 
     src = updates.reshape(p.outer, p.n, p.inner)
     base = data.reshape(p.outer, p.S, p.inner)
     if p.n == 0 or src.numel() == 0:
         return data.clone()
-    sorted_rows = _is_sorted(p.rows)
     if reduce == "assign":
-        result = _assign(p, src, base, sorted_rows)
-    else:
-        result = index_scatter_reduce(
-            1, p.rows, src, reduce, sorted_rows, out=base.clone(), include_self=include_self
-        )
+        result = _assign(p, src, base)
+    else:  # sorted=None: the sorted path when the rows happen to be sorted
+        result = index_scatter_reduce_from(1, p.rows, src, reduce, None, base, include_self)
     return result.reshape(data.shape)
 
 
-def _assign(p: Plan, src, base, sorted_rows: bool):
+def _assign(p: Plan, src, base):
     """Last write wins: the last ``u`` row of each data row (an amax of positions, on scatterx's kernel), then one
     collision-free copy. Differentiable through ``index_select`` / ``index_copy``."""
-    from .ops.index_scatter import index_scatter_reduce
+    from .ops.index_scatter import index_scatter_reduce_from
 
     positions = torch.arange(p.n, dtype=torch.int64, device=src.device)
-    last = index_scatter_reduce(0, p.rows, positions, "amax", sorted_rows, out=torch.full((p.S,), -1))
+    last = index_scatter_reduce_from(0, p.rows, positions, "amax", None, torch.full((p.S,), -1))
     targets = torch.nonzero(last >= 0).view(-1)
     return base.index_copy(1, targets, src.index_select(1, last[targets]))
 

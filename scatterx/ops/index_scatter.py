@@ -26,6 +26,7 @@ from .segment import (
     run_segments,
     segments,
     shape3,
+    try_sorted_segments,
 )
 
 #: How the unsorted path runs: "auto" chooses per call (``_slices_pay``); tests force "gather" or "slices".
@@ -90,19 +91,46 @@ def _index_scatter_reduce_eager(
     dim_size=None,
     out=None,
     include_self: bool = True,
+    base=None,
 ) -> torch.Tensor:
-    """``index_scatter_reduce`` called directly: what the custom op runs (see ``library.py``)."""
-    red, dim, num_segments = _resolve_call(dim, index, src, reduce, sorted, dim_size, out)
+    """``index_scatter_reduce`` called directly: what the custom op runs (see ``library.py``).
+
+    ``base`` (instead of ``out``): return a new tensor, computed as if ``out`` were a copy of ``base``; the sorted
+    and gather paths read ``base`` and write the result in one pass, without the copy."""
+    red, dim, num_segments = _resolve_call(dim, index, src, reduce, sorted, dim_size, out if base is None else base)
 
     # only the first index.numel() slices of src take part: ptr/perm/index never name a later one
+    if sorted is None:  # unknown (internal callers): the sorted path if the index turns out to be sorted
+        ptr = try_sorted_segments(index, num_segments)
+        if ptr is not None:
+            return run_segments(src, dim, ptr, None, red, out, include_self, base)
+        sorted = False
     if not sorted:
         strategy = UNSORTED_STRATEGY
         if strategy == "auto":
             strategy = "slices" if _slices_pay(src, dim, num_segments) else "gather"
         if strategy == "slices":
+            if base is not None:
+                out = base.clone()
             return _run_slices(src, dim, index, num_segments, red, out, include_self)
     ptr, perm = segments(index, num_segments, sorted)
-    return run_segments(src, dim, ptr, perm, red, out, include_self)
+    return run_segments(src, dim, ptr, perm, red, out, include_self, base)
+
+
+def index_scatter_reduce_from(
+    dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, sorted: bool, base: torch.Tensor,
+    include_self: bool = True,
+) -> torch.Tensor:
+    """Functional ``index_scatter_reduce(..., out=base.clone())``: a new tensor, ``base`` untouched, and no copy
+    of ``base`` made on the way (the planner's entry point). Differentiable w.r.t. ``src`` and ``base``.
+    ``sorted=None``: not known; the sorted path is taken if the index is sorted (found in the pass that builds
+    its segments, so free)."""
+    if not needs_op(src, base):
+        return _index_scatter_reduce_eager(dim, index, src, reduce, sorted, include_self=include_self, base=base)
+    if sorted is None:
+        sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
+    _, dim, num_segments = _resolve_call(dim, index, src, reduce, sorted, None, base)
+    return index_scatter_reduce_op(src, index, dim, reduce, sorted, num_segments, base, include_self)
 
 
 def _resolve_call(dim, index, src, reduce, sorted, dim_size, out) -> Tuple[Reduction, int, int]:

@@ -40,9 +40,8 @@ def _forward_impl(src, index, dim, reduce, sorted, dim_size, base, include_self)
     """The kernel behind the op (validation included): a new result, ``base`` untouched."""
     from .index_scatter import _index_scatter_reduce_eager
 
-    out = None if base is None else base.clone()
     return _index_scatter_reduce_eager(
-        dim, index, src, reduce, sorted, dim_size=dim_size, out=out, include_self=include_self
+        dim, index, src, reduce, sorted, dim_size=dim_size, include_self=include_self, base=base
     )
 
 

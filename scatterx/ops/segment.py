@@ -46,6 +46,14 @@ def segments_from_sorted_index(index: torch.Tensor, num_segments: int, name: str
     return torch.from_numpy(ptr)
 
 
+def try_sorted_segments(index: torch.Tensor, num_segments: int) -> Optional[torch.Tensor]:
+    """CSR offsets if ``index`` is non-decreasing and in range, else None (the caller takes the unsorted path,
+    whose own pass explains a bad value). For callers that do not know whether the index is sorted."""
+    threads = use_torch_threads(index.numel())
+    ptr, bad = index_kernels.sorted_index_to_ptr(numpy_view(index.contiguous()), num_segments, threads)
+    return None if bad else torch.from_numpy(ptr)
+
+
 def histogram_chunks(m: int, num_segments: int) -> int:
     """Chunks (threads) for a histogram of an index of length ``m``: one histogram row of ``num_segments`` per
     chunk, so more than one only while that memory stays proportional to the index."""
@@ -135,17 +143,20 @@ def run_segments(
     red: Reduction,
     out: Optional[torch.Tensor],
     include_self: bool,
+    base: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Reduce the validated segments ``ptr`` (rows ``perm[...]`` when given) of ``src`` along ``dim``.
 
     With ``out=None`` a new tensor is returned and empty segments are 0. Otherwise the result is written into
     ``out``, which takes part when ``include_self``; its rows that receive nothing keep their values.
+    ``base`` (with ``out=None``): a new tensor as if ``out`` were a copy of ``base`` -- without making the copy.
     """
     outer, n, inner = shape3(src, dim)
     num_segments = ptr.numel() - 1
     result, target = prepare_output(src, dim, num_segments, out)
-    if out is None:
+    if out is None and base is None:
         include_self = False
+    initial = target if base is None else base.contiguous()
 
     if outer * inner * num_segments > 0:
         row_bytes = max(inner * src.element_size(), 1)
@@ -156,14 +167,17 @@ def run_segments(
             _PERM_INT32 if perm is None else perm.numpy(),
             ptr_np,
             launch_bounds(ptr_np, outer, n, inner),
+            numpy_view(initial).reshape(outer, num_segments, inner),
             numpy_view(target).reshape(outer, num_segments, inner),
             red.code,
             storage_code(src.dtype),
             perm is not None,
             bool(include_self),
-            out is None,
+            out is None and base is None,
             lookahead,
         )
+    elif base is not None:
+        target.copy_(base)
     return finish_output(result, target)
 
 

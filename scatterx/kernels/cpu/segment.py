@@ -19,13 +19,16 @@ from ._codegen import PRANGE_ONLY, LiteralKernel, acc_buffer, combine, finalize,
 
 
 @njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
-def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, include_self, fill_empty, lookahead):
+def segment_reduce_kernel(
+    src, perm, ptr, bounds, base, out, reduce, storage, gather, include_self, fill_empty, lookahead
+):
     """out[o, s, :] = reduce(src[o, row, :] for row in segment s) for every segment s.
 
-    src: (outer, n, inner); out: (outer, S, inner), same element type; ptr: int64 (S + 1);
-    perm: int64 row permutation, read only when ``gather`` (literal) is true; bounds: chunks of segments.
-    include_self: ``out``'s own value takes part (and counts for mean).
-    fill_empty: segments with no row are set to 0; otherwise they are left untouched.
+    src: (outer, n, inner); base, out: (outer, S, inner), same element type (``base`` may be ``out`` itself:
+    in place); ptr: int64 (S + 1); perm: int64 row permutation, read only when ``gather`` (literal) is true;
+    bounds: chunks of segments.
+    include_self: ``base``'s value takes part (and counts for mean).
+    fill_empty: segments with no row are set to 0; otherwise they get ``base``'s value.
     lookahead: with ``gather``, prefetch the row that many positions ahead.
     reduce, storage: literal codes, see ``_reductions`` and ``_codegen``.
     (Rows are indexed as ``src[o, r, j]``: taking a 1-D row view per row costs ~20% at 64 features.)
@@ -48,11 +51,14 @@ def segment_reduce_kernel(src, perm, ptr, bounds, out, reduce, storage, gather, 
                 if fill_empty:
                     for j in range(inner):
                         out[o, s, j] = 0
+                else:
+                    for j in range(inner):
+                        out[o, s, j] = base[o, s, j]
                 continue
             start = lo
             if include_self:
                 for j in range(inner):
-                    acc[j] = load(storage, out[o, s, j])
+                    acc[j] = load(storage, base[o, s, j])
             else:
                 r = perm[lo] if gather else lo
                 for j in range(inner):
