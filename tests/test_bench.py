@@ -32,7 +32,7 @@ def test_cli_bench_writes_table_csv_json_png(tmp_path, capsys):
             "--no-latency", "--out-dir", str(tmp_path)]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "bandwidth probe" in printed and "scatterx.index_scatter_reduce" in printed and "goals of issues #2 and #3" in printed
+    assert "bandwidth probe" in printed and "scatterx.index_scatter_reduce" in printed and "goals of issues #2, #3 and #4" in printed
     for name in ("bench.csv", "bench.json"):
         assert os.path.getsize(tmp_path / name) > 0
     data = json.loads((tmp_path / "bench.json").read_text())

@@ -26,6 +26,7 @@ from .peers import (
     PYG_BACKWARD,
     SCATTERX,
     SCATTERX_BACKWARD,
+    SCATTERX_SCATTER_REDUCE,
     SCATTERX_SEGMENT,
     torch_scatter_version,
 )
@@ -157,7 +158,8 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     probe = lambda: torch.sum(graph.src)  # noqa: E731  (the bandwidth probe: read src once)
     probe_samples = []
 
-    impls = [SCATTERX, SCATTERX_SEGMENT] + (list(PEERS) if config.peers else [])
+    ours = [SCATTERX, SCATTERX_SEGMENT, SCATTERX_SCATTER_REDUCE]
+    impls = ours + (list(PEERS) if config.peers else [])
     tasks = [(r, o, impl) for r in config.reductions for o in config.orders for impl in impls]
     received = (graph.ptr[1:] > graph.ptr[:-1])
     expected: Dict[str, torch.Tensor] = {}
@@ -168,7 +170,7 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
             continue
         if reduce not in expected:
             expected[reduce] = _expected(graph, reduce)
-        is_scatterx = impl in (SCATTERX, SCATTERX_SEGMENT)
+        is_scatterx = impl in ours
         check(f"{impl.name} ({reduce}, {order})", fn(), expected[reduce], None if is_scatterx else received)
         probe_samples.append(median_seconds(probe, 1, 3))
         seconds = median_seconds(fn, config.warmup, config.repeat)
@@ -242,7 +244,7 @@ def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool, mode
 # ------------------------------------------------------------------------------------------------------ goals
 # (what, limit, measured(report) -> value or None, passes(value, limit))
 def goals(report: Report):
-    """The speed goals of issues #2 and #3, each with the value this run measured (None where not measured)."""
+    """The speed goals of issues #2, #3 and #4, each with the value this run measured (None where not measured)."""
     rows = report.rows
     out = []
 
@@ -268,9 +270,25 @@ def goals(report: Report):
             pyg = _find(rows, reduce, order, PYG_BACKWARD.name, "forward+backward")
             value = None if ours is None or pyg is None else pyg.ms / ours.ms
             out.append((f"{order} {reduce}: forward+backward speedup over PyG's path (#3)", ">=", 2.0, value))
+    for reduce in REDUCTIONS:
+        for order in ORDERS:
+            ours = _find(rows, reduce, order, SCATTERX.name)
+            compat = _find(rows, reduce, order, SCATTERX_SCATTER_REDUCE.name)
+            value = None if ours is None or compat is None else compat.ms / ours.ms
+            out.append((f"{order} {reduce}: scatterx.scatter_reduce / index_scatter_reduce (#4)", "<=", 1.2, value))
+    for reduce in REDUCTIONS:
+        for order in ORDERS:
+            compat = _find(rows, reduce, order, SCATTERX_SCATTER_REDUCE.name)
+            torch_row = _find(rows, reduce, order, "torch.scatter_reduce (expanded index)")
+            value = None if compat is None or torch_row is None else torch_row.ms / compat.ms
+            out.append((f"{order} {reduce}: scatter_reduce speedup over torch's (#4)", ">", 1.0, value))
     out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
     out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
     return [
-        (what, op, limit, value, None if value is None else (value <= limit if op == "<=" else value >= limit))
+        (what, op, limit, value, None if value is None else _passes(value, op, limit))
         for what, op, limit, value in out
     ]
+
+
+def _passes(value: float, op: str, limit: float) -> bool:
+    return {"<=": value <= limit, ">=": value >= limit, ">": value > limit}[op]

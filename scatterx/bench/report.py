@@ -55,11 +55,11 @@ def table(report: Report) -> str:
         )
     lines.append("")
     note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
-    lines.append("goals of issues #2 and #3" + note)
+    lines.append("goals of issues #2, #3 and #4" + note)
     for what, op, limit, value, ok in goals(report):
         verdict = "not measured" if ok is None else ("ok" if ok else "MISSED")
         shown = "-" if value is None else f"{value:.2f}"
-        lines.append(f"  {what:<55} {shown:>7} (goal {op} {limit})  {verdict}")
+        lines.append(f"  {what:<66} {shown:>7} (goal {op} {limit})  {verdict}")
     env = report.environment
     lines.append("")
     lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))

@@ -46,9 +46,16 @@ def segments_from_sorted_index(index: torch.Tensor, num_segments: int, name: str
     return torch.from_numpy(ptr)
 
 
+_SORTED_PROBE = 1024
+
+
 def try_sorted_segments(index: torch.Tensor, num_segments: int) -> Optional[torch.Tensor]:
     """CSR offsets if ``index`` is non-decreasing and in range, else None (the caller takes the unsorted path,
-    whose own pass explains a bad value). For callers that do not know whether the index is sorted."""
+    whose own pass explains a bad value). For callers that do not know whether the index is sorted; a shuffled
+    index is told apart by its first entries, before a full pass."""
+    head = index[:_SORTED_PROBE]
+    if bool((head[1:] < head[:-1]).any()):
+        return None
     threads = use_torch_threads(index.numel())
     ptr, bad = index_kernels.sorted_index_to_ptr(numpy_view(index.contiguous()), num_segments, threads)
     return None if bad else torch.from_numpy(ptr)
