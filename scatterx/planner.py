@@ -39,7 +39,7 @@ from typing import Optional, Sequence, Tuple
 
 import torch
 
-from ._reductions import resolve
+from ._reductions import SUPPORTED_DTYPES, resolve
 
 #: reductions of :func:`scatter`: ``"assign"`` (the last write in ``u``'s row-major order wins) and the table's
 SCATTER_REDUCTIONS = ("assign", "sum", "mean", "prod", "amax", "amin")
@@ -135,8 +135,11 @@ def check_coordinates(m: XMap, name: str = "index") -> None:
     for j, d in enumerate(m.coords):
         c = m.coordinate(j)
         size = m.data_shape[d]
-        bad = (c < 0) | (c >= size)
-        if bool(bad.any()):
+        if c.numel() == 0:
+            continue
+        low, high = torch.aminmax(c)  # one pass; the position is looked for only on failure
+        if int(low) < 0 or int(high) >= size:
+            bad = (c < 0) | (c >= size)
             where = tuple(int(i) for i in torch.nonzero(bad)[0])
             if m.vector:
                 where = where + (j,)
@@ -212,15 +215,23 @@ def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
         strides[t] = acc
         acc *= m.data_shape[t]
     mid_shape = [m.shape[s] for s in mid_u]
-    rows = torch.zeros((1,) * len(mid_u), dtype=torch.int64, device=m.index.device)
+    rows = None  # summed in place: one full-size int64 tensor, no temporaries
     for j, t in enumerate(m.coords):
-        rows = rows + _u_order(m.coordinate(j).to(torch.int64), m.lookup, mid_u) * strides[t]
+        term = _u_order(m.coordinate(j), m.lookup, mid_u)
+        if rows is None:  # widened before multiplying: an int32 index times a stride may overflow int32
+            rows = torch.empty(mid_shape, dtype=torch.int64, device=m.index.device).copy_(term.expand(mid_shape))
+            if strides[t] != 1:
+                rows.mul_(strides[t])
+        else:
+            rows.add_(term, alpha=strides[t])
+    if rows is None:
+        rows = torch.zeros(mid_shape, dtype=torch.int64, device=m.index.device)
     for s, t in m.carry:
         if s in mid_u:
             shape = [1] * len(mid_u)
             shape[mid_u.index(s)] = m.shape[s]
-            rows = rows + torch.arange(m.shape[s], device=m.index.device).view(shape) * strides[t]
-    return rows.expand(mid_shape).reshape(-1)
+            rows.add_(torch.arange(0, m.shape[s] * strides[t], strides[t], device=m.index.device).view(shape))
+    return rows.view(-1)
 
 
 # --------------------------------------------------------------------------------------------------- execution
@@ -243,16 +254,44 @@ def scatter(m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, inc
 
 def _run(p: Plan, data, updates, reduce, include_self):
     from .ops.index_scatter import index_scatter_reduce_from
+    from .ops.library import needs_op
 
     src = updates.reshape(p.outer, p.n, p.inner)
     base = data.reshape(p.outer, p.S, p.inner)
     if p.n == 0 or src.numel() == 0:
         return data.clone()
+    if p.kind == "element" and not needs_op(updates, data) and data.dtype in SUPPORTED_DTYPES:
+        return _run_elements(p, data, updates, reduce, include_self)
     if reduce == "assign":
         result = _assign(p, src, base)
     else:  # sorted=None: the sorted path when the rows happen to be sorted
         result = index_scatter_reduce_from(1, p.rows, src, reduce, None, base, include_self)
     return result.reshape(data.shape)
+
+
+def _run_elements(p: Plan, data, updates, reduce, include_self):
+    """An element plan without autograd: the element kernel, straight on the flat offsets (no sort)."""
+    from .kernels.cpu import numpy_view, storage_code, use_torch_threads
+    from .kernels.cpu.scatter import element_scatter
+
+    base = data.reshape(-1).contiguous()
+    out = torch.empty_like(base)
+    assign = reduce == "assign"
+    bad = element_scatter(
+        numpy_view(updates.reshape(-1).contiguous()),
+        numpy_view(p.rows.to(torch.int64)),
+        numpy_view(base),
+        numpy_view(out),
+        0 if assign else resolve(reduce).code,
+        storage_code(data.dtype),
+        assign,
+        bool(include_self) and not assign,
+        use_torch_threads(p.n),
+    )
+    if bad:
+        bad_at = torch.nonzero((p.rows < 0) | (p.rows >= p.S))[0]
+        raise IndexError(f"index{bad_at.tolist()} = {int(p.rows[bad_at])} is out of bounds for a data dim of size {p.S}")
+    return out.view(data.shape)
 
 
 def _assign(p: Plan, src, base):

@@ -178,3 +178,21 @@ def test_bad_input_raises_and_writes_nothing(call, error, match):
     with pytest.raises(error, match=match):
         call(x)
     assert torch.equal(x, before)
+
+
+def test_int32_index_with_large_flat_offsets_does_not_overflow():
+    # an element plan whose flat offsets exceed int32 only after multiplying by the row stride
+    index = torch.tensor([[3, 1]], dtype=torch.int32)
+    m = planner.XMap((1, 2), (4, 2**30), index, (0, 1), (0,), ((1, 1),))
+    p = planner.plan(m)
+    assert p.kind == "element" and p.rows.dtype == torch.int64
+    assert p.rows.tolist() == [3 * 2**30, 2**30 + 1]
+
+
+def test_element_plan_of_a_1d_scatter_rejects_a_bad_index_before_writing():
+    x = torch.arange(4.0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        scatterx.scatter_reduce(x, 0, torch.tensor([1, 4]), torch.ones(2), "sum")
+    with pytest.raises(IndexError, match="out of bounds"):
+        scatterx.scatter(x, 0, torch.tensor([-1]), torch.ones(1))
+    assert torch.equal(x, torch.arange(4.0))
