@@ -11,8 +11,14 @@ _SOURCES = sorted([_ROOT / "scatterx" / "_reductions.py", *(_ROOT / "scatterx" /
 _KEY = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_ROOT / ".numba-cache" / _KEY))
 
-import pytest  # noqa: E402
 import torch  # noqa: E402
+
+# Without a GPU, the Triton kernels are tested on CPU tensors through Triton's interpreter (test_triton.py). The
+# variable is read when a kernel is defined, so it is set before scatterx's Triton kernels are imported.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # Kernels compile on first use (seconds); hypothesis' per-example deadline would count that against an example.

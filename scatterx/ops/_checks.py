@@ -23,8 +23,13 @@ def check_src(src) -> None:
         raise TypeError(f"src has dtype {src.dtype}; scatterx supports {names}")
     if src.dim() == 0:
         raise ValueError("src must have at least one dimension, got a 0-d tensor")
-    if src.device.type != "cpu":
-        raise NotImplementedError(f"scatterx has no kernel for device {src.device} yet (CPU only)")
+    if src.device.type == "cuda":
+        from ..kernels.gpu import available
+
+        if not available():
+            raise NotImplementedError("scatterx runs CUDA tensors on Triton kernels: install triton (pip install triton)")
+    elif src.device.type != "cpu":
+        raise NotImplementedError(f"scatterx has no kernel for device {src.device} (CPU and CUDA only)")
 
 
 def normalize_dim(dim, ndim: int) -> int:

@@ -18,6 +18,7 @@ from ._checks import (
     explain_bad_index,
     normalize_dim,
 )
+from .gpu import uses_triton
 from .library import index_scatter_reduce_op, needs_op
 from .segment import (
     finish_output,
@@ -98,6 +99,15 @@ def _index_scatter_reduce_eager(
     ``base`` (instead of ``out``): return a new tensor, computed as if ``out`` were a copy of ``base``; the sorted
     and gather paths read ``base`` and write the result in one pass, without the copy."""
     red, dim, num_segments = _resolve_call(dim, index, src, reduce, sorted, dim_size, out if base is None else base)
+    if uses_triton(src):
+        from . import gpu
+
+        # without dim_size or out, _resolve_call read the index on the host and validated it there
+        checked = dim_size is None and out is None and base is None
+        result = gpu.index_scatter_reduce(
+            src, index, dim, red, bool(sorted), num_segments, out if base is None else base, include_self, checked
+        )
+        return result if out is None else out.copy_(result)
 
     # only the first index.numel() slices of src take part: ptr/perm/index never name a later one
     if sorted is None:  # unknown (internal callers): the sorted path if the index turns out to be sorted
@@ -154,7 +164,21 @@ def _resolve_call(dim, index, src, reduce, sorted, dim_size, out) -> Tuple[Reduc
         return red, dim, 0
     # reads the index: a host sync (a graph break under torch.compile); passing dim_size avoids it. A sorted index
     # ends with its maximum (validated later, with everything else); otherwise one scan.
+    if uses_triton(src):
+        return red, dim, _read_and_check_on_host(index, bool(sorted))
     return red, dim, max(int(index[-1] if sorted else index.max()) + 1, 0)
+
+
+def _read_and_check_on_host(index: torch.Tensor, sorted: bool) -> int:
+    """Output size of a device index read on the host, validated in the same read (one sync): the kernels
+    then need no device-side check, and a bad index raises here, before anything runs."""
+    stats = [index.min(), index.max()]
+    if sorted and index.numel() > 1:
+        stats.append((index[1:] < index[:-1]).any().to(index.dtype))
+    lo, hi, *unsorted = torch.stack(stats).tolist()
+    if lo < 0 or (unsorted and unsorted[0]):
+        raise explain_bad_index(index, hi + 1, sorted)
+    return hi + 1
 
 
 def _slices_pay(src: torch.Tensor, dim: int, num_segments: int) -> bool:

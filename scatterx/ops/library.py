@@ -23,6 +23,7 @@ from typing import Optional, Tuple
 import torch
 
 from .._reductions import resolve
+from .gpu import uses_triton
 
 _LINEAR = ("sum", "mean")
 
@@ -45,8 +46,35 @@ def _forward_impl(src, index, dim, reduce, sorted, dim_size, base, include_self)
     )
 
 
-@torch.library.custom_op("scatterx::index_scatter_reduce", mutates_args=(), device_types="cpu")
-def index_scatter_reduce_op(
+def _op(name: str):
+    """Define ``scatterx::<name>`` from a function made of torch ops, calls to CPU-only ops and ``wrap_triton``
+    launches: a ``torch.library.triton_op`` when Triton is installed (torch.compile then traces into the Triton
+    kernels on CUDA), else a plain custom op; either way the function doubles as the fake implementation.
+
+    The function picks the backend by device (``gpu.uses_triton``): CUDA runs the Triton kernels through
+    ``ops/gpu.py`` (torch ops and launches only, no host sync, so it traces); CPU calls the op's ``_cpu`` twin,
+    an opaque custom op over the Numba kernels (which no tracer can enter), with its own fake implementation."""
+
+    def define(fn):
+        from ..kernels.gpu import available
+
+        if available():
+            return torch.library.triton_op(name, fn, mutates_args=())
+        op = torch.library.custom_op(name, fn, mutates_args=())
+        op.register_fake(fn)
+        return op
+
+    return define
+
+
+def _new_segments(src, dim: int, dim_size: int):
+    shape = list(src.shape)
+    shape[dim % src.dim()] = dim_size
+    return src.new_empty(shape)
+
+
+@torch.library.custom_op("scatterx::index_scatter_reduce_cpu", mutates_args=(), device_types="cpu")
+def _index_scatter_reduce_cpu(
     src: torch.Tensor,
     index: torch.Tensor,
     dim: int,
@@ -59,11 +87,28 @@ def index_scatter_reduce_op(
     return _forward_impl(src, index, dim, reduce, sorted, dim_size, base, include_self)
 
 
-@index_scatter_reduce_op.register_fake
+@_index_scatter_reduce_cpu.register_fake
 def _(src, index, dim, reduce, sorted, dim_size, base, include_self):
-    shape = list(src.shape)
-    shape[dim % src.dim()] = dim_size
-    return src.new_empty(shape)
+    return _new_segments(src, dim, dim_size)
+
+
+@_op("scatterx::index_scatter_reduce")
+def index_scatter_reduce_op(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    dim_size: int,
+    base: Optional[torch.Tensor],
+    include_self: bool,
+) -> torch.Tensor:
+    if not uses_triton(src):
+        return torch.ops.scatterx.index_scatter_reduce_cpu(src, index, dim, reduce, sorted, dim_size, base, include_self)
+    from . import gpu
+
+    dim = dim % src.dim()
+    return gpu.index_scatter_reduce(src, index, dim, resolve(reduce), sorted, dim_size, base, include_self)
 
 
 # ------------------------------------------------------------------------------------------------------ backward
@@ -111,8 +156,46 @@ def _linear_backward(grad, src, index, base, dim, reduce, include_self):
     return grad_src, grad_base
 
 
-@torch.library.custom_op("scatterx::index_scatter_reduce_backward", mutates_args=(), device_types="cpu")
+@torch.library.custom_op("scatterx::index_scatter_reduce_backward_cpu", mutates_args=(), device_types="cpu")
+def _index_scatter_reduce_backward_cpu(
+    grad: torch.Tensor,
+    src: torch.Tensor,
+    index: torch.Tensor,
+    result: torch.Tensor,
+    base: Optional[torch.Tensor],
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    include_self: bool,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _backward_impl(grad, src, index, result, base, dim, reduce, sorted, include_self)
+
+
+@_index_scatter_reduce_backward_cpu.register_fake
+def _(grad, src, index, result, base, dim, reduce, sorted, include_self):
+    return torch.empty_like(src), (torch.empty_like(base) if base is not None else grad.new_empty(0))
+
+
+@_op("scatterx::index_scatter_reduce_backward")
 def index_scatter_reduce_backward_op(
+    grad: torch.Tensor,
+    src: torch.Tensor,
+    index: torch.Tensor,
+    result: torch.Tensor,
+    base: Optional[torch.Tensor],
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    include_self: bool,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    if not uses_triton(src):
+        return torch.ops.scatterx.index_scatter_reduce_backward_cpu(
+            grad, src, index, result, base, dim, reduce, sorted, include_self
+        )
+    return _backward_impl(grad, src, index, result, base, dim, reduce, sorted, include_self)
+
+
+def _backward_impl(
     grad: torch.Tensor,
     src: torch.Tensor,
     index: torch.Tensor,
@@ -166,9 +249,6 @@ def index_scatter_reduce_backward_op(
     return grad_src, grad_base
 
 
-@index_scatter_reduce_backward_op.register_fake
-def _(grad, src, index, result, base, dim, reduce, sorted, include_self):
-    return torch.empty_like(src), (torch.empty_like(base) if base is not None else grad.new_empty(0))
 
 
 def _setup_context(ctx, inputs, output):
@@ -198,18 +278,25 @@ torch.library.register_autograd("scatterx::index_scatter_reduce", _backward, set
 
 
 # -------------------------------------------------------------------------------------------------- segment_reduce
-@torch.library.custom_op("scatterx::segment_reduce", mutates_args=(), device_types="cpu")
-def segment_reduce_op(src: torch.Tensor, ptr: torch.Tensor, reduce: str, dim: int) -> torch.Tensor:
+@torch.library.custom_op("scatterx::segment_reduce_cpu", mutates_args=(), device_types="cpu")
+def _segment_reduce_cpu(src: torch.Tensor, ptr: torch.Tensor, reduce: str, dim: int) -> torch.Tensor:
     from .segment import _segment_reduce_eager
 
     return _segment_reduce_eager(src, ptr, reduce, dim)
 
 
-@segment_reduce_op.register_fake
+@_segment_reduce_cpu.register_fake
 def _(src, ptr, reduce, dim):
-    shape = list(src.shape)
-    shape[dim % src.dim()] = ptr.size(0) - 1
-    return src.new_empty(shape)
+    return _new_segments(src, dim, ptr.size(0) - 1)
+
+
+@_op("scatterx::segment_reduce")
+def segment_reduce_op(src: torch.Tensor, ptr: torch.Tensor, reduce: str, dim: int) -> torch.Tensor:
+    if not uses_triton(src):
+        return torch.ops.scatterx.segment_reduce_cpu(src, ptr, reduce, dim)
+    from . import gpu
+
+    return gpu.segment_reduce(src, ptr, resolve(reduce), dim % src.dim())
 
 
 def _segment_setup_context(ctx, inputs, output):

@@ -18,6 +18,7 @@ from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import index as index_kernels
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
 from ..kernels.cpu.segment import segment_tie_backward
+from .gpu import uses_triton
 from ._checks import (
     check_dim_size,
     check_integer_vector,
@@ -191,6 +192,10 @@ def run_segments(
 def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, include_self: bool):
     """amax/amin backward on the segment kernel's segments: (grad_src, ties), ``ties`` being the number of members
     equal to each result (``base`` counted with include_self). ``index`` was validated by the forward."""
+    if uses_triton(src):
+        from . import gpu
+
+        return gpu.tie_backward(grad, src, index, result, base, dim, sorted, include_self)
     num_segments = result.size(dim)
     ptr, perm = segments(index, num_segments, sorted)
     outer, n, inner = shape3(src, dim)
@@ -260,6 +265,13 @@ def _segment_reduce_eager(src: torch.Tensor, ptr: torch.Tensor, reduce: str, dim
     red = resolve(reduce)
     check_src(src)
     dim = normalize_dim(dim, src.dim())
+    check_integer_vector(ptr, "ptr", src)
+    if uses_triton(src):
+        from . import gpu
+
+        if ptr.numel() == 0:
+            raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
+        return gpu.segment_reduce(src, ptr, red, dim)
     ptr = _check_ptr(ptr, src, dim)
     return run_segments(src, dim, ptr, None, red, None, include_self=False)
 

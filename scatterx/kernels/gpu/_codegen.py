@@ -1,0 +1,84 @@
+"""The reduction table, in Triton: the per-reduction steps every GPU kernel is generated from.
+
+Kernels take the reduction's ``code`` from ``scatterx/_reductions.py`` as a ``tl.constexpr`` and call these
+helpers; Triton compiles one variant per code, so the branches below cost nothing at run time (the CPU backend
+does the same with Numba overloads, ``kernels/cpu/_codegen.py``). The codes and semantics must match the table:
+``test_triton.py`` checks the codes against it, and every kernel against the reference.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ..._reductions import BY_CODE
+
+SUM = tl.constexpr(0)
+MEAN = tl.constexpr(1)
+PROD = tl.constexpr(2)
+AMAX = tl.constexpr(3)
+AMIN = tl.constexpr(4)
+
+assert [BY_CODE[c].name for c in range(5)] == ["sum", "mean", "prod", "amax", "amin"], "codes out of step"
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _max(a, b):
+    # NaN propagates as in torch.amax (and _reductions._max): a NaN acc stays, a NaN x wins (a >= NaN is False)
+    return tl.where((a != a) | (a >= b), a, b)
+
+
+@triton.jit
+def _min(a, b):
+    return tl.where((a != a) | (a <= b), a, b)
+
+
+@triton.jit
+def combine(acc, x, REDUCE: tl.constexpr):
+    """One step of the reduction, elementwise: ``acc (+) x``."""
+    if REDUCE == PROD:
+        return acc * x
+    elif REDUCE == AMAX:
+        return _max(acc, x)
+    elif REDUCE == AMIN:
+        return _min(acc, x)
+    else:  # SUM, MEAN
+        return acc + x
+
+
+@triton.jit
+def reduce_rows(tile, REDUCE: tl.constexpr):
+    """Reduce a [rows, features] tile of partial results over its rows (axis 0)."""
+    if REDUCE == PROD:
+        return tl.reduce(tile, 0, _mul)
+    elif REDUCE == AMAX:
+        return tl.reduce(tile, 0, _max)
+    elif REDUCE == AMIN:
+        return tl.reduce(tile, 0, _min)
+    else:
+        return tl.reduce(tile, 0, _add)
+
+
+@triton.jit
+def finalize(acc, count, REDUCE: tl.constexpr, IS_INT: tl.constexpr):
+    """The value written after ``count`` values were combined into ``acc`` (mean divides; integers round down,
+    as torch's integer mean). ``count`` > 0 wherever the result is used."""
+    if REDUCE == MEAN:
+        c = tl.maximum(count, 1).to(acc.dtype)
+        if IS_INT:
+            q = acc // c  # Triton's integer division truncates toward zero: correct it to the floor
+            return tl.where((acc % c != 0) & (acc < 0), q - 1, q)
+        else:
+            return acc / c
+    else:
+        return acc
