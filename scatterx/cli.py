@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-peers", action="store_true", help="time scatterx only")
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
+    b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
+                   help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
     b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")
     return parser
 
@@ -53,6 +55,17 @@ def _split(value: str, allowed, name: str):
     if wrong or not items:
         raise SystemExit(f"scatterx bench: --{name} takes a comma-separated subset of {','.join(allowed)}; got {value!r}")
     return items
+
+
+def _require_cuda() -> None:
+    import torch
+
+    from .kernels.gpu import available
+
+    if not torch.cuda.is_available():
+        raise SystemExit("scatterx bench --device cuda: torch sees no CUDA device on this machine")
+    if not available():
+        raise SystemExit("scatterx bench --device cuda: triton is not installed (pip install triton)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -66,7 +79,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             reductions=_split(args.reductions, REDUCTIONS, "reductions"), orders=_split(args.orders, ORDERS, "orders"),
             threads=args.threads, repeat=args.repeat, warmup=args.warmup, seed=args.seed,
             peers=not args.no_peers, latency=not args.no_latency, backward=not args.no_backward,
+            device=args.device,
         )
+        if args.device == "cuda":
+            _require_cuda()
         result = run(config, progress=_progress(), log=lambda msg: print(msg, file=sys.stderr))
         print(report_mod.table(result))
         for path in report_mod.write_files(result, args.out_dir):

@@ -253,6 +253,7 @@ def scatter(m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, inc
 
 
 def _run(p: Plan, data, updates, reduce, include_self):
+    from .ops.gpu import uses_triton
     from .ops.index_scatter import index_scatter_reduce_from
     from .ops.library import needs_op
 
@@ -260,7 +261,10 @@ def _run(p: Plan, data, updates, reduce, include_self):
     base = data.reshape(p.outer, p.S, p.inner)
     if p.n == 0 or src.numel() == 0:
         return data.clone()
-    if p.kind == "element" and not needs_op(updates, data) and data.dtype in SUPPORTED_DTYPES:
+    if (
+        p.kind == "element" and not needs_op(updates, data) and data.dtype in SUPPORTED_DTYPES
+        and not uses_triton(data)  # the owner-range element kernel is CPU-only: the GPU sorts and segments
+    ):
         return _run_elements(p, data, updates, reduce, include_self)
     if reduce == "assign":
         result = _assign(p, src, base)

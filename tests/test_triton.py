@@ -350,3 +350,36 @@ def test_compiled_message_passing_step_on_cuda():
 
     compiled = torch.compile(step, fullgraph=True)
     torch.testing.assert_close(compiled(x), step(x))
+
+
+# ----------------------------------------------------------------------------------- frontends and the benchmark
+@pytest.mark.parametrize("reduce", ["sum", "amax", "mean"])
+def test_frontends_run_on_the_triton_kernels(reduce):
+    """The planner's slice plans (PyG's expanded index) and element plans (a general index) on the Triton path."""
+    g = torch.Generator().manual_seed(9)
+    src = torch.randn(8, 3, generator=g)
+    expanded = torch.randint(0, 4, (8,), generator=g).view(-1, 1).expand(8, 3)
+    general = torch.randint(0, 4, (8, 3), generator=g)
+    data = torch.randn(4, 3, generator=g)
+    for index in (expanded, general):
+        want = scatterx.scatter_reduce(data, 0, index, src, reduce, include_self=False)
+        with triton_backend():
+            got = scatterx.scatter_reduce(data.to(DEVICE), 0, index.to(DEVICE), src.to(DEVICE), reduce,
+                                          include_self=False).cpu()
+        assert_matches(got, want, reduce)
+
+
+@pytest.mark.skipif(ON_GPU, reason="on a GPU, run `scatterx bench --device cuda` itself")
+def test_bench_cuda_path_checks_every_case_on_the_triton_kernels():
+    """The benchmark's device path (peers on the graph's device, correctness checks, GPU goals), run on CPU
+    tensors through the interpreter: every scatterx row is checked against torch before it is timed."""
+    from scatterx.bench import harness, report
+
+    config = harness.Config(edges=120, nodes=16, features=32, repeat=1, warmup=0, latency=False, peers=True)
+    with triton_backend():
+        result = harness.run(config)
+    cases = {(r.reduce, r.order, r.mode) for r in result.rows if r.implementation == harness.SCATTERX.name}
+    assert len(cases) == 2 * len(harness.REDUCTIONS) + 2 * 3  # forward: all; forward+backward: sum, mean, amax
+    result.config.device = "cuda"
+    text = report.table(result)
+    assert "goals of issue #5" in text and "sorted sum: bandwidth / probe bandwidth" in text

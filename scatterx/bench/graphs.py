@@ -22,6 +22,11 @@ class Graph:
     shuffled_src: torch.Tensor
     grad_out: torch.Tensor  # an upstream gradient for the output (forward + backward rows)
 
+    def to(self, device) -> "Graph":
+        """The same graph with every tensor on ``device``."""
+        moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
+        return Graph(**moved)
+
     @property
     def num_edges(self) -> int:
         return self.index.numel()

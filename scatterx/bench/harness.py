@@ -51,11 +51,12 @@ class Config:
     peers: bool = True
     latency: bool = True
     backward: bool = True  # forward+backward rows for sum, mean, amax (floating dtypes)
+    device: str = "cpu"  # or "cuda": the Triton kernels, timed with CUDA events
 
     def is_default_shape(self) -> bool:
         d = Config()
-        return (self.edges, self.nodes, self.features, self.dtype, self.degrees, self.threads) == (
-            d.edges, d.nodes, d.features, d.dtype, d.degrees, d.threads,
+        return (self.edges, self.nodes, self.features, self.dtype, self.degrees, self.threads, self.device) == (
+            d.edges, d.nodes, d.features, d.dtype, d.degrees, d.threads, d.device,
         )
 
 
@@ -89,14 +90,24 @@ class Report:
         return d
 
 
-def median_seconds(fn: Callable, warmup: int, repeat: int) -> float:
+def median_seconds(fn: Callable, warmup: int, repeat: int, device: str = "cpu") -> float:
+    """Median wall time of ``fn()``; on CUDA, between events around the call (the queue drained first)."""
     for _ in range(warmup):
         fn()
     samples = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
+        if device == "cuda":
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)
+        else:
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
 
@@ -118,8 +129,14 @@ def check(name: str, got: torch.Tensor, expected: torch.Tensor, rows: Optional[t
         raise AssertionError(f"{name} gives a wrong result, benchmark aborted:\n{e}") from None
 
 
-def environment() -> Dict[str, str]:
+def environment(device: str = "cpu") -> Dict[str, str]:
+    gpu = {}
+    if device == "cuda":
+        import triton
+
+        gpu = {"gpu": torch.cuda.get_device_name(), "triton": triton.__version__, "cuda": str(torch.version.cuda)}
     return {
+        **gpu,
         "scatterx": scatterx.__version__,
         "torch": torch.__version__,
         "numba": numba.__version__,
@@ -153,6 +170,8 @@ def run(config: Config, progress: Callable = lambda iterable, **kw: iterable, lo
 def _run(config: Config, progress: Callable, log: Callable) -> Report:
     dtype = getattr(torch, config.dtype)
     graph = make_graph(config.edges, config.nodes, config.features, dtype, config.degrees, config.seed)
+    graph = graph.to(config.device)
+    device = config.device
     log(f"graph: {graph.describe()}")
     src_bytes = graph.src.numel() * graph.src.element_size()
     probe = lambda: torch.sum(graph.src)  # noqa: E731  (the bandwidth probe: read src once)
@@ -172,20 +191,22 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
             expected[reduce] = _expected(graph, reduce)
         is_scatterx = impl in ours
         check(f"{impl.name} ({reduce}, {order})", fn(), expected[reduce], None if is_scatterx else received)
-        probe_samples.append(median_seconds(probe, 1, 3))
-        seconds = median_seconds(fn, config.warmup, config.repeat)
+        probe_samples.append(median_seconds(probe, 1, 3, device))
+        seconds = median_seconds(fn, config.warmup, config.repeat, device)
         rows.append(Row(reduce, order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0))
 
     if config.backward and graph.src.dtype.is_floating_point:
         rows += _backward_rows(graph, config, progress, src_bytes)
-    probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5)
+    probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5, device)
     for row in rows:
         row.probe_ratio = row.ms / (probe_s * 1e3)
         ours = _find(rows, row.reduce, row.order, SCATTERX.name, row.mode)
         if row.implementation != SCATTERX.name and ours is not None:
             row.scatterx_speedup = row.ms / ours.ms
-    report = Report(config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=environment())
-    if config.latency:
+    report = Report(
+        config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=environment(device)
+    )
+    if config.latency and device == "cpu":  # Numba's JIT and disk cache; Triton's are not measured
         from .latency import first_call_latency
 
         log("measuring first-call latency in fresh processes (cold and cached Numba cache)...")
@@ -213,7 +234,7 @@ def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: 
             index = graph.index if order == "sorted" else graph.shuffled_index
             got, want = (torch.zeros_like(graph.grad_out).index_add_(0, index, t) for t in (got, want))
         check(f"{impl.name} gradient ({reduce}, {order})", got, want)
-        seconds = median_seconds(fn, 1, max(3, config.repeat // 3))
+        seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
         rows.append(Row(reduce, order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0,
                         mode="forward+backward"))
     return rows
@@ -222,7 +243,7 @@ def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: 
 def _expected(graph: Graph, reduce: str) -> torch.Tensor:
     """The trusted result: torch's own scatter_reduce (PyG's path) on the sorted edges."""
     expanded = graph.index.view(-1, 1).expand_as(graph.src)
-    out = torch.zeros((graph.num_nodes, graph.src.size(1)), dtype=graph.src.dtype)
+    out = torch.zeros((graph.num_nodes, graph.src.size(1)), dtype=graph.src.dtype, device=graph.src.device)
     return out.scatter_reduce_(0, expanded, graph.src, reduce, include_self=False)
 
 
@@ -244,8 +265,11 @@ def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool, mode
 # ------------------------------------------------------------------------------------------------------ goals
 # (what, limit, measured(report) -> value or None, passes(value, limit))
 def goals(report: Report):
-    """The speed goals of issues #2, #3 and #4, each with the value this run measured (None where not measured)."""
+    """The speed goals of issues #2, #3 and #4 (CPU) or #5 (CUDA), each with the value this run measured (None
+    where not measured)."""
     rows = report.rows
+    if report.config.device == "cuda":
+        return _checked(_gpu_goals(report))
     out = []
 
     def ratio(reduce, order):
@@ -284,9 +308,29 @@ def goals(report: Report):
             out.append((f"{order} {reduce}: scatter_reduce speedup over torch's (#4)", ">", 1.0, value))
     out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
     out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
+    return _checked(out)
+
+
+def _gpu_goals(report: Report):
+    """Issue #5, on an H100: sorted sum at >= 80% of the probe's bandwidth (F >= 32); >= 1.5x the best peer
+    (torch or torch_scatter) sorted, >= 1.0x shuffled."""
+    rows, out = report.rows, []
+    ours = _find(rows, "sum", "sorted", SCATTERX.name)
+    if report.config.features >= 32:
+        value = None if ours is None else 1.0 / ours.probe_ratio
+        out.append(("sorted sum: bandwidth / probe bandwidth (#5, GPU)", ">=", 0.8, value))
+    for order, limit in (("sorted", 1.5), ("shuffled", 1.0)):
+        for reduce in REDUCTIONS:
+            mine, theirs = _find(rows, reduce, order, SCATTERX.name), best(rows, reduce, order, False)
+            value = None if mine is None or theirs is None else theirs.ms / mine.ms
+            out.append((f"{order} {reduce}: speedup over the best peer (#5, GPU)", ">=", limit, value))
+    return out
+
+
+def _checked(goals_list):
     return [
         (what, op, limit, value, None if value is None else _passes(value, op, limit))
-        for what, op, limit, value in out
+        for what, op, limit, value in goals_list
     ]
 
 

@@ -47,7 +47,7 @@ def _scatterx_scatter_reduce(graph, reduce, sorted):
     into are an input of the functional call, made once."""
     index, src = _inputs(graph, sorted)
     expanded = index.view(-1, 1).expand_as(src)
-    zeros = torch.zeros((graph.num_nodes, src.size(1)), dtype=src.dtype)
+    zeros = torch.zeros((graph.num_nodes, src.size(1)), dtype=src.dtype, device=src.device)
     return lambda: scatterx.scatter_reduce(zeros, 0, expanded, src, reduce, include_self=False)
 
 
@@ -56,7 +56,9 @@ def _scatter_reduce(graph, reduce, sorted):
     index, src = _inputs(graph, sorted)
     expanded = index.view(-1, 1).expand_as(src)
     shape = (graph.num_nodes, src.size(1))
-    return lambda: torch.zeros(shape, dtype=src.dtype).scatter_reduce_(0, expanded, src, reduce, include_self=False)
+    return lambda: torch.zeros(shape, dtype=src.dtype, device=src.device).scatter_reduce_(
+        0, expanded, src, reduce, include_self=False
+    )
 
 
 def _index_add(graph, reduce, sorted):
@@ -64,7 +66,7 @@ def _index_add(graph, reduce, sorted):
         return None
     index, src = _inputs(graph, sorted)
     shape = (graph.num_nodes, src.size(1))
-    return lambda: torch.zeros(shape, dtype=src.dtype).index_add_(0, index, src)
+    return lambda: torch.zeros(shape, dtype=src.dtype, device=src.device).index_add_(0, index, src)
 
 
 def _index_reduce(graph, reduce, sorted):
@@ -72,7 +74,9 @@ def _index_reduce(graph, reduce, sorted):
         return None
     index, src = _inputs(graph, sorted)
     shape = (graph.num_nodes, src.size(1))
-    return lambda: torch.zeros(shape, dtype=src.dtype).index_reduce_(0, index, src, reduce, include_self=False)
+    return lambda: torch.zeros(shape, dtype=src.dtype, device=src.device).index_reduce_(
+        0, index, src, reduce, include_self=False
+    )
 
 
 _SEGMENT_NAMES = {"sum": "sum", "mean": "mean", "prod": "prod", "amax": "max", "amin": "min"}
@@ -114,6 +118,15 @@ def _ts_segment_csr(graph, reduce, sorted):
     return lambda: ts.segment_csr(graph.src, graph.ptr, reduce=name)
 
 
+def _ts_segment_coo(graph, reduce, sorted):
+    """torch_scatter's sorted-index kernel (no ptr needed)."""
+    ts = _torch_scatter_module()
+    if ts is None or not sorted or reduce == "prod":
+        return None
+    name, n = _TS_NAMES[reduce], graph.num_nodes
+    return lambda: ts.segment_coo(graph.src, graph.index, dim_size=n, reduce=name)
+
+
 SCATTERX = Peer("scatterx.index_scatter_reduce", False, _scatterx)
 SCATTERX_SEGMENT = Peer("scatterx.segment_reduce (ptr)", False, _scatterx_segment)
 SCATTERX_SCATTER_REDUCE = Peer("scatterx.scatter_reduce (expanded index)", False, _scatterx_scatter_reduce)
@@ -124,6 +137,7 @@ PEERS = (
     Peer("torch.segment_reduce", True, _torch_segment_reduce),
     Peer("torch_scatter.scatter", False, _ts_scatter),
     Peer("torch_scatter.segment_csr", False, _ts_segment_csr),
+    Peer("torch_scatter.segment_coo", False, _ts_segment_coo),
 )
 
 
@@ -166,7 +180,9 @@ def _pyg_backward(graph, reduce, sorted):
     shape = (graph.num_nodes, leaf.size(1))
     return _backward_call(
         leaf,
-        lambda s: torch.zeros(shape, dtype=s.dtype).scatter_reduce(0, expanded, s, reduce, include_self=False),
+        lambda s: torch.zeros(shape, dtype=s.dtype, device=s.device).scatter_reduce(
+            0, expanded, s, reduce, include_self=False
+        ),
         graph.grad_out,
     )
 

@@ -13,7 +13,8 @@ from .harness import SCATTERX, Report, best, goals
 def table(report: Report) -> str:
     lines: List[str] = []
     c = report.config
-    lines.append(f"scatterx bench: {report.graph}; {c.threads} thread(s)")
+    where = f"{c.threads} thread(s)" if c.device == "cpu" else f"{c.device} ({report.environment.get('gpu', '?')})"
+    lines.append(f"scatterx bench: {report.graph}; {where}")
     lines.append(f"bandwidth probe (torch.sum(src), reads src once): {report.probe_ms:.2f} ms, {report.probe_gbps:.1f} GB/s")
     lines.append("GB/s = bytes of src / time.  x probe = time / probe time.  peer rows: how many times scatterx is faster.")
     header = (f"{'reduce':<6} {'index':<8} {'pass':<8} {'implementation':<41} {'ms':>8} {'GB/s':>6} {'x probe':>8} "
@@ -54,8 +55,11 @@ def table(report: Report) -> str:
             f"(import torch + scatterx: {lat['import_s']:.2f} s, not included)"
         )
     lines.append("")
-    note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
-    lines.append("goals of issues #2, #3 and #4" + note)
+    if c.device == "cuda":
+        lines.append("goals of issue #5 (stated for an H100)")
+    else:
+        note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
+        lines.append("goals of issues #2, #3 and #4" + note)
     for what, op, limit, value, ok in goals(report):
         verdict = "not measured" if ok is None else ("ok" if ok else "MISSED")
         shown = "-" if value is None else f"{value:.2f}"

@@ -104,6 +104,8 @@ def _index_scatter_reduce_eager(
 
         # without dim_size or out, _resolve_call read the index on the host and validated it there
         checked = dim_size is None and out is None and base is None
+        if sorted is None:  # internal callers (the planner), which sync anyway: one read picks the path
+            sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
         result = gpu.index_scatter_reduce(
             src, index, dim, red, bool(sorted), num_segments, out if base is None else base, include_self, checked
         )
