@@ -196,10 +196,20 @@ def test_integer_mean_rounds_down_like_torch():
 @pytest.mark.parametrize("reduce", ["amax", "amin"])
 @pytest.mark.parametrize("sorted", [True, False])
 def test_amax_amin_propagate_nan(reduce, sorted):
+    """A NaN anywhere in a segment (first, inside a rows tile, last; short and long segments) makes it NaN."""
     nan = float("nan")
-    src = torch.tensor([1.0, nan, 2.0, 3.0])
-    got = triton_call(0, torch.tensor([0, 0, 1, 1]), src, reduce, sorted, dim_size=2).cpu()
-    assert got[0].isnan() and got[1] == (3.0 if reduce == "amax" else 2.0)
+    for length in (2, 5, 40):
+        for at in sorted_positions(length):
+            src = torch.arange(length + 2, dtype=torch.float32)
+            src[at] = nan
+            index = torch.tensor([0] * length + [1, 1])
+            got = triton_call(0, index, src, reduce, sorted, dim_size=2).cpu()
+            assert got[0].isnan(), (length, at)
+            assert got[1] == (length + 1 if reduce == "amax" else length)
+
+
+def sorted_positions(length):
+    return sorted({0, 1, length // 2, length - 1})
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

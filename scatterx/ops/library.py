@@ -1,5 +1,8 @@
-"""scatterx's ops as PyTorch custom ops (``torch.library``): schema, fake (meta) implementation, CPU kernel and
+"""scatterx's ops as PyTorch custom ops (``torch.library``): schema, fake (meta) implementation, kernels and
 autograd, so that they trace under ``torch.compile`` and differentiate like any torch op.
+
+Each op is a ``triton_op`` whose body dispatches by device (see ``_op``): CUDA tensors run the Triton kernels
+through ``ops/gpu.py`` (traceable), CPU tensors the Numba kernels behind an opaque ``<name>_cpu`` op.
 
 ``torch.ops.scatterx.index_scatter_reduce`` is functional: ``base`` (what the user's ``out`` holds) is read, never
 written; the public function copies the result into ``out``.
