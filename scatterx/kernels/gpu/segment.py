@@ -41,6 +41,18 @@ def _rows(perm, e, emask, GATHER: tl.constexpr):
 
 
 @triton.jit
+def _load_tile(src_slice, perm, e0, end, f, fmask, inner, other, GATHER: tl.constexpr, BLOCK_E: tl.constexpr):
+    """Rows ``e0 .. e0+BLOCK_E`` (those before ``end``) of the segment order, features ``f``: (tile, rows, mask);
+    masked-off entries hold ``other``."""
+    e = e0 + tl.arange(0, BLOCK_E)
+    emask = e < end
+    rows = _rows(perm, e, emask, GATHER)
+    mask = emask[:, None] & fmask[None, :]
+    x = tl.load(src_slice + rows[:, None] * inner + f[None, :], mask=mask, other=other)
+    return x, rows, mask
+
+
+@triton.jit
 def segment_reduce_kernel(
     src, perm, ptr, base, out,
     n, S, inner,
@@ -64,11 +76,7 @@ def segment_reduce_kernel(
     acc = tl.full([BLOCK_E, BLOCK_F], IDENTITY, ACC)
     src_slice = src + o * n * inner
     for e0 in range(start, end, BLOCK_E):
-        e = e0 + tl.arange(0, BLOCK_E)
-        emask = e < end
-        rows = _rows(perm, e, emask, GATHER)
-        mask = emask[:, None] & fmask[None, :]
-        x = tl.load(src_slice + rows[:, None] * inner + f[None, :], mask=mask, other=IDENTITY)
+        x, rows, mask = _load_tile(src_slice, perm, e0, end, f, fmask, inner, IDENTITY, GATHER, BLOCK_E)
         acc = combine(acc, x.to(ACC), REDUCE)
     result = reduce_rows(acc, REDUCE)
     count = end - start
@@ -109,11 +117,7 @@ def segment_tie_backward_kernel(
     src_slice = src + o * n * inner
     out_slice = grad_src + o * n * inner
     for e0 in range(start, end, BLOCK_E):
-        e = e0 + tl.arange(0, BLOCK_E)
-        emask = e < end
-        rows = _rows(perm, e, emask, GATHER)
-        mask = emask[:, None] & fmask[None, :]
-        x = tl.load(src_slice + rows[:, None] * inner + f[None, :], mask=mask)
+        x, rows, mask = _load_tile(src_slice, perm, e0, end, f, fmask, inner, 0, GATHER, BLOCK_E)
         count += (mask & (x == r[None, :])).to(tl.int32)
     ties_here = tl.sum(count, 0)
     if INCLUDE_SELF:
@@ -122,11 +126,7 @@ def segment_tie_backward_kernel(
     tl.store(ties + at, ties_here.to(ties.dtype.element_ty), mask=fmask)
     share = g / tl.maximum(ties_here, 1).to(g.dtype)
     for e0 in range(start, end, BLOCK_E):
-        e = e0 + tl.arange(0, BLOCK_E)
-        emask = e < end
-        rows = _rows(perm, e, emask, GATHER)
-        mask = emask[:, None] & fmask[None, :]
-        x = tl.load(src_slice + rows[:, None] * inner + f[None, :], mask=mask)
+        x, rows, mask = _load_tile(src_slice, perm, e0, end, f, fmask, inner, 0, GATHER, BLOCK_E)
         value = tl.where(x == r[None, :], share[None, :], tl.zeros_like(share)[None, :])
         tl.store(out_slice + rows[:, None] * inner + f[None, :], value.to(grad_src.dtype.element_ty), mask=mask)
 
