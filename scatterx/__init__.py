@@ -6,7 +6,14 @@ tensor([1.5000, 5.0000])
 """
 
 from ._reductions import REDUCTIONS, SUPPORTED_DTYPES
-from .ops import index_scatter_reduce, index_to_ptr, ptr_to_index, segment_reduce
+from .ops import (
+    csr_transpose,
+    gather_segment_reduce,
+    index_scatter_reduce,
+    index_to_ptr,
+    ptr_to_index,
+    segment_reduce,
+)
 from .pytorch import gather, scatter, scatter_reduce
 from . import onnx, paddle, planner, tf  # noqa: E402  (frontends: scatterx.onnx.scatter_nd, ...)
 
@@ -15,6 +22,8 @@ __version__ = "0.1.0"
 __all__ = [
     "index_scatter_reduce",
     "segment_reduce",
+    "gather_segment_reduce",
+    "csr_transpose",
     "scatter_reduce",
     "scatter",
     "gather",
@@ -27,3 +36,12 @@ __all__ = [
     "REDUCTIONS",
     "SUPPORTED_DTYPES",
 ]
+
+
+def __getattr__(name):
+    # scatterx.pyg imports torch_geometric, an optional dependency: loaded on first use, not with scatterx
+    if name == "pyg":
+        import importlib
+
+        return importlib.import_module(".pyg", __name__)
+    raise AttributeError(f"module 'scatterx' has no attribute {name!r}")

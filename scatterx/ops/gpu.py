@@ -241,3 +241,26 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, include
         BLOCK_F=block_f,
     )
     return grad_src, ties
+
+
+def check_ptr_on_device(ptr: torch.Tensor, length: int) -> None:
+    """Raise (asynchronously on CUDA) unless ``ptr`` is CSR offsets from 0 to ``length``, non-decreasing."""
+    if ptr.numel() == 0:
+        raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
+    torch._assert_async(ptr[0] == 0, "ptr must start at 0")
+    torch._assert_async(ptr[-1] == length, f"ptr must end at index.numel()={length}")
+    if ptr.numel() > 1:
+        torch._assert_async(~(ptr[1:] < ptr[:-1]).any(), "ptr must be non-decreasing")
+
+
+def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, red: Reduction, dim: int):
+    """``gather_segment_reduce`` on the device (arguments validated by the caller): the segment kernel, gathering
+    ``src`` rows through ``index``."""
+    outer, n, inner = _shape3(src, dim)
+    num_segments = ptr.numel() - 1
+    shape = list(src.shape)
+    shape[dim] = num_segments
+    out = torch.empty(shape, dtype=src.dtype, device=src.device)
+    if out.numel() > 0:
+        run_segments(src.contiguous(), ptr, index.contiguous(), index.numel(), red, None, False, out, (outer, n, inner))
+    return out

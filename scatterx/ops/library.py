@@ -326,3 +326,76 @@ def _segment_backward(ctx, grad):
 
 
 torch.library.register_autograd("scatterx::segment_reduce", _segment_backward, setup_context=_segment_setup_context)
+
+
+# ------------------------------------------------------------------------------------------- gather_segment_reduce
+@torch.library.custom_op("scatterx::gather_segment_reduce_cpu", mutates_args=(), device_types="cpu")
+def _gather_segment_reduce_cpu(
+    src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, reduce: str, dim: int
+) -> torch.Tensor:
+    from .gather_segment import _gather_segment_reduce_eager
+
+    return _gather_segment_reduce_eager(src, ptr, index, reduce, dim)
+
+
+@_gather_segment_reduce_cpu.register_fake
+def _(src, ptr, index, reduce, dim):
+    return _new_segments(src, dim, ptr.size(0) - 1)
+
+
+@_op("scatterx::gather_segment_reduce")
+def gather_segment_reduce_op(
+    src: torch.Tensor,
+    ptr: torch.Tensor,
+    index: torch.Tensor,
+    reduce: str,
+    dim: int,
+    ptr_t: Optional[torch.Tensor],
+    index_t: Optional[torch.Tensor],
+) -> torch.Tensor:
+    """``ptr_t``/``index_t``: the transposed structure (``csr_transpose``) for the backward, or None."""
+    if not uses_triton(src):
+        return torch.ops.scatterx.gather_segment_reduce_cpu(src, ptr, index, reduce, dim)
+    from . import gpu
+    from .gather_segment import _checked_structure
+
+    dim = dim % src.dim()
+    ptr, index = _checked_structure(src, ptr, index, dim)
+    return gpu.gather_segment_reduce(src, ptr, index, resolve(reduce), dim)
+
+
+@torch.library.custom_op("scatterx::csr_transpose", mutates_args=())
+def _csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    from .gather_segment import _csr_transpose_impl
+
+    return _csr_transpose_impl(ptr, index, num_rows)
+
+
+@_csr_transpose.register_fake
+def _(ptr, index, num_rows):
+    return ptr.new_empty(num_rows + 1, dtype=torch.int64), index.new_empty(index.numel(), dtype=torch.int64)
+
+
+def _gather_setup_context(ctx, inputs, output):
+    src, ptr, index, reduce, dim, ptr_t, index_t = inputs
+    ctx.dim, ctx.reduce, ctx.num_rows = dim % src.dim(), resolve(reduce).name, src.size(dim)
+    ctx.has_transpose = ptr_t is not None and index_t is not None
+    ctx.save_for_backward(ptr, index, *((ptr_t, index_t) if ctx.has_transpose else ()))
+
+
+def _gather_backward(ctx, grad):
+    """sum: the same op on the transposed structure; mean: the same, of ``grad / count``. Both differentiable."""
+    ptr, index, *transpose = ctx.saved_tensors
+    if ctx.reduce not in _LINEAR:
+        raise NotImplementedError(f"gather_segment_reduce has no transposed backward for {ctx.reduce!r}")
+    ptr_t, index_t = transpose if ctx.has_transpose else torch.ops.scatterx.csr_transpose(ptr, index, ctx.num_rows)
+    if ctx.reduce == "mean":
+        counts = ptr.diff().clamp(min=1).to(grad.dtype)
+        grad = grad / _per_segment(counts, ctx.dim, grad.dim())
+    grad_src = gather_segment_reduce_op(grad, ptr_t, index_t, "sum", ctx.dim, ptr, index)
+    return grad_src, None, None, None, None, None, None
+
+
+torch.library.register_autograd(
+    "scatterx::gather_segment_reduce", _gather_backward, setup_context=_gather_setup_context
+)

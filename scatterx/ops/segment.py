@@ -224,15 +224,16 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, include
     return grad_src, ties
 
 
-def _check_ptr(ptr, src: torch.Tensor, dim: int) -> torch.Tensor:
+def check_ptr(ptr, src: torch.Tensor, length: int, what: str) -> torch.Tensor:
+    """Validated CSR offsets (int64, contiguous) over ``length`` rows (``what`` names that length in messages)."""
     check_integer_vector(ptr, "ptr", src)
     if ptr.numel() == 0:
         raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
     first, last = int(ptr[0]), int(ptr[-1])
     if first != 0:
         raise ValueError(f"ptr must start at 0, got ptr[0]={first}")
-    if last != src.size(dim):
-        raise ValueError(f"ptr must end at src.size({dim})={src.size(dim)}, got ptr[-1]={last}")
+    if last != length:
+        raise ValueError(f"ptr must end at {what}={length}, got ptr[-1]={last}")
     decreases = torch.nonzero(ptr[1:] < ptr[:-1])
     if decreases.numel():
         i = int(decreases[0]) + 1
@@ -272,7 +273,7 @@ def _segment_reduce_eager(src: torch.Tensor, ptr: torch.Tensor, reduce: str, dim
         if ptr.numel() == 0:
             raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
         return gpu.segment_reduce(src, ptr, red, dim)
-    ptr = _check_ptr(ptr, src, dim)
+    ptr = check_ptr(ptr, src, src.size(dim), f"src.size({dim})")
     return run_segments(src, dim, ptr, None, red, None, include_self=False)
 
 
