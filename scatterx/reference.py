@@ -77,6 +77,14 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
     return index_scatter_reduce(dim, index, src, reduce, dim_size=counts.numel())
 
 
+def gather_segment_reduce(
+    src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, reduce: str = "sum", dim: int = 0
+) -> torch.Tensor:
+    """Reference for ``scatterx.gather_segment_reduce``: gather the rows, then reduce them segment by segment."""
+    dim = dim % src.dim()
+    return segment_reduce(src.index_select(dim, index.to(torch.int64)), ptr, reduce, dim)
+
+
 # ------------------------------------------------------------------------------------ the x-transformer model
 def x_target(m, u) -> tuple:
     """Data position ``t`` of the iterated position ``u`` under the map ``m`` (``scatterx.planner.XMap``), straight

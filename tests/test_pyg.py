@@ -1,0 +1,370 @@
+"""scatterx.pyg: the switch, and PyG with it on against PyG's default path (outputs and gradients)."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pyg = pytest.importorskip("torch_geometric")
+
+import torch_geometric.nn.aggr as aggr  # noqa: E402
+import torch_geometric.nn.aggr.base as aggr_base  # noqa: E402
+import torch_geometric.nn.aggr.basic as aggr_basic  # noqa: E402
+import torch_geometric.utils as pyg_utils  # noqa: E402
+import torch_geometric.utils._softmax as pyg_softmax_module  # noqa: E402
+from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv  # noqa: E402
+
+import scatterx  # noqa: E402
+import scatterx.pyg as sxpyg  # noqa: E402
+
+ORIGINAL = {
+    "scatter": pyg_utils.scatter,
+    "segment": pyg_utils.segment,
+    "softmax": pyg_utils.softmax,
+    "spmm": pyg_utils.spmm,
+}
+
+
+@pytest.fixture(autouse=True)
+def switch_off_after():
+    sxpyg.disable()
+    yield
+    sxpyg.disable()
+
+
+def both_paths(fn):
+    """``fn()`` with PyG's default path, then with the switch on."""
+    assert not sxpyg.is_enabled()
+    default = fn()
+    with sxpyg.enabled():
+        routed = fn()
+    return default, routed
+
+
+def assert_same(default, routed, atol=1e-5, rtol=1e-4):
+    if isinstance(default, (tuple, list)):
+        assert len(default) == len(routed)
+        for d, r in zip(default, routed):
+            assert_same(d, r, atol, rtol)
+    else:
+        torch.testing.assert_close(routed, default, atol=atol, rtol=rtol)
+
+
+def value_and_grads(fn, *tensors):
+    """fn's output and the gradients of a random projection of it w.r.t. ``tensors`` (and parameters)."""
+    out = fn()
+    weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(7), dtype=out.dtype)
+    grads = torch.autograd.grad((out * weight).sum(), tensors, allow_unused=True)
+    return [out.detach()] + [g if g is not None else torch.zeros(()) for g in grads]
+
+
+# ------------------------------------------------------------------------------------------------- the switch
+def test_enable_patches_every_bound_name_and_disable_restores_them():
+    sxpyg.enable()
+    assert pyg_utils.scatter is sxpyg.scatter and pyg_utils.softmax is sxpyg.softmax
+    # names bound at import time, by `from torch_geometric.utils import scatter, segment`
+    assert aggr_base.scatter is sxpyg.scatter and aggr_base.segment is sxpyg.segment
+    assert pyg_softmax_module.scatter is sxpyg.scatter and pyg_softmax_module.segment is sxpyg.segment
+    assert aggr_basic.softmax is sxpyg.softmax
+    assert aggr_base.Aggregation.reduce is sxpyg._aggregation_reduce
+    for name, fn in ORIGINAL.items():  # nothing in torch_geometric still holds the original
+        assert not [
+            m for m_name, m in sys.modules.items()
+            if m_name.startswith("torch_geometric") and m is not None and any(v is fn for v in vars(m).values())
+        ], name
+    sxpyg.enable()  # twice: a no-op, disable still restores everything
+    sxpyg.disable()
+    assert pyg_utils.scatter is ORIGINAL["scatter"] and aggr_base.scatter is ORIGINAL["scatter"]
+    assert aggr_basic.softmax is ORIGINAL["softmax"] and pyg_softmax_module.segment is ORIGINAL["segment"]
+    assert aggr_base.Aggregation.reduce is sxpyg._ORIGINAL["Aggregation.reduce"]
+    assert not sxpyg.is_enabled()
+
+
+def test_context_manager_restores_the_previous_state():
+    with sxpyg.enabled():
+        assert sxpyg.is_enabled()
+        with sxpyg.enabled():
+            assert sxpyg.is_enabled()
+        assert sxpyg.is_enabled()  # the inner block found it on and leaves it on
+    assert not sxpyg.is_enabled() and pyg_utils.scatter is ORIGINAL["scatter"]
+    sxpyg.enable()
+    with sxpyg.enabled():
+        pass
+    assert sxpyg.is_enabled()
+
+
+def test_layer_propagate_is_wrapped_and_restored_even_for_layers_built_while_on():
+    before = {cls: cls.__dict__.get("propagate") for cls in sxpyg.FUSED_CONVS}
+    with sxpyg.enabled():
+        conv = SAGEConv(4, 3)  # PyG would replace a propagate it did not make itself: it must keep ours
+        assert type(conv).propagate.__code__ is SAGEConv.__dict__["propagate"].__code__
+        assert SAGEConv.__dict__["propagate"].__qualname__.endswith("_routed_propagate.<locals>.propagate")
+    for cls, had in before.items():
+        assert cls.__dict__.get("propagate") is had
+    x, edge_index = torch.randn(5, 4), torch.tensor([[0, 1, 2], [1, 2, 3]])
+    SAGEConv(4, 3)(x, edge_index)  # still works with PyG's own propagate
+
+
+def test_scatterx_imports_without_torch_geometric():
+    code = (
+        "import sys; sys.modules['torch_geometric'] = None\n"
+        "import scatterx\n"
+        "assert scatterx.index_scatter_reduce is not None\n"
+        "try:\n"
+        "    scatterx.pyg\n"
+        "except ImportError as e:\n"
+        "    print('ImportError:', e)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "pip install 'scatterx[pyg]'" in result.stdout
+
+
+# --------------------------------------------------------------------------------------- the helpers, routed
+REDUCES = ["sum", "add", "mean", "mul", "min", "max"]
+
+
+@st.composite
+def graphs(draw, max_nodes=12, max_edges=40):
+    seed = draw(st.integers(0, 2**31 - 1))
+    g = torch.Generator().manual_seed(seed)
+    num_nodes = draw(st.integers(1, max_nodes))
+    num_edges = draw(st.integers(0, max_edges))
+    index = torch.randint(0, num_nodes, (num_edges,), generator=g)
+    if draw(st.booleans()):
+        index = index.sort().values
+    features = draw(st.integers(1, 5))
+    return g, num_nodes, index, features
+
+
+@settings(max_examples=60)
+@given(graphs(), st.sampled_from(REDUCES), st.sampled_from([0, 1, -1]), st.booleans())
+def test_scatter_matches_pyg(graph, reduce, dim, given_size):
+    g, num_nodes, index, features = graph
+    shape = [index.numel(), features] if dim == 0 else [features, index.numel()]
+    scale = 0.5 if reduce == "mul" else 1.0
+    src = (torch.randn(shape, generator=g, dtype=torch.float64) * scale).requires_grad_()
+    dim_size = num_nodes if given_size or index.numel() == 0 else None
+
+    def run():
+        return value_and_grads(lambda: pyg_utils.scatter(src, index, dim, dim_size, reduce), src)
+
+    assert_same(*both_paths(run))
+
+
+@settings(max_examples=40)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=8), st.sampled_from(["sum", "mean", "min", "max"]),
+       st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_segment_matches_pyg(lengths, reduce, features, seed):
+    ptr = torch.tensor([0] + lengths).cumsum(0)
+    src = torch.randn(int(ptr[-1]), features, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    src.requires_grad_()
+
+    def run():
+        return value_and_grads(lambda: pyg_utils.segment(src, ptr, reduce), src)
+
+    assert_same(*both_paths(run))
+
+
+@settings(max_examples=40)
+@given(graphs(), st.booleans(), st.sampled_from([0, 1]))
+def test_softmax_matches_pyg(graph, use_ptr, dim):
+    g, num_nodes, index, features = graph
+    index = index.sort().values if use_ptr else index
+    shape = [index.numel(), features] if dim == 0 else [features, index.numel()]
+    src = torch.randn(shape, generator=g, dtype=torch.float64).mul(3).requires_grad_()
+    ptr = scatterx.index_to_ptr(index, num_nodes) if use_ptr else None
+
+    def run():
+        if use_ptr:
+            return value_and_grads(lambda: pyg_utils.softmax(src, ptr=ptr, dim=dim), src)
+        return value_and_grads(lambda: pyg_utils.softmax(src, index, num_nodes=num_nodes, dim=dim), src)
+
+    assert_same(*both_paths(run))
+
+
+AGGREGATIONS = [
+    aggr.SumAggregation,
+    aggr.MeanAggregation,
+    aggr.MaxAggregation,
+    aggr.MinAggregation,
+    aggr.MulAggregation,
+    lambda: aggr.SoftmaxAggregation(learn=True),
+    lambda: aggr.PowerMeanAggregation(learn=True),
+    aggr.StdAggregation,
+    aggr.VarAggregation,
+]
+
+
+@pytest.mark.parametrize("make", AGGREGATIONS)
+@pytest.mark.parametrize("use_ptr", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_aggregations_match_pyg(make, use_ptr, seed):
+    g = torch.Generator().manual_seed(seed)
+    index = torch.randint(0, 9, (40,), generator=g).sort().values
+    module = make()
+    if use_ptr and isinstance(module, aggr.MulAggregation):
+        pytest.skip("MulAggregation takes no ptr")
+    x = torch.rand(40, 6, generator=g, dtype=torch.float64).add(0.5).requires_grad_()
+    module = module.double()
+    ptr = scatterx.index_to_ptr(index, 10) if use_ptr else None
+    params = [p for p in module.parameters()]
+
+    def run():
+        return value_and_grads(lambda: module(x, index, ptr=ptr, dim_size=10), x, *params)
+
+    assert_same(*both_paths(run))
+
+
+def test_aggregation_with_ptr_runs_the_csr_kernel(monkeypatch):
+    calls = []
+    real = sxpyg.segment_reduce
+    monkeypatch.setattr(sxpyg, "segment_reduce", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    index = torch.tensor([0, 0, 1, 3])
+    with sxpyg.enabled():
+        aggr.MeanAggregation()(torch.ones(4, 2), index, ptr=scatterx.index_to_ptr(index, 4))
+    assert calls == ["mean"]
+
+
+# ------------------------------------------------------------------------------------------------ layers, routed
+def random_graph(seed, num_nodes=30, num_edges=120, sort=False):
+    g = torch.Generator().manual_seed(seed)
+    edge_index = torch.randint(0, num_nodes, (2, num_edges), generator=g)
+    if sort:
+        edge_index = edge_index[:, edge_index[1].argsort(stable=True)]
+    return g, edge_index
+
+
+def mlp(a, b):
+    return torch.nn.Sequential(torch.nn.Linear(a, b), torch.nn.ReLU(), torch.nn.Linear(b, b))
+
+
+LAYERS = {
+    "gcn": lambda: GCNConv(8, 5),
+    "sage-mean": lambda: SAGEConv(8, 5),
+    "sage-max": lambda: SAGEConv(8, 5, aggr="max"),
+    "sage-sum-root-weight-off": lambda: SAGEConv(8, 5, aggr="sum", root_weight=False),
+    "gin": lambda: GINConv(mlp(8, 5), train_eps=True),
+    "gat": lambda: GATConv(8, 5, heads=2),
+    "graphconv": lambda: GraphConv(8, 5, aggr="mean"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+@pytest.mark.parametrize("seed, sort", [(0, False), (1, True), (2, False)])
+def test_layers_match_pyg_outputs_and_gradients(name, seed, sort):
+    g, edge_index = random_graph(seed, sort=sort)
+    torch.manual_seed(seed)
+    layer = LAYERS[name]().double()
+    x = torch.randn(30, 8, generator=g, dtype=torch.float64).requires_grad_()
+    params = list(layer.parameters())
+
+    def run():
+        return value_and_grads(lambda: layer(x, edge_index), x, *params)
+
+    assert_same(*both_paths(run))
+
+
+def test_bipartite_sage_with_size_matches_pyg():
+    g = torch.Generator().manual_seed(4)
+    edge_index = torch.stack([torch.randint(0, 7, (25,), generator=g), torch.randint(0, 4, (25,), generator=g)])
+    layer = SAGEConv((6, 3), 5).double()
+    x_src = torch.randn(7, 6, generator=g, dtype=torch.float64).requires_grad_()
+    x_dst = torch.randn(4, 3, generator=g, dtype=torch.float64).requires_grad_()
+
+    def run():
+        return value_and_grads(lambda: layer((x_src, x_dst), edge_index, size=(7, 4)), x_src, x_dst)
+
+    default, routed = both_paths(run)
+    assert routed[0].shape == (4, 5)
+    assert_same(default, routed)
+
+
+def test_fused_layers_run_without_materializing_messages(monkeypatch):
+    """SAGE/GIN go through gather_segment_reduce, not through a scatter of gathered rows."""
+    calls = []
+    real = sxpyg.gather_segment_reduce
+    monkeypatch.setattr(sxpyg, "gather_segment_reduce", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    monkeypatch.setattr(sxpyg, "_scatter", lambda *a, **k: pytest.fail("scatter was called"))
+    _, edge_index = random_graph(0)
+    x = torch.randn(30, 8)
+    with sxpyg.enabled():
+        SAGEConv(8, 5)(x, edge_index)
+        GINConv(mlp(8, 5))(x, edge_index)
+    assert calls == ["mean", "sum"]
+
+
+def test_hooks_and_explain_keep_pyg_s_own_propagate(monkeypatch):
+    monkeypatch.setattr(sxpyg, "gather_segment_reduce", lambda *a, **k: pytest.fail("fused path taken"))
+    _, edge_index = random_graph(0)
+    x = torch.randn(30, 8)
+    seen = []
+    with sxpyg.enabled():
+        conv = SAGEConv(8, 5)
+        conv.register_message_forward_hook(lambda module, inputs, out: seen.append(out.shape))
+        conv(x, edge_index)
+        assert seen == [(120, 8)]  # the hook saw every message
+        conv = SAGEConv(8, 5)
+        conv.explain = True
+        conv._edge_mask = torch.ones(120)
+        conv._apply_sigmoid = False
+        conv(x, edge_index)
+
+
+def test_adjacency_cache_follows_in_place_changes_of_edge_index():
+    _, edge_index = random_graph(3)
+    x = torch.randn(30, 8)
+    conv = SAGEConv(8, 5)
+    with sxpyg.enabled():
+        first = conv(x, edge_index)
+        edge_index[1] = edge_index[1].flip(0)  # same tensor, new contents
+        second = conv(x, edge_index)
+    torch.testing.assert_close(second, conv(x, edge_index))
+    assert not torch.allclose(first, second)
+
+
+def test_bad_edge_index_raises_with_the_switch_on():
+    x = torch.randn(5, 4)
+    with sxpyg.enabled():
+        with pytest.raises(IndexError):
+            SAGEConv(4, 3)(x, torch.tensor([[0, 9], [1, 2]]))  # source out of range
+        with pytest.raises(IndexError):
+            SAGEConv(4, 3)(x, torch.tensor([[0, 1], [1, 7]]))  # target out of range
+        with pytest.raises(ValueError):
+            pyg_utils.scatter(x, torch.zeros(5, 1, dtype=torch.long))  # PyG's own check: a 1-D index
+
+
+# ------------------------------------------------------------------------------------ fallbacks and aggr= module
+def test_unsupported_calls_fall_back_to_pyg():
+    index = torch.tensor([0, 1, 0])
+    src = torch.tensor([[1, 2], [3, 4], [5, 6]], dtype=torch.uint8)  # a dtype scatterx does not take
+    with sxpyg.enabled():
+        got = pyg_utils.scatter(src, index, reduce="sum")
+        anything = pyg_utils.scatter(src.float(), index, reduce="any")
+    assert got.tolist() == [[6, 8], [3, 4]]
+    assert anything[1].tolist() == [3.0, 4.0]
+
+
+@pytest.mark.parametrize("reduce, builtin", [("sum", "sum"), ("mean", "mean"), ("max", "max"), ("min", "min"),
+                                             ("mul", "mul")])
+@pytest.mark.parametrize("use_ptr", [False, True])
+def test_scatter_aggregation_as_aggr_matches_the_builtin(reduce, builtin, use_ptr):
+    g = torch.Generator().manual_seed(0)
+    index = torch.randint(0, 6, (30,), generator=g).sort().values
+    x = torch.rand(30, 4, generator=g, dtype=torch.float64).add(0.5)
+    ptr = scatterx.index_to_ptr(index, 8) if use_ptr and reduce != "mul" else None
+    module = sxpyg.ScatterAggregation(reduce)
+    want = aggr.MultiAggregation([builtin]).aggrs[0](x, index, ptr=ptr, dim_size=8)
+    torch.testing.assert_close(module(x, index, ptr=ptr, dim_size=8), want)
+    assert repr(module) == f"ScatterAggregation({reduce!r})"
+    _, edge_index = random_graph(1)
+    conv = SAGEConv(8, 5, aggr=sxpyg.ScatterAggregation("mean"))
+    reference = SAGEConv(8, 5)
+    reference.load_state_dict(conv.state_dict())
+    x = torch.randn(30, 8)
+    torch.testing.assert_close(conv(x, edge_index), reference(x, edge_index))
+    with pytest.raises(ValueError, match="unknown reduce"):
+        sxpyg.ScatterAggregation("median")
