@@ -46,6 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
                    help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
     b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")
+
+    from .bench.gnn import MODELS, GnnConfig
+
+    gd = GnnConfig()
+    n = sub.add_parser(
+        "bench-gnn",
+        help="train GCN/GraphSAGE/GIN/GAT on an ogbn-arxiv-like graph: PyG's default path against scatterx.pyg",
+    )
+    n.add_argument("--models", default=",".join(MODELS), help="comma-separated, default all")
+    n.add_argument("--epochs", type=int, default=gd.epochs, help=f"epochs per model and path, default {gd.epochs}")
+    n.add_argument("--nodes", type=int, default=gd.nodes, help=f"default {gd.nodes:,} (ogbn-arxiv)")
+    n.add_argument("--edges", type=int, default=gd.edges, help=f"default {gd.edges:,} (ogbn-arxiv)")
+    n.add_argument("--features", type=int, default=gd.features, help=f"default {gd.features}")
+    n.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
+    n.add_argument("--threads", type=int, default=gd.threads, help=f"torch (and scatterx) threads, default {gd.threads}")
+    n.add_argument("--seed", type=int, default=gd.seed)
+    n.add_argument("--out-dir", default="bench-results", help="where bench-gnn.csv, .json and .png go")
     return parser
 
 
@@ -53,7 +70,7 @@ def _split(value: str, allowed, name: str):
     items = tuple(v.strip() for v in value.split(",") if v.strip())
     wrong = [v for v in items if v not in allowed]
     if wrong or not items:
-        raise SystemExit(f"scatterx bench: --{name} takes a comma-separated subset of {','.join(allowed)}; got {value!r}")
+        raise SystemExit(f"scatterx: --{name} takes a comma-separated subset of {','.join(allowed)}; got {value!r}")
     return items
 
 
@@ -87,7 +104,34 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(report_mod.table(result))
         for path in report_mod.write_files(result, args.out_dir):
             print(f"wrote {path}")
+    elif args.command == "bench-gnn":
+        _bench_gnn(args)
     return 0
+
+
+def _bench_gnn(args) -> None:
+    try:
+        import torch_geometric  # noqa: F401
+    except ImportError:
+        raise SystemExit("scatterx bench-gnn needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'")
+    from .bench import gnn
+
+    for name, value in (("epochs", args.epochs), ("nodes", args.nodes), ("features", args.features),
+                        ("hidden", args.hidden), ("threads", args.threads)):
+        if value < 1:
+            raise SystemExit(f"scatterx bench-gnn: --{name} must be >= 1, got {value}")
+    if args.edges < 0:
+        raise SystemExit(f"scatterx bench-gnn: --edges must be >= 0, got {args.edges}")
+    if args.hidden % 4:
+        raise SystemExit(f"scatterx bench-gnn: --hidden must be a multiple of 4 (GAT's 4 heads), got {args.hidden}")
+    config = gnn.GnnConfig(
+        nodes=args.nodes, edges=args.edges, features=args.features, hidden=args.hidden, epochs=args.epochs,
+        models=_split(args.models, gnn.MODELS, "models"), threads=args.threads, seed=args.seed,
+    )
+    report = gnn.run(config, log=lambda msg: print(msg, file=sys.stderr))
+    print(gnn.table(report))
+    for path in gnn.write_files(report, args.out_dir):
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -199,7 +199,8 @@ class _Adjacency:
         )
 
 
-#: ``id(edge_index)`` -> (weak reference, version, targets, adjacency): a layer stack reuses one graph every call
+#: ``(id(edge_index), targets)`` -> (weak reference, version, adjacency): a layer stack reuses one graph every
+#: call. It outlives disable(), so that switching off and on again (as bench-gnn does per epoch) keeps it.
 _ADJACENCY_CACHE: Dict[Tuple[int, int], Tuple[Any, int, _Adjacency]] = {}
 _ADJACENCY_CACHE_SIZE = 8
 
@@ -347,7 +348,6 @@ def disable() -> None:
             delattr(owner, attr)
         else:
             setattr(owner, attr, original)
-    _ADJACENCY_CACHE.clear()
 
 
 @contextlib.contextmanager
