@@ -35,9 +35,10 @@ def test_readme_python_examples_run():
 
 
 def test_docstring_examples_run():
+    import scatterx.ops.gather_segment
     import scatterx.ops.index_scatter
     import scatterx.ops.segment
 
-    for module in (scatterx, scatterx.ops.index_scatter, scatterx.ops.segment):
+    for module in (scatterx, scatterx.ops.index_scatter, scatterx.ops.segment, scatterx.ops.gather_segment):
         failures, tried = doctest.testmod(module, extraglobs={"torch": __import__("torch")})
         assert failures == 0
