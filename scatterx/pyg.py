@@ -19,7 +19,8 @@ What the switch routes, while it is on:
   reduced by ``gather_segment_reduce`` without being materialized. Anything the fused path does not cover -- hooks,
   explain mode, decomposed layers, ``torch.compile``, other flows -- runs PyG's own ``propagate``.
 
-Calls the kernels cannot take (a dtype or device scatterx does not support, ``reduce='any'``, a multi-dimensional
+``torch.jit.script`` of PyG code with the switch on compiles PyG's own functions (TorchScript cannot compile
+Numba or Triton kernels); the scripted module runs PyG's default path. Calls the kernels cannot take (a dtype or device scatterx does not support, ``reduce='any'``, a multi-dimensional
 ``ptr``, PyG's own argument errors) go to PyG's original function, so behaviour is PyG's everywhere else.
 
 ``ScatterAggregation(reduce)`` is the same work as an ``aggr=`` module, for code that prefers not to patch.
@@ -28,6 +29,8 @@ Calls the kernels cannot take (a dtype or device scatterx does not support, ``re
 from __future__ import annotations
 
 import contextlib
+import copy
+import types
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -44,6 +47,7 @@ try:
     import torch_geometric.utils._spmm as _pyg_spmm
     from torch_geometric.nn import GINConv, SAGEConv
     from torch_geometric.nn.aggr import Aggregation as _PygAggregation
+    from torch_geometric.typing import Adj
     from torch_geometric.utils.num_nodes import maybe_num_nodes
 except ImportError as e:  # pragma: no cover - exercised by a subprocess test
     raise ImportError(
@@ -105,6 +109,8 @@ def _scatter(src: Tensor, index: Tensor, dim: int, dim_size: Optional[int], redu
 
 def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: Optional[int] = None, reduce: str = "sum") -> Tensor:
     """``torch_geometric.utils.scatter`` on scatterx (the sorted kernel when ``index`` is sorted)."""
+    if torch.jit.is_scripting():
+        return _pyg_scatter_fn(src, index, dim, dim_size, reduce)
     if (
         reduce in _REDUCE or reduce == "mul"
     ) and _runs_here(src, index) and index.dim() == 1 and -src.dim() <= dim < src.dim():
@@ -123,6 +129,8 @@ def _flat_ptr(ptr: Tensor) -> Optional[Tuple[Tensor, int]]:
 
 def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
     """``torch_geometric.utils.segment`` on scatterx's CSR kernel."""
+    if torch.jit.is_scripting():
+        return _pyg_segment_fn(src, ptr, reduce)
     flat = _flat_ptr(ptr) if isinstance(ptr, Tensor) else None
     if reduce in _REDUCE and flat is not None and _runs_here(src, flat[0]) and flat[1] < src.dim():
         return segment_reduce(src, flat[0], _REDUCE[reduce], flat[1])
@@ -137,6 +145,8 @@ def softmax(
     dim: int = 0,
 ) -> Tensor:
     """``torch_geometric.utils.softmax`` with its group max and sum on scatterx (PyG's formula otherwise)."""
+    if torch.jit.is_scripting():
+        return _pyg_softmax_fn(src, index, ptr, num_nodes, dim)
     if not (_runs_here(src, index, ptr) and -src.dim() <= dim < src.dim()):
         return _ORIGINAL["softmax"](src, index, ptr, num_nodes, dim)
     dim = dim % src.dim()
@@ -157,19 +167,34 @@ def softmax(
     return _ORIGINAL["softmax"](src, index, ptr, num_nodes, dim)
 
 
-def spmm(src: Any, other: Tensor, reduce: str = "sum") -> Tensor:
+def spmm(src: Adj, other: Tensor, reduce: str = "sum") -> Tensor:
     """``torch_geometric.utils.spmm``: scatterx's fused kernel for the adjacency the fused propagate builds."""
+    if torch.jit.is_scripting():
+        return _pyg_spmm_fn(src, other, reduce)
     if isinstance(src, _Adjacency):
         return src.matmul(other, reduce)
     return _ORIGINAL["spmm"](src, other, reduce)
 
 
-def _aggregation_reduce(self, x: Tensor, index=None, ptr=None, dim_size=None, dim: int = -2, reduce: str = "sum"):
+def _aggregation_reduce(
+    self,
+    x: Tensor,
+    index: Optional[Tensor] = None,
+    ptr: Optional[Tensor] = None,
+    dim_size: Optional[int] = None,
+    dim: int = -2,
+    reduce: str = "sum",
+) -> Tensor:
     """``Aggregation.reduce``: with ``ptr`` the CSR kernel (deterministic, no atomics, no index pass)."""
+    if torch.jit.is_scripting():
+        return self._pyg_reduce(x, index, ptr, dim_size, dim, reduce)
     if ptr is not None and reduce in _REDUCE and isinstance(ptr, Tensor) and ptr.dim() == 1:
         if _runs_here(x, ptr) and -x.dim() <= dim < x.dim():
             return segment_reduce(x, ptr, _REDUCE[reduce], dim % x.dim())
     return _ORIGINAL["Aggregation.reduce"](self, x, index, ptr, dim_size, dim, reduce)
+
+
+_aggregation_reduce.__name__ = "reduce"  # TorchScript compiles a method under its function's __name__
 
 
 # --------------------------------------------------------------------------------------- fused message passing
@@ -293,6 +318,27 @@ def _routed_propagate(cls):
     return had, propagate
 
 
+#: the propagate wrappers enable() installed, and per layer class a subclass with PyG's propagate (for scripting)
+_WRAPPERS: set = set()
+_SCRIPTABLE: Dict[type, type] = {}
+
+
+def _prepare_scriptable(self):
+    """``torch.jit.script(conv)`` calls this first: TorchScript cannot compile the wrapper (``**kwargs``, Numba),
+    so it scripts a copy whose class has PyG's own template-made ``propagate``; the eager layer stays fused."""
+    cls = type(self)
+    if cls.__dict__.get("propagate") not in _WRAPPERS and getattr(cls, "propagate", None) not in _WRAPPERS:
+        return self
+    if cls not in _SCRIPTABLE:
+        _SCRIPTABLE[cls] = type(
+            cls.__name__, (cls,), {"propagate": _mp.MessagePassing.propagate, "__module__": cls.__module__}
+        )
+    clone = copy.copy(self)
+    clone.__class__ = _SCRIPTABLE[cls]
+    clone._set_jittable_templates(raise_on_error=True)
+    return clone
+
+
 # ------------------------------------------------------------------------------------------------- the switch
 _ORIGINAL = {
     "scatter": _pyg_scatter.scatter,
@@ -301,12 +347,28 @@ _ORIGINAL = {
     "spmm": _pyg_spmm.spmm,
     "Aggregation.reduce": _aggr_base.Aggregation.reduce,
 }
+# Under torch.jit.script the routed functions call PyG's own through these plain globals: TorchScript compiles
+# what it reaches, and it reads neither dicts like _ORIGINAL nor the Numba and Triton kernels.
+_pyg_scatter_fn = _pyg_scatter.scatter
+_pyg_segment_fn = _pyg_segment.segment
+_pyg_softmax_fn = _pyg_softmax.softmax
+_pyg_spmm_fn = _pyg_spmm.spmm
 _REPLACEMENT = {"scatter": scatter, "segment": segment, "softmax": softmax, "spmm": spmm}
 _METHODS = {"Aggregation.reduce": (_aggr_base.Aggregation, "reduce", _aggregation_reduce)}
 #: an attribute the class did not have before enable(): disable() deletes it
 _ABSENT = object()
 #: what enable() changed: (owner, attribute, original or _ABSENT), undone by disable()
 _patched: List[Tuple[Any, str, Any]] = []
+
+
+def _renamed(fn, name):
+    """A copy of function ``fn`` named ``name`` (TorchScript compiles a method under its function's __name__)."""
+    renamed = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    renamed.__kwdefaults__ = fn.__kwdefaults__
+    renamed.__annotations__ = dict(fn.__annotations__)
+    renamed.__module__ = fn.__module__
+    renamed.__qualname__ = fn.__qualname__.rsplit(".", 1)[0] + "." + name
+    return renamed
 
 
 def is_enabled() -> bool:
@@ -331,6 +393,8 @@ def enable() -> None:
             if name is not None and value is _ORIGINAL[name]:
                 _patched.append((module, attr, value))
                 setattr(module, attr, _REPLACEMENT[name])
+    _patched.append((_aggr_base.Aggregation, "_pyg_reduce", _ABSENT))
+    _aggr_base.Aggregation._pyg_reduce = _renamed(_ORIGINAL["Aggregation.reduce"], "_pyg_reduce")
     for name, (owner, attr, replacement) in _METHODS.items():
         _patched.append((owner, attr, _ORIGINAL[name]))
         setattr(owner, attr, replacement)
@@ -338,6 +402,9 @@ def enable() -> None:
         had, wrapper = _routed_propagate(cls)
         _patched.append((cls, "propagate", had))
         cls.propagate = wrapper
+        _WRAPPERS.add(wrapper)
+        _patched.append((cls, "__prepare_scriptable__", cls.__dict__.get("__prepare_scriptable__", _ABSENT)))
+        cls.__prepare_scriptable__ = _prepare_scriptable
 
 
 def disable() -> None:

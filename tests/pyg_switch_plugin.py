@@ -49,7 +49,7 @@ def _header() -> str:
         f"{SWITCH_ON_LINE} (scatterx {getattr(scatterx, '__version__', '?')} from {scatterx.__file__}; "
         f"torch_geometric {torch_geometric.__version__}; routed: torch_geometric.utils."
         f"{{{','.join(_ROUTED)}}}, Aggregation.reduce, "
-        f"{', '.join(c.__name__ for c in scatterx.pyg.FUSED_CONVS)}.propagate)"
+        f"{', '.join(c.__name__ + '.propagate' for c in scatterx.pyg.FUSED_CONVS)})"
     )
 
 

@@ -368,3 +368,31 @@ def test_scatter_aggregation_as_aggr_matches_the_builtin(reduce, builtin, use_pt
     torch.testing.assert_close(conv(x, edge_index), reference(x, edge_index))
     with pytest.raises(ValueError, match="unknown reduce"):
         sxpyg.ScatterAggregation("median")
+
+
+# --------------------------------------------------------------------------------------------------- TorchScript
+def test_torchscript_of_pyg_code_still_works_with_the_switch_on():
+    """TorchScript cannot compile the kernels: scripted PyG code runs PyG's own functions, eager code stays fused."""
+    _, edge_index = random_graph(2)
+    x = torch.randn(30, 8)
+    with sxpyg.enabled():
+        for layer in (SAGEConv(8, 5), GINConv(mlp(8, 5)), GCNConv(8, 5)):
+            scripted = torch.jit.script(layer)
+            torch.testing.assert_close(scripted(x, edge_index), layer(x, edge_index), atol=1e-5, rtol=1e-4)
+        assert SAGEConv.propagate in sxpyg._WRAPPERS  # the eager class kept its fused propagate
+        module = aggr.MeanAggregation()
+        index = edge_index[1].sort().values
+        ptr = scatterx.index_to_ptr(index, 30)
+        scripted = torch.jit.script(module)
+        messages = torch.randn(120, 2)
+        torch.testing.assert_close(scripted(messages, ptr=ptr), module(messages, ptr=ptr))
+        torch.testing.assert_close(scripted(messages, index, dim_size=30), module(messages, index, dim_size=30))
+
+        @torch.jit.script
+        def scripted_scatter(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+            return pyg_utils.scatter(src, index, 0, 30, "max")
+
+        src = torch.randn(120, 3)
+        torch.testing.assert_close(scripted_scatter(src, index), pyg_utils.scatter(src, index, 0, 30, "max"))
+    assert not hasattr(aggr_base.Aggregation, "_pyg_reduce")  # disable() removed what enable() added
+    assert "__prepare_scriptable__" not in SAGEConv.__dict__
