@@ -267,3 +267,23 @@ def test_half_precision_gradients_match_float64(reduce, dtype):
         grads.append(leaf.grad)
     assert grads[1].dtype == dtype
     torch.testing.assert_close(grads[1].double(), grads[0], atol=0.05, rtol=0.02)
+
+
+@pytest.mark.parametrize("op", ["index_scatter_reduce", "segment_reduce"])
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_sum_and_mean_do_not_keep_src_alive_for_backward(op, reduce):
+    """Their gradient needs src's shape only; in message passing src is the edges x features messages tensor."""
+    import weakref
+
+    x = torch.randn(4, 3, requires_grad=True)
+    index = torch.tensor([0, 0, 1, 2, 2, 3])
+    messages = x.index_select(0, torch.tensor([0, 1, 2, 3, 3, 1]))
+    alive = weakref.ref(messages)
+    if op == "index_scatter_reduce":
+        out = scatterx.index_scatter_reduce(0, index, messages, reduce)
+    else:
+        out = scatterx.segment_reduce(messages, scatterx.index_to_ptr(index, 4), reduce)
+    del messages
+    assert alive() is None
+    out.sum().backward()
+    assert x.grad is not None and x.grad.shape == (4, 3)

@@ -122,12 +122,13 @@ def _per_segment(values: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:
     return values.view(shape)
 
 
-def _pad_rows(grad_rows: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:
-    """Gradient for all of ``src`` from that of its first ``grad_rows.size(dim)`` slices (the rest take no part)."""
-    missing = src.size(dim) - grad_rows.size(dim)
+def _pad_rows(grad_rows: torch.Tensor, src_shape, dim: int) -> torch.Tensor:
+    """Gradient for all of ``src`` (of ``src_shape``) from that of its first ``grad_rows.size(dim)`` slices (the
+    rest take no part)."""
+    missing = src_shape[dim] - grad_rows.size(dim)
     if missing == 0:
         return grad_rows
-    shape = list(src.shape)
+    shape = list(src_shape)
     shape[dim] = missing
     return torch.cat([grad_rows, grad_rows.new_zeros(shape)], dim)
 
@@ -140,9 +141,10 @@ def _counts(index: torch.Tensor, dim_size: int, dtype) -> torch.Tensor:
     )
 
 
-def _linear_backward(grad, src, index, base, dim, reduce, include_self):
-    """sum / mean: differentiable torch ops (so double backward works)."""
-    ndim, dim_size = src.dim(), grad.size(dim)
+def _linear_backward(grad, src_shape, index, base, dim, reduce, include_self):
+    """sum / mean: differentiable torch ops (so double backward works). They need ``src``'s shape, not its values:
+    the forward does not keep ``src`` alive for them (in message passing it is an edges x features tensor)."""
+    ndim, dim_size = len(src_shape), grad.size(dim)
     idx = index.long()
     counts = _counts(idx, dim_size, grad.dtype)
     takes_self = base is not None and include_self
@@ -151,7 +153,7 @@ def _linear_backward(grad, src, index, base, dim, reduce, include_self):
         grad_in = grad * _per_segment(scale, dim, ndim)
     else:
         grad_in = grad
-    grad_src = _pad_rows(grad_in.index_select(dim, idx), src, dim)
+    grad_src = _pad_rows(grad_in.index_select(dim, idx), src_shape, dim)
     grad_base = None
     if base is not None:
         received = _per_segment(counts > 0, dim, ndim)
@@ -242,7 +244,7 @@ def _backward_impl(
             return g * factor
 
         grad_rows = others(rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), g_rows)
-        grad_src = _pad_rows(grad_rows, src, dim)
+        grad_src = _pad_rows(grad_rows, src.shape, dim)
         self_grad = others(base, base == 0, zeros, product, grad) if takes_self else None
     else:
         raise ValueError(f"index_scatter_reduce_backward handles prod, amax and amin, not {reduce!r}")
@@ -261,14 +263,17 @@ def _setup_context(ctx, inputs, output):
     ctx.sorted = sorted
     ctx.include_self = include_self
     ctx.has_base = base is not None
-    ctx.save_for_backward(src, index, output, base if base is not None else src.new_empty(0))
+    ctx.src_shape = tuple(src.shape)
+    placeholder = src.new_empty(0)
+    keep = (placeholder, placeholder) if ctx.reduce in _LINEAR else (src, output)  # sum/mean: no values needed
+    ctx.save_for_backward(keep[0], index, keep[1], base if base is not None else placeholder)
 
 
 def _backward(ctx, grad):
     src, index, result, base = ctx.saved_tensors
     base = base if ctx.has_base else None
     if ctx.reduce in _LINEAR:
-        grad_src, grad_base = _linear_backward(grad, src, index, base, ctx.dim, ctx.reduce, ctx.include_self)
+        grad_src, grad_base = _linear_backward(grad, ctx.src_shape, index, base, ctx.dim, ctx.reduce, ctx.include_self)
     else:
         grad_src, grad_base = index_scatter_reduce_backward_op(
             grad, src, index, result, base, ctx.dim, ctx.reduce, ctx.sorted, ctx.include_self
@@ -306,6 +311,9 @@ def _segment_setup_context(ctx, inputs, output):
     src, ptr, reduce, dim = inputs
     ctx.dim = dim % src.dim()
     ctx.reduce = resolve(reduce).name
+    ctx.src_shape = tuple(src.shape)
+    if ctx.reduce in _LINEAR:  # sum/mean need src's shape only
+        src, output = src.new_empty(0), output.new_empty(0)
     ctx.save_for_backward(src, ptr, output)
 
 
@@ -314,10 +322,10 @@ def _segment_backward(ctx, grad):
     src, ptr, result = ctx.saved_tensors
     lengths = (ptr[1:] - ptr[:-1]).long()
     index = torch.repeat_interleave(
-        torch.arange(lengths.numel(), device=ptr.device), lengths, output_size=src.size(ctx.dim)
+        torch.arange(lengths.numel(), device=ptr.device), lengths, output_size=ctx.src_shape[ctx.dim]
     )
     if ctx.reduce in _LINEAR:
-        grad_src, _ = _linear_backward(grad, src, index, None, ctx.dim, ctx.reduce, False)
+        grad_src, _ = _linear_backward(grad, ctx.src_shape, index, None, ctx.dim, ctx.reduce, False)
     else:
         grad_src, _ = index_scatter_reduce_backward_op(
             grad, src, index, result, None, ctx.dim, ctx.reduce, True, False
