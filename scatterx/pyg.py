@@ -15,7 +15,8 @@ What the switch routes, while it is on:
   segment kernel (PyG only does so in deterministic mode); without, it reaches the routed ``scatter``.
 - ``propagate`` of the layers whose message is the neighbour's features as they are
   (``FUSED_CONVS``: ``SAGEConv``, ``GINConv``) on a plain ``edge_index`` tensor: the layer's own
-  ``message_and_aggregate`` runs on a CSR adjacency (cached per ``edge_index`` tensor), so the messages are
+  ``message_and_aggregate`` runs on a CSR adjacency (cached per ``edge_index`` tensor; a sorted ``EdgeIndex``
+  lends its own CSC), so the messages are
   reduced by ``gather_segment_reduce`` without being materialized. Anything the fused path does not cover -- hooks,
   explain mode, decomposed layers, ``torch.compile``, other flows -- runs PyG's own ``propagate``.
 
@@ -45,6 +46,7 @@ try:
     import torch_geometric.utils._segment as _pyg_segment
     import torch_geometric.utils._softmax as _pyg_softmax
     import torch_geometric.utils._spmm as _pyg_spmm
+    from torch_geometric import EdgeIndex
     from torch_geometric.nn import GINConv, SAGEConv
     from torch_geometric.nn.aggr import Aggregation as _PygAggregation
     from torch_geometric.typing import Adj
@@ -237,16 +239,29 @@ def _adjacency(edge_index: Tensor, num_targets: int, node_dim: int) -> _Adjacenc
     hit = _ADJACENCY_CACHE.get(key)
     if hit is not None and hit[0]() is edge_index and hit[1] == edge_index._version:
         return hit[2].with_node_dim(node_dim)
-    plain = edge_index.as_subclass(Tensor) if type(edge_index) is not Tensor else edge_index
-    source, target = plain[0], plain[1]
-    each_edge = torch.arange(target.numel() + 1, device=target.device)
-    # grouping the edges by target is the transpose of "edge e reads target[e]"
-    ptr, edges = csr_transpose(each_edge, target, num_targets)
-    adjacency = _Adjacency(ptr, source[edges].contiguous(), node_dim)
+    adjacency = _edge_index_csc(edge_index, num_targets, node_dim)
+    if adjacency is None:
+        plain = edge_index.as_subclass(Tensor) if type(edge_index) is not Tensor else edge_index
+        source, target = plain[0], plain[1]
+        each_edge = torch.arange(target.numel() + 1, device=target.device)
+        # grouping the edges by target is the transpose of "edge e reads target[e]"
+        ptr, edges = csr_transpose(each_edge, target, num_targets)
+        adjacency = _Adjacency(ptr, source[edges].contiguous(), node_dim)
     if len(_ADJACENCY_CACHE) >= _ADJACENCY_CACHE_SIZE:
         _ADJACENCY_CACHE.pop(next(iter(_ADJACENCY_CACHE)))
     _ADJACENCY_CACHE[key] = (weakref.ref(edge_index), edge_index._version, adjacency)
     return adjacency
+
+
+def _edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optional[_Adjacency]:
+    """A sorted ``EdgeIndex`` keeps its own CSC (edges grouped by target): use it rather than sorting again."""
+    if not isinstance(edge_index, EdgeIndex) or not edge_index.is_sorted:
+        return None
+    (colptr, row), _ = edge_index.get_csc()
+    colptr, row = colptr.as_subclass(Tensor), row.as_subclass(Tensor)
+    if colptr.numel() != num_targets + 1:  # its sparse size does not say how many targets there are
+        return None
+    return _Adjacency(colptr, row.contiguous(), node_dim)
 
 
 _HOOKS = (

@@ -396,3 +396,26 @@ def test_torchscript_of_pyg_code_still_works_with_the_switch_on():
         torch.testing.assert_close(scripted_scatter(src, index), pyg_utils.scatter(src, index, 0, 30, "max"))
     assert not hasattr(aggr_base.Aggregation, "_pyg_reduce")  # disable() removed what enable() added
     assert "__prepare_scriptable__" not in SAGEConv.__dict__
+
+
+@pytest.mark.parametrize("name", ["sage-mean", "gin", "gcn", "gat"])
+@pytest.mark.parametrize("sort_order", ["col", "row"])
+def test_layers_on_a_sorted_edge_index_match_pyg(name, sort_order, monkeypatch):
+    """A sorted EdgeIndex: PyG hands ``ptr`` to the aggregations (CSR kernel); the fused layers use its CSC."""
+    from torch_geometric import EdgeIndex
+
+    g, edge_index = random_graph(5)
+    edge_index = EdgeIndex(edge_index, sparse_size=(30, 30)).sort_by(sort_order)[0]
+    torch.manual_seed(0)
+    layer = LAYERS[name]().double()
+    x = torch.randn(30, 8, generator=g, dtype=torch.float64).requires_grad_()
+    params = list(layer.parameters())
+    built = []
+    real = sxpyg._edge_index_csc
+    monkeypatch.setattr(sxpyg, "_edge_index_csc", lambda *a: built.append(1) or real(*a))
+
+    def run():
+        return value_and_grads(lambda: layer(x, edge_index), x, *params)
+
+    assert_same(*both_paths(run))
+    assert bool(built) == (name in ("sage-mean", "gin"))
