@@ -61,7 +61,7 @@ from .ops import csr_transpose, gather_segment_reduce, index_scatter_reduce, seg
 from .ops._checks import INDEX_DTYPES
 from .ops.gpu import uses_triton
 
-__all__ = ["enable", "disable", "enabled", "is_enabled", "ScatterAggregation", "FUSED_CONVS"]
+__all__ = ["enable", "disable", "enabled", "is_enabled", "clear_cache", "ScatterAggregation", "FUSED_CONVS"]
 
 #: PyG reduce names -> scatterx's. "mul" is handled apart (PyG starts its products from 1).
 _REDUCE = {"sum": "sum", "add": "sum", "mean": "mean", "min": "amin", "max": "amax", "amin": "amin", "amax": "amax"}
@@ -114,8 +114,13 @@ def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: Optional[int] = 
     if torch.jit.is_scripting():
         return _pyg_scatter_fn(src, index, dim, dim_size, reduce)
     if (
-        reduce in _REDUCE or reduce == "mul"
-    ) and _runs_here(src, index) and index.dim() == 1 and -src.dim() <= dim < src.dim():
+        _patched
+        and (reduce in _REDUCE or reduce == "mul")
+        and _runs_here(src, index)
+        and index.dim() == 1
+        and -src.dim() <= dim < src.dim()
+        and (reduce != "mean" or src.is_floating_point())  # PyG's integer mean divides exactly (a float result)
+    ):
         dim = dim % src.dim()
         if index.numel() == src.size(dim):
             return _scatter(src, index, dim, dim_size, reduce)
@@ -133,7 +138,7 @@ def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
     """``torch_geometric.utils.segment`` on scatterx's CSR kernel."""
     if torch.jit.is_scripting():
         return _pyg_segment_fn(src, ptr, reduce)
-    flat = _flat_ptr(ptr) if isinstance(ptr, Tensor) else None
+    flat = _flat_ptr(ptr) if isinstance(ptr, Tensor) and _patched else None
     if reduce in _REDUCE and flat is not None and _runs_here(src, flat[0]) and flat[1] < src.dim():
         return segment_reduce(src, flat[0], _REDUCE[reduce], flat[1])
     return _ORIGINAL["segment"](src, ptr, reduce)
@@ -149,7 +154,7 @@ def softmax(
     """``torch_geometric.utils.softmax`` with its group max and sum on scatterx (PyG's formula otherwise)."""
     if torch.jit.is_scripting():
         return _pyg_softmax_fn(src, index, ptr, num_nodes, dim)
-    if not (_runs_here(src, index, ptr) and -src.dim() <= dim < src.dim()):
+    if not (_patched and _runs_here(src, index, ptr) and -src.dim() <= dim < src.dim()):
         return _ORIGINAL["softmax"](src, index, ptr, num_nodes, dim)
     dim = dim % src.dim()
     if ptr is not None and ptr.dim() == 1:
@@ -190,7 +195,7 @@ def _aggregation_reduce(
     """``Aggregation.reduce``: with ``ptr`` the CSR kernel (deterministic, no atomics, no index pass)."""
     if torch.jit.is_scripting():
         return self._pyg_reduce(x, index, ptr, dim_size, dim, reduce)
-    if ptr is not None and reduce in _REDUCE and isinstance(ptr, Tensor) and ptr.dim() == 1:
+    if _patched and ptr is not None and reduce in _REDUCE and isinstance(ptr, Tensor) and ptr.dim() == 1:
         if _runs_here(x, ptr) and -x.dim() <= dim < x.dim():
             return segment_reduce(x, ptr, _REDUCE[reduce], dim % x.dim())
     return _ORIGINAL["Aggregation.reduce"](self, x, index, ptr, dim_size, dim, reduce)
@@ -234,9 +239,11 @@ _ADJACENCY_CACHE_SIZE = 8
 
 def _adjacency(edge_index: Tensor, num_targets: int, node_dim: int) -> _Adjacency:
     """The CSR adjacency (by target ``edge_index[1]``) of a ``[2, E]`` edge list, cached while the tensor lives
-    and is not modified in place."""
+    and is not modified in place. (Writes that bypass torch's version counter -- through ``.data`` or a NumPy
+    view -- are not seen: rebuild the tensor, or call ``clear_cache()``.)"""
     key = (id(edge_index), num_targets)
-    hit = _ADJACENCY_CACHE.get(key)
+    cacheable = not edge_index.is_inference()  # inference tensors have no version counter
+    hit = _ADJACENCY_CACHE.get(key) if cacheable else None
     if hit is not None and hit[0]() is edge_index and hit[1] == edge_index._version:
         return hit[2].with_node_dim(node_dim)
     adjacency = _edge_index_csc(edge_index, num_targets, node_dim)
@@ -247,9 +254,13 @@ def _adjacency(edge_index: Tensor, num_targets: int, node_dim: int) -> _Adjacenc
         # grouping the edges by target is the transpose of "edge e reads target[e]"
         ptr, edges = csr_transpose(each_edge, target, num_targets)
         adjacency = _Adjacency(ptr, source[edges].contiguous(), node_dim)
+    if not cacheable:
+        return adjacency
     if len(_ADJACENCY_CACHE) >= _ADJACENCY_CACHE_SIZE:
         _ADJACENCY_CACHE.pop(next(iter(_ADJACENCY_CACHE)))
-    _ADJACENCY_CACHE[key] = (weakref.ref(edge_index), edge_index._version, adjacency)
+    # the entry goes when the tensor does (its structure can be as large as the graph)
+    ref = weakref.ref(edge_index, lambda _, key=key: _ADJACENCY_CACHE.pop(key, None))
+    _ADJACENCY_CACHE[key] = (ref, edge_index._version, adjacency)
     return adjacency
 
 
@@ -432,9 +443,15 @@ def disable() -> None:
             setattr(owner, attr, original)
 
 
+def clear_cache() -> None:
+    """Forget the CSR adjacencies built for fused layers (they are rebuilt on the next call)."""
+    _ADJACENCY_CACHE.clear()
+
+
 @contextlib.contextmanager
 def enabled():
-    """``with scatterx.pyg.enabled(): ...``: the switch on inside the block, as it was before after it."""
+    """``with scatterx.pyg.enabled(): ...``: the switch on inside the block, as it was before after it (an
+    ``enable()`` called inside a block that found the switch off is undone at its end too)."""
     was_on = is_enabled()
     enable()
     try:
@@ -463,6 +480,8 @@ class ScatterAggregation(_PygAggregation):
         if ptr is not None and self.reduce_name in _REDUCE and ptr.dim() == 1:
             return segment_reduce(x, ptr, _REDUCE[self.reduce_name], dim)
         self.assert_index_present(index)
+        if self.reduce_name == "mean" and not x.is_floating_point():  # PyG's integer mean divides exactly
+            return _ORIGINAL["scatter"](x, index, dim, dim_size, "mean")
         return _scatter(x, index, dim, dim_size, self.reduce_name)
 
     def __repr__(self) -> str:

@@ -419,3 +419,87 @@ def test_layers_on_a_sorted_edge_index_match_pyg(name, sort_order, monkeypatch):
 
     assert_same(*both_paths(run))
     assert bool(built) == (name in ("sage-mean", "gin"))
+
+
+def test_ptr_reductions_along_a_later_dim():
+    """What PyG needs torch_scatter for (and tests with it): softmax and aggregations over a ptr along dim 1 or -1."""
+    g = torch.Generator().manual_seed(0)
+    with sxpyg.enabled():
+        src = torch.randn(4, 16, generator=g)
+        ptr = torch.tensor([0, 16])
+        torch.testing.assert_close(pyg_utils.softmax(src, ptr=ptr, dim=-1), src.softmax(-1))
+        src = torch.randn(4, 4, 16, generator=g)
+        ptr = torch.tensor([0, 4])
+        torch.testing.assert_close(pyg_utils.softmax(src, ptr=ptr, dim=1), src.softmax(dim=1))
+    x = torch.randn(2, 6, 5, generator=g)
+    index = torch.tensor([0, 0, 1, 1, 1, 2])
+    ptr = torch.tensor([0, 2, 5, 6])
+    for module in (aggr.SumAggregation(), aggr.MeanAggregation(), aggr.MaxAggregation()):
+        want = module(x, index, dim=1)  # PyG's default path (an index along dim 1 needs no torch_scatter)
+        with sxpyg.enabled():
+            torch.testing.assert_close(module(x, ptr=ptr, dim=1), want)
+
+
+def test_fused_layers_under_inference_mode():
+    """Inference tensors have no version counter: the adjacency is built without the cache."""
+    _, edge_index = random_graph(6)
+    conv = SAGEConv(8, 5)
+    x = torch.randn(30, 8)
+    want = conv(x, edge_index)
+    with torch.inference_mode(), sxpyg.enabled():
+        inference_edges = edge_index.clone()
+        torch.testing.assert_close(conv(x, inference_edges), want)
+        torch.testing.assert_close(conv(x, inference_edges), want)
+
+
+def test_adjacency_cache_entry_goes_with_its_tensor():
+    sxpyg.clear_cache()
+    _, edge_index = random_graph(7)
+    with sxpyg.enabled():
+        SAGEConv(8, 5)(torch.randn(30, 8), edge_index)
+        assert len(sxpyg._ADJACENCY_CACHE) == 1
+        del edge_index
+        assert len(sxpyg._ADJACENCY_CACHE) == 0
+
+
+def test_integer_mean_keeps_pyg_s_exact_division():
+    index = torch.tensor([0, 0, 1])
+    src = torch.tensor([[1, 2], [2, 5], [7, 7]])
+    want = pyg_utils.scatter(src, index, reduce="mean")
+    with sxpyg.enabled():
+        got = pyg_utils.scatter(src, index, reduce="mean")
+    assert got.dtype == want.dtype and torch.equal(got, want)
+    assert torch.equal(sxpyg.ScatterAggregation("mean")(src, index), want)
+
+
+def test_bindings_made_while_on_follow_the_switch():
+    """A module that imported PyG's scatter while the switch was on holds scatterx's function: off, it is PyG's."""
+    index = torch.tensor([0, 0, 1])
+    src = torch.tensor([[1, 2], [2, 5], [7, 7]])
+    with sxpyg.enabled():
+        from torch_geometric.utils import scatter as bound_while_on
+    assert bound_while_on is sxpyg.scatter
+    calls = []
+    original = sxpyg._ORIGINAL["scatter"]
+    sxpyg._ORIGINAL["scatter"] = lambda *a: calls.append(1) or original(*a)
+    try:
+        bound_while_on(src.float(), index, 0, None, "sum")
+    finally:
+        sxpyg._ORIGINAL["scatter"] = original
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("name", ["sage-max", "sage-mean", "gin"])
+def test_gradient_penalty_through_layers_matches_pyg(name):
+    """A double backward (gradient penalty) through the routed layers, max included."""
+    g, edge_index = random_graph(8)
+    torch.manual_seed(0)
+    layer = LAYERS[name]().double()
+    x0 = torch.randn(30, 8, generator=g, dtype=torch.float64)
+
+    def run():
+        x = x0.clone().requires_grad_()
+        (gx,) = torch.autograd.grad(layer(x, edge_index).pow(2).sum(), x, create_graph=True)
+        return torch.autograd.grad(gx.pow(2).sum(), [x, *layer.parameters()])
+
+    assert_same(*both_paths(run))

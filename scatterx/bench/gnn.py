@@ -5,8 +5,8 @@ classes, power-law in- and out-degrees); its edges are coalesced (sorted by sour
 datasets and ``Data.coalesce()`` give, and a plain ``edge_index`` tensor is what the layers see.
 
 Each model is built twice from one seed (same weights), and the two copies train side by side: one epoch of
-PyG's default path, then one with ``scatterx.pyg.enabled()``, and so on, so that both see the same machine
-noise. The epoch time is the median after the first epoch; the first (JIT compilation, scatterx's CSR build) is
+PyG's default path and one with ``scatterx.pyg`` switched on, in turn (which goes first alternates), so that both
+see the same machine noise. The epoch time is the median after the first epoch; the first (JIT compilation, scatterx's CSR build) is
 reported apart. The losses of the two runs must agree at every epoch (``LOSS_RTOL``): the same training, only
 summed in another order.
 """
@@ -147,7 +147,7 @@ def _step(model, optimizer, data: ArxivLike) -> float:
 
 
 def train_side_by_side(name: str, data: ArxivLike, config: GnnConfig, log: Callable = print) -> ModelResult:
-    """Two copies of one model (same seed), trained epoch by epoch in turn: PyG's default path, then scatterx."""
+    """Two copies of one model (same seed), trained epoch by epoch in turn: PyG's default path and scatterx."""
     import scatterx.pyg as sxpyg
 
     models = {}
@@ -158,7 +158,8 @@ def train_side_by_side(name: str, data: ArxivLike, config: GnnConfig, log: Calla
     times: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
     losses: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
     for epoch in range(config.epochs):
-        for path in ("pyg", "scatterx"):
+        # which path goes first alternates, so that neither always finds the other's memory just freed
+        for path in ("pyg", "scatterx") if epoch % 2 == 0 else ("scatterx", "pyg"):
             if path == "scatterx":
                 sxpyg.enable()
             try:

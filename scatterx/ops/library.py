@@ -15,8 +15,9 @@ when ``include_self``) and ``g = grad[s]``:
 - amax/amin: ``g`` split evenly among the members equal to the result (``base[s]`` included with include_self).
 - ``base`` rows that receive nothing pass ``g`` through; with ``include_self=False`` receiving rows get 0.
 sum and mean are differentiated with differentiable torch ops, so their double backward works. prod, amax and
-amin run ``torch.ops.scatterx.index_scatter_reduce_backward``, which has no derivative of its own: a double
-backward through them raises torch's error for an op without autograd.
+amin run ``torch.ops.scatterx.index_scatter_reduce_backward`` (kernels, no derivative of its own) -- unless the
+backward itself is recorded (``create_graph=True``), where the same formulas run as differentiable ops, so that
+double backward works for every reduction (amax/amin's tie masks count as constants, as in torch).
 """
 
 from __future__ import annotations
@@ -200,6 +201,16 @@ def index_scatter_reduce_backward_op(
     return _backward_impl(grad, src, index, result, base, dim, reduce, sorted, include_self)
 
 
+def _product_of_others(values, is_zero, zeros_of_group, product_of_group, g):
+    """Product of the other members of each value's group, times the group's gradient: with no zero in the group
+    the group's product over the value; for the group's only zero the product of the rest; otherwise 0."""
+    safe = torch.where(is_zero, torch.ones_like(values), values)
+    no_zero = (zeros_of_group == 0) & ~is_zero
+    only_zero = (zeros_of_group == 1) & is_zero
+    factor = torch.where(no_zero, product_of_group / safe, torch.where(only_zero, product_of_group, 0.0))
+    return g * factor
+
+
 def _backward_impl(
     grad: torch.Tensor,
     src: torch.Tensor,
@@ -210,50 +221,58 @@ def _backward_impl(
     reduce: str,
     sorted: bool,
     include_self: bool,
+    graph: bool = False,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Gradients of prod, amax and amin w.r.t. src and base (an empty tensor when there is no base).
-    Per-group counts and products run on scatterx's own kernels (``sorted`` picks the path, as in forward)."""
+
+    ``graph=False`` (the backward op): per-group counts and products on scatterx's kernels, the tie split on the
+    tie kernel. ``graph=True`` (``create_graph``, a double backward ahead): the same values from differentiable
+    ops -- the tie masks are constants, as in torch's own formula, and prod's products go through the op."""
     ndim, dim_size, m = src.dim(), grad.size(dim), index.numel()
     idx = index.long()
     rows = src.narrow(dim, 0, m)
     takes_self = base is not None and include_self
     received = _per_segment(_counts(idx, dim_size, grad.dtype) > 0, dim, ndim)
-    if reduce in ("amax", "amin"):
-        from .segment import tie_backward
 
-        grad_src, ties = tie_backward(grad, src, index, result, base, dim, sorted, include_self)
+    def group_sum(values):  # per-segment sum of rows (constants: masks and zero counts)
+        if graph:
+            return torch.zeros(result.shape, dtype=grad.dtype, device=grad.device).index_add_(dim, idx, values)
+        return _forward_impl(values, index, dim, "sum", sorted, dim_size, None, False)
+
+    if reduce in ("amax", "amin"):
+        if graph:
+            mask = (rows == result.index_select(dim, idx)).to(grad.dtype)
+            ties = group_sum(mask) + ((base == result).to(grad.dtype) if takes_self else 0.0)
+            ties = ties.clamp(min=1.0)
+            grad_src = _pad_rows(grad.index_select(dim, idx) * mask / ties.index_select(dim, idx), src.shape, dim)
+        else:
+            from .segment import tie_backward
+
+            grad_src, ties = tie_backward(grad, src, index, result, base, dim, sorted, include_self)
         self_grad = grad / ties.clamp(min=1.0) * (base == result) if takes_self else None
     elif reduce == "prod":
         zero_rows = rows == 0
-        zeros = _forward_impl(zero_rows.to(grad.dtype), index, dim, "sum", sorted, dim_size, None, False)
+        zeros = group_sum(zero_rows.to(grad.dtype))
         g_rows = grad.index_select(dim, idx)
         nonzero = torch.where(zero_rows, torch.ones_like(rows), rows)
+        product_of = index_scatter_reduce_op if graph else _forward_impl
         if takes_self:
             zeros = zeros + (base == 0).to(grad.dtype)
             nonzero_base = torch.where(base == 0, torch.ones_like(base), base)
-            product = _forward_impl(nonzero, index, dim, "prod", sorted, dim_size, nonzero_base, True)
+            product = product_of(nonzero, index, dim, "prod", sorted, dim_size, nonzero_base, True)
         else:
-            product = _forward_impl(nonzero, index, dim, "prod", sorted, dim_size, None, True)
-
-        def others(values, is_zero, zeros_of_group, product_of_group, g):
-            """Product of the other members of each value's group, times the group's gradient."""
-            safe = torch.where(is_zero, torch.ones_like(values), values)
-            no_zero = (zeros_of_group == 0) & ~is_zero
-            only_zero = (zeros_of_group == 1) & is_zero
-            factor = torch.where(no_zero, product_of_group / safe, torch.where(only_zero, product_of_group, 0.0))
-            return g * factor
-
-        grad_rows = others(rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), g_rows)
+            product = product_of(nonzero, index, dim, "prod", sorted, dim_size, None, True)
+        grad_rows = _product_of_others(
+            rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), g_rows
+        )
         grad_src = _pad_rows(grad_rows, src.shape, dim)
-        self_grad = others(base, base == 0, zeros, product, grad) if takes_self else None
+        self_grad = _product_of_others(base, base == 0, zeros, product, grad) if takes_self else None
     else:
         raise ValueError(f"index_scatter_reduce_backward handles prod, amax and amin, not {reduce!r}")
     if base is None:
         return grad_src, grad.new_empty(0)
     grad_base = torch.where(received, self_grad if takes_self else torch.zeros_like(grad), grad)
     return grad_src, grad_base
-
-
 
 
 def _setup_context(ctx, inputs, output):
@@ -274,6 +293,11 @@ def _backward(ctx, grad):
     base = base if ctx.has_base else None
     if ctx.reduce in _LINEAR:
         grad_src, grad_base = _linear_backward(grad, ctx.src_shape, index, base, ctx.dim, ctx.reduce, ctx.include_self)
+    elif torch.is_grad_enabled():  # create_graph=True: differentiable ops, so that a double backward works
+        grad_src, grad_base = _backward_impl(
+            grad, src, index, result, base, ctx.dim, ctx.reduce, ctx.sorted, ctx.include_self, graph=True
+        )
+        grad_base = grad_base if ctx.has_base else None
     else:
         grad_src, grad_base = index_scatter_reduce_backward_op(
             grad, src, index, result, base, ctx.dim, ctx.reduce, ctx.sorted, ctx.include_self
@@ -326,6 +350,8 @@ def _segment_backward(ctx, grad):
     )
     if ctx.reduce in _LINEAR:
         grad_src, _ = _linear_backward(grad, ctx.src_shape, index, None, ctx.dim, ctx.reduce, False)
+    elif torch.is_grad_enabled():  # create_graph=True (see _backward)
+        grad_src, _ = _backward_impl(grad, src, index, result, None, ctx.dim, ctx.reduce, True, False, graph=True)
     else:
         grad_src, _ = index_scatter_reduce_backward_op(
             grad, src, index, result, None, ctx.dim, ctx.reduce, True, False
