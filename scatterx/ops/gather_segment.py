@@ -47,7 +47,8 @@ def gather_segment_reduce(
         index: int32/int64, entries in ``[0, src.size(dim))``, in any order and with repeats.
         reduce: ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` (aliases add, mul, max, min).
         transpose: ``csr_transpose(ptr, index, src.size(dim))`` when the caller keeps it; else the backward of
-            sum/mean computes it (a counting sort of ``index``).
+            sum/mean computes it (a counting sort of ``index``). It must be exactly that: only its sizes and
+            bounds are checked, and another structure gives other gradients.
 
     Same as ``index_scatter_reduce(dim, ptr_to_index(ptr), src.index_select(dim, index), reduce)``, without the
     gathered copy.
