@@ -92,9 +92,10 @@ def _triton_available() -> bool:
 
 
 def _is_sorted(index: Tensor) -> bool:
-    """One pass over the index picks the sorted kernel. Under torch.compile the answer would be a graph break:
-    the unsorted path is taken instead (correct for any order)."""
-    if torch.compiler.is_compiling():
+    """One pass over the index picks the sorted kernel (CPU). Not asked under torch.compile (the answer would be a
+    graph break) nor on a GPU (a host sync per call, where the unsorted strategy needs none): the unsorted path
+    is correct for any order."""
+    if torch.compiler.is_compiling() or index.device.type != "cpu":
         return False
     return index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
 
