@@ -182,3 +182,14 @@ def test_bad_arguments():
         scatterx.csr_transpose(ptr, index, 2.0)
     with pytest.raises(IndexError):
         scatterx.csr_transpose(ptr, torch.tensor([3]), 2)
+
+
+def test_csr_transpose_checks_ptr_on_the_device_path():
+    """On the Triton path (CUDA) ptr is checked by device asserts, which raise at once on CPU tensors."""
+    with use_triton_on_cpu():
+        with pytest.raises(RuntimeError, match="ptr must end at index.numel"):
+            torch.ops.scatterx.csr_transpose(torch.tensor([0, 1, 5]), torch.tensor([0, 1, 1]), 2)
+        with pytest.raises(RuntimeError, match="non-decreasing"):
+            torch.ops.scatterx.csr_transpose(torch.tensor([0, 3, 2, 3]), torch.tensor([0, 1, 1]), 2)
+        ptr_t, index_t = torch.ops.scatterx.csr_transpose(torch.tensor([0, 2, 3]), torch.tensor([1, 0, 1]), 2)
+    assert ptr_t.tolist() == [0, 1, 3] and index_t.tolist() == [0, 0, 1]

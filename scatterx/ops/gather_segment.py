@@ -142,15 +142,18 @@ def _gather_segment_reduce_eager(src: torch.Tensor, ptr: torch.Tensor, index: to
 
 def _csr_transpose_impl(ptr: torch.Tensor, index: torch.Tensor, num_rows: int):
     """What ``torch.ops.scatterx.csr_transpose`` runs: group the entries by row (a stable sort), then name each
-    entry's segment."""
+    entry's segment. (The public function checked ``ptr`` on the host for CPU tensors; on the device it is
+    checked here, without a host sync, like the index.)"""
+    if uses_triton(index):
+        from . import gpu
+
+        gpu.check_ptr_on_device(ptr, index.numel())
+        gpu.check_index_on_device(index, num_rows, sorted=False)
     lengths = ptr.diff()
     segment_of = torch.repeat_interleave(
         torch.arange(lengths.numel(), device=ptr.device), lengths, output_size=index.numel()
     )
     if uses_triton(index):
-        from . import gpu
-
-        gpu.check_index_on_device(index, num_rows, sorted=False)
         ptr_t, perm = gpu.segments(index, num_rows, sorted=False)
     else:
         ptr_t, perm = segments_from_unsorted_index(index, num_rows)
