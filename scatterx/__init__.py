@@ -13,6 +13,7 @@ from .ops import (
     index_to_ptr,
     ptr_to_index,
     segment_reduce,
+    segment_softmax,
 )
 from .pytorch import gather, scatter, scatter_reduce
 from . import onnx, paddle, planner, tf  # noqa: E402  (frontends: scatterx.onnx.scatter_nd, ...)
@@ -24,6 +25,7 @@ __all__ = [
     "segment_reduce",
     "gather_segment_reduce",
     "csr_transpose",
+    "segment_softmax",
     "scatter_reduce",
     "scatter",
     "gather",

@@ -1,18 +1,23 @@
 """Argument handling shared by the framework frontends (``pytorch``, ``onnx``, ``tf``, ``paddle``).
 
-Frontends are thin: they check their framework's shape rules, translate arguments into a ``planner.XMap`` and call
-``planner.scatter`` / ``planner.gather``. What they share lives here: tensor and index checks, and the wrapping of
-negative indices for the frameworks that allow them (ONNX, Paddle). Every check runs before anything is written.
+Frontends are thin: they check their framework's rules, translate arguments into a ``planner.XMap`` (built by its
+constructors ``XMap.along_dim``, ``XMap.slices``, ``XMap.nd``) and call ``planner.scatter`` / ``planner.gather``.
+What they share lives here: tensor and index checks, the wrapping of negative indices for the frameworks that
+allow them (ONNX, Paddle), and the ND gather/scatter that ONNX and TensorFlow both have. Every check runs before
+anything is written.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import torch
 
+from . import planner
 from ._reductions import SUPPORTED_DTYPES
 from .ops._checks import INDEX_DTYPES
+from .planner import XMap
 
 
 def check_tensor(t, name: str) -> torch.Tensor:
@@ -80,3 +85,29 @@ def scalar_or_tensor(value, like: torch.Tensor, name: str) -> torch.Tensor:
     if isinstance(value, (bool, int, float)):
         return torch.tensor(value, dtype=like.dtype, device=like.device)
     raise TypeError(f"{name} must be a torch.Tensor or a number, got {type(value).__name__}")
+
+
+# ------------------------------------------------------------------------------------- ND (ONNX and TensorFlow)
+def nd_map(data, indices, batch_dims: int, op: str, negative: bool) -> XMap:
+    """The map of ``GatherND``/``ScatterND``/``*_nd`` after the argument checks; ``negative``: indices may count
+    from the end of their dim (ONNX), else they must be in range (TensorFlow)."""
+    check_tensor(data, "data")
+    check_index(indices, "indices", data)
+    m = XMap.nd(indices, data.shape, batch_dims, op)
+    if negative:
+        b, k = batch_dims, indices.size(-1)
+        m = replace(m, index=wrap_negative(indices, list(data.shape[b : b + k]), "indices"))
+    return m
+
+
+def nd_gather(data, indices, batch_dims: int, op: str, negative: bool) -> torch.Tensor:
+    """Slices ``data[b, indices[b, i]]``; output shape ``B + I + data.shape[b+k:]``."""
+    return planner.gather(nd_map(data, indices, batch_dims, op, negative), data)
+
+
+def nd_scatter(data, indices, updates, mode: str, op: str, negative: bool) -> torch.Tensor:
+    """``updates[i]`` (a slice of shape ``data.shape[k:]``) reduced into ``data[indices[i]]`` (a new tensor)."""
+    m = nd_map(data, indices, 0, op, negative)
+    check_updates(updates, data, reduces=mode != "assign")
+    check_shape(updates, m.shape, "updates", " (indices.shape[:-1] + data.shape[indices.shape[-1]:])")
+    return planner.scatter(m, data, updates, mode, include_self=True)

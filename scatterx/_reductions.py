@@ -1,12 +1,30 @@
-"""The one reduction table.
+"""The one reduction table: everything that differs by reduction lives in its rows.
 
-Every backend (the Numba CPU kernels today, the reference, later the Triton kernels) reads the reductions from
-here: their canonical name, the aliases users may pass, the identity per dtype, the pairwise ``combine`` step and
-whether the result is divided by the count. A kernel is *generated* from a row of this table (see
-``scatterx/kernels/cpu/_codegen.py``), never written once per reduction.
+Every layer reads the reductions from here -- the Numba kernels (``kernels/cpu/_codegen.py`` turns a row into code),
+the Triton kernels (``kernels/gpu/_codegen.py`` takes each row's ``code`` as a compile-time constant), the backends
+(which strategies a reduction may use) and the op layer (which backward it has, what it must save):
 
-``combine(acc, x)`` is written in plain Python so that Numba can compile it and a reader can check it at a glance.
-It is only ever called with scalars of one type (the accumulator type, see ``accumulator_dtype``).
+- ``name`` (as ``torch.scatter_reduce`` spells it) and ``aliases`` users may pass;
+- ``code``: the small integer kernels are specialised on (a compile-time literal / ``tl.constexpr``);
+- ``combine(acc, x)``: one step, in plain Python so that Numba compiles it and a reader checks it at a glance;
+  it carries the reduction's NaN rule (amax/amin propagate NaN as ``torch.amax`` does; the arithmetic ones
+  propagate it by arithmetic). The Triton kernels restate it in Triton, and a test checks each backend's combine
+  against this one on special values (NaN, +-inf, -0.0, integer extremes);
+- ``divide_by_count`` (mean) and ``identity(dtype)``: the neutral element, exact bit for bit
+  (``combine(identity, x) == x`` for every x, -0.0 included);
+- ``linear``: the result is linear in the members (sum, mean). The gradient is then the output's gradient
+  gathered back (mean: divided by the count): it needs no values saved, has a transposed form, and is
+  differentiated again by autograd;
+- ``atomic``: a GPU may combine with hardware atomics (sum, mean: addition in any order, equal up to rounding);
+- ``selects``: the result is one of the members (amax, amin): the gradient is split among the members equal to
+  it (ties), and NaN must be propagated explicitly -- hardware max/min atomics do not.
+
+Rows that receive nothing are 0 in a new result (torch's convention) and keep their value in ``out=``: that is the
+same for every reduction, so it is the kernels' rule, not a column here.
+
+``combine`` is only ever called with scalars of one type (the accumulator type, see ``accumulator_dtype``).
+``scatterx/reference.py`` deliberately does not read this table: it is the independent oracle the kernels are
+tested against.
 """
 
 from __future__ import annotations
@@ -43,11 +61,14 @@ class Reduction:
     aliases: Tuple[str, ...]
     combine: Callable  # acc, x -> acc
     divide_by_count: bool  # mean: sum, then divide by the number of reduced values
-    identity_float: float  # neutral element for floating dtypes: combine(identity, x) == x bit for bit
+    identity_float: float  # neutral element for floating dtypes
     identity_int: str  # "zero", "one", "min" or "max" of the integer dtype
+    linear: bool  # sum, mean: gradient = grad gathered back (see the module docstring)
+    atomic: bool  # a GPU may use hardware atomics for it
+    selects: bool  # amax, amin: the result is a member; gradient split among ties
 
     def identity(self, dtype: torch.dtype):
-        """The neutral element for ``dtype`` (what an empty group reduces to before the empty-fill)."""
+        """The neutral element for ``dtype``: ``combine(identity, x) == x`` bit for bit."""
         if dtype.is_floating_point:
             return self.identity_float
         info = torch.iinfo(dtype)
@@ -56,18 +77,18 @@ class Reduction:
 
 REDUCTIONS: Tuple[Reduction, ...] = (
     # -0.0, not 0.0: (-0.0) + x == x for every x, -0.0 included, while 0.0 + (-0.0) == +0.0
-    Reduction("sum", 0, ("sum", "add"), _add, False, -0.0, "zero"),
-    Reduction("mean", 1, ("mean",), _add, True, -0.0, "zero"),
-    Reduction("prod", 2, ("prod", "mul"), _mul, False, 1.0, "one"),
-    Reduction("amax", 3, ("amax", "max"), _max, False, -math.inf, "min"),
-    Reduction("amin", 4, ("amin", "min"), _min, False, math.inf, "max"),
+    Reduction("sum", 0, ("sum", "add"), _add, False, -0.0, "zero", linear=True, atomic=True, selects=False),
+    Reduction("mean", 1, ("mean",), _add, True, -0.0, "zero", linear=True, atomic=True, selects=False),
+    Reduction("prod", 2, ("prod", "mul"), _mul, False, 1.0, "one", linear=False, atomic=False, selects=False),
+    Reduction("amax", 3, ("amax", "max"), _max, False, -math.inf, "min", linear=False, atomic=False, selects=True),
+    Reduction("amin", 4, ("amin", "min"), _min, False, math.inf, "max", linear=False, atomic=False, selects=True),
 )
 
+#: canonical names, in code order
+NAMES: Tuple[str, ...] = tuple(r.name for r in REDUCTIONS)
 BY_CODE: Dict[int, Reduction] = {r.code: r for r in REDUCTIONS}
+BY_NAME: Dict[str, Reduction] = {r.name: r for r in REDUCTIONS}
 _BY_ALIAS: Dict[str, Reduction] = {a: r for r in REDUCTIONS for a in r.aliases}
-
-# Value written to an output row that receives nothing when there is no ``out`` to keep (torch fills 0 too).
-EMPTY_FILL = 0
 
 
 def resolve(reduce) -> Reduction:
@@ -75,9 +96,7 @@ def resolve(reduce) -> Reduction:
     if isinstance(reduce, Reduction):
         return reduce
     if not isinstance(reduce, str) or reduce not in _BY_ALIAS:
-        raise ValueError(
-            f"reduce must be one of {sorted(_BY_ALIAS)}, got {reduce!r}"
-        )
+        raise ValueError(f"reduce must be one of {sorted(_BY_ALIAS)}, got {reduce!r}")
     return _BY_ALIAS[reduce]
 
 

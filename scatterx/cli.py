@@ -6,6 +6,14 @@ import argparse
 import sys
 from typing import List, Optional
 
+import torch
+
+from .bench import gnn
+from .bench import report as report_mod
+from .bench.gnn import MODELS, GnnConfig
+from .bench.harness import ORDERS, REDUCTIONS, Config, run
+from .kernels.gpu import available
+
 
 def _progress():
     try:
@@ -23,8 +31,6 @@ def _progress():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .bench.harness import ORDERS, REDUCTIONS, Config
-
     d = Config()
     parser = argparse.ArgumentParser(prog="scatterx", description="Fast scatter/gather-reduce for PyTorch.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -43,11 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-peers", action="store_true", help="time scatterx only")
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
+    b.add_argument("--no-softmax", action="store_true", help="skip the segment softmax rows")
     b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
                    help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
     b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")
-
-    from .bench.gnn import MODELS, GnnConfig
 
     gd = GnnConfig()
     n = sub.add_parser(
@@ -75,10 +80,6 @@ def _split(value: str, allowed, name: str):
 
 
 def _require_cuda() -> None:
-    import torch
-
-    from .kernels.gpu import available
-
     if not torch.cuda.is_available():
         raise SystemExit("scatterx bench --device cuda: torch sees no CUDA device on this machine")
     if not available():
@@ -88,14 +89,12 @@ def _require_cuda() -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "bench":
-        from .bench import report as report_mod
-        from .bench.harness import ORDERS, REDUCTIONS, Config, run
-
         config = Config(
             edges=args.edges, nodes=args.nodes, features=args.features, dtype=args.dtype, degrees=args.degrees,
             reductions=_split(args.reductions, REDUCTIONS, "reductions"), orders=_split(args.orders, ORDERS, "orders"),
             threads=args.threads, repeat=args.repeat, warmup=args.warmup, seed=args.seed,
             peers=not args.no_peers, latency=not args.no_latency, backward=not args.no_backward,
+            softmax=not args.no_softmax,
             device=args.device,
         )
         if args.device == "cuda":
@@ -114,7 +113,6 @@ def _bench_gnn(args) -> None:
         import torch_geometric  # noqa: F401
     except ImportError:
         raise SystemExit("scatterx bench-gnn needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'")
-    from .bench import gnn
 
     for name, value in (("epochs", args.epochs), ("nodes", args.nodes), ("features", args.features),
                         ("hidden", args.hidden), ("threads", args.threads)):

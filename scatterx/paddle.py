@@ -54,9 +54,7 @@ def scatter(x, index, updates, overwrite: bool = True, axis: int = 0, reduce: st
         expected[axis] = index.numel()
         check_shape(updates, expected, "updates", f" (x's shape with len(index) along axis {axis})")
     index = wrap_negative(index, x.size(axis), "index")
-    carry = tuple((d, d) for d in range(x.dim()) if d != axis)
-    m = XMap(tuple(updates.shape), tuple(x.shape), index, (axis,), (axis,), carry)
-    return planner.scatter(m, x, updates, mode, include_self=include_self)
+    return planner.scatter(XMap.slices(index, x.shape, axis), x, updates, mode, include_self=include_self)
 
 
 _PUT_REDUCE = {"assign": "assign", **_REDUCE}
@@ -96,8 +94,7 @@ def put_along_axis(arr, indices, values, axis: int, reduce: str = "assign", incl
     for d in range(arr.dim()):
         values = values.narrow(d, 0, indices.size(d))
     indices = wrap_negative(indices, arr.size(axis), "indices")
-    carry = tuple((d, d) for d in range(arr.dim()) if d != axis)
-    m = XMap(tuple(indices.shape), tuple(arr.shape), indices, tuple(range(arr.dim())), (axis,), carry)
+    m = XMap.along_dim(indices, arr.shape, axis, names=("indices", "arr"), op="put_along_axis")
     return planner.scatter(m, arr, values, mode, include_self=include_self)
 
 

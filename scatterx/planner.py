@@ -29,6 +29,9 @@ i.e. flat offsets into the data tensor, and the same kernels run on flat views -
 Worked examples are in docs/MODEL.md. Frontends (``scatterx.pytorch``, ``scatterx.onnx``, ``scatterx.tf``,
 ``scatterx.paddle``) only translate their arguments into an :class:`XMap` and call :func:`scatter` or
 :func:`gather`; ``scatterx.reference.x_scatter`` / ``x_gather`` execute a map by its definition, element by element.
+
+Why this module is long: the model (``XMap`` and the constructors every frontend uses), the planner that lowers a
+map and the executor that runs a plan are read together -- each step is the previous one's consumer.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ from typing import Optional, Sequence, Tuple
 
 import torch
 
-from ._reductions import SUPPORTED_DTYPES, resolve
+from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
+from .ops import element_scatter, index_scatter_reduce_from, needs_op
 
 #: reductions of :func:`scatter`: ``"assign"`` (the last write in ``u``'s row-major order wins) and the table's
-SCATTER_REDUCTIONS = ("assign", "sum", "mean", "prod", "amax", "amin")
+SCATTER_REDUCTIONS = ("assign",) + NAMES
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,67 @@ class XMap:
         for s, t in self.carry:
             if self.shape[s] > self.data_shape[t]:
                 raise ValueError(f"carried dim {s} (size {self.shape[s]}) exceeds data dim {t} ({self.data_shape[t]})")
+
+    @classmethod
+    def along_dim(cls, index: torch.Tensor, data_shape, dim: int, *, names=("index", "input"), op: str = "") -> "XMap":
+        """The map of ``torch.gather``/``scatter``/``scatter_reduce``, ONNX ``GatherElements``/``ScatterElements``
+        and Paddle's ``put_along_axis``: ``u`` runs over ``index``; ``t = u`` with ``t[dim] = index[u]``.
+
+        ``index`` must have the data's rank and, along every other dim, at most the data's size (the map then
+        covers a leading box of the data). ``names``: the caller's words for the index and the data, ``op`` its
+        function, in the ValueError messages."""
+        index_name, data_name = names
+        prefix = f"{op}: " if op else ""
+        ndim = len(data_shape)
+        if index.dim() != ndim:
+            raise ValueError(
+                f"{prefix}{index_name} has {index.dim()} dimension(s) but {data_name} has {ndim}; they must be equal"
+            )
+        for d in range(ndim):
+            if d != dim and index.size(d) > data_shape[d]:
+                raise ValueError(
+                    f"{prefix}{index_name}.size({d}) = {index.size(d)} exceeds {data_name}.size({d}) = {data_shape[d]}"
+                )
+        carry = tuple((d, d) for d in range(ndim) if d != dim)
+        return cls(tuple(index.shape), tuple(data_shape), index, tuple(range(ndim)), (dim,), carry)
+
+    @classmethod
+    def slices(cls, index: torch.Tensor, data_shape, dim: int) -> "XMap":
+        """The map of ``index_add`` / ``index_scatter_reduce``, Paddle's ``scatter`` and TensorFlow's
+        ``unsorted_segment_*``: a 1-D ``index`` names, for each slice along ``dim`` of the iterated tensor (the
+        data's shape with ``index.numel()`` along ``dim``), the data slice it goes to: ``t = u`` with
+        ``t[dim] = index[u[dim]]``. Always sliceable."""
+        shape = list(data_shape)
+        shape[dim] = index.numel()
+        carry = tuple((d, d) for d in range(len(data_shape)) if d != dim)
+        return cls(tuple(shape), tuple(data_shape), index, (dim,), (dim,), carry)
+
+    @classmethod
+    def nd(cls, index: torch.Tensor, data_shape, batch_dims: int = 0, op: str = "") -> "XMap":
+        """The map of ONNX ``GatherND``/``ScatterND`` and TensorFlow's ``*_nd``: ``index`` of shape
+        ``B + I + (k,)`` over data of shape ``B + P``; position ``(b, i, rest)`` of the iterated tensor (shape
+        ``B + I + P[k:]``) maps to ``data[b, index[b, i], rest]``. The batch dims are both looked up and carried,
+        so the planner folds them into the row number; ``P[k:]`` is the slice."""
+        prefix = f"{op}: " if op else ""
+        data_shape = tuple(data_shape)
+        if isinstance(batch_dims, bool) or not isinstance(batch_dims, int) or batch_dims < 0:
+            raise ValueError(f"batch_dims must be a non-negative int, got {batch_dims!r}")
+        if index.dim() < 1:
+            raise ValueError(f"{prefix}indices must have rank >= 1, got a 0-d tensor")
+        b, k = batch_dims, index.size(-1)
+        if b >= index.dim() or b > len(data_shape):
+            raise ValueError(f"{prefix}batch_dims={b} must be less than the rank of indices ({index.dim()}) and at "
+                             f"most that of data ({len(data_shape)})")
+        if b + k > len(data_shape):
+            raise ValueError(f"{prefix}indices.shape[-1] = {k} plus batch_dims = {b} exceeds the rank of data "
+                             f"({len(data_shape)})")
+        if tuple(index.shape[:b]) != data_shape[:b]:
+            raise ValueError(f"{prefix}the batch dims of indices {tuple(index.shape[:b])} and data "
+                             f"{data_shape[:b]} differ")
+        q = index.dim() - 1  # B + I dims of the iterated tensor
+        shape = tuple(index.shape[:-1]) + data_shape[b + k :]
+        carry = tuple((d, d) for d in range(b)) + tuple((q + j, b + k + j) for j in range(len(data_shape) - b - k))
+        return cls(shape, data_shape, index, tuple(range(q)), tuple(range(b, b + k)), carry, vector=True)
 
     def coordinate(self, j: int) -> torch.Tensor:
         """Coordinate ``j`` of the lookup, indexed by the ``lookup`` dims."""
@@ -235,76 +300,53 @@ def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------------- execution
-def scatter(m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, include_self: bool = True) -> torch.Tensor:
+def scatter(
+    m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, include_self: bool = True, torch_ties: bool = False
+) -> torch.Tensor:
     """A new tensor: ``data`` with ``updates[u]`` reduced into position ``t(u)`` for every ``u``.
 
     reduce: ``"assign"`` (last write in ``u`` order wins; ``include_self`` is irrelevant) or a reduction of the
     table. ``include_self``: ``data``'s value takes part in each reduction (mean counts it). Positions that
-    receive nothing keep ``data``'s value. Differentiable w.r.t. ``data`` and ``updates``.
+    receive nothing keep ``data``'s value. Differentiable w.r.t. ``data`` and ``updates``; ``torch_ties``: amax/amin
+    split their gradient as ``torch.scatter_reduce`` does (``data``'s value counts among the ties even with
+    ``include_self=False``).
     """
     reduce = reduce if reduce == "assign" else resolve(reduce).name
     p = plan(m)
     if p.region is not None:
         box = tuple(slice(0, r) for r in p.region)
         result = data.clone()
-        result[box] = _run(p, data[box], updates, reduce, include_self)
+        result[box] = _run(m, p, data[box], updates, reduce, include_self, torch_ties)
         return result
-    return _run(p, data, updates, reduce, include_self)
+    return _run(m, p, data, updates, reduce, include_self, torch_ties)
 
 
-def _run(p: Plan, data, updates, reduce, include_self):
-    from .ops.gpu import uses_triton
-    from .ops.index_scatter import index_scatter_reduce_from
-    from .ops.library import needs_op
-
+def _run(m: XMap, p: Plan, data, updates, reduce, include_self, torch_ties):
     src = updates.reshape(p.outer, p.n, p.inner)
     base = data.reshape(p.outer, p.S, p.inner)
     if p.n == 0 or src.numel() == 0:
         return data.clone()
-    if (
-        p.kind == "element" and not needs_op(updates, data) and data.dtype in SUPPORTED_DTYPES
-        and not uses_triton(data)  # the owner-range element kernel is CPU-only: the GPU sorts and segments
-    ):
-        return _run_elements(p, data, updates, reduce, include_self)
+    if p.kind == "element" and not needs_op(updates, data) and data.dtype in SUPPORTED_DTYPES:
+        # every dim went through the lookup: single elements, flat offsets, no autograd needed
+        try:
+            flat = element_scatter(p.rows, updates.reshape(-1), data.reshape(-1), reduce, include_self)
+        except IndexError:
+            check_coordinates(m)  # the culprit, at its position in the caller's index
+            raise
+        return flat.view(data.shape)
     if reduce == "assign":
         result = _assign(p, src, base)
     else:  # sorted=None: the sorted path when the rows happen to be sorted
-        result = index_scatter_reduce_from(1, p.rows, src, reduce, None, base, include_self)
+        result = index_scatter_reduce_from(1, p.rows, src, reduce, None, base, include_self, torch_ties)
     return result.reshape(data.shape)
-
-
-def _run_elements(p: Plan, data, updates, reduce, include_self):
-    """An element plan without autograd: the element kernel, straight on the flat offsets (no sort)."""
-    from .kernels.cpu import numpy_view, storage_code, use_torch_threads
-    from .kernels.cpu.scatter import element_scatter
-
-    base = data.reshape(-1).contiguous()
-    out = torch.empty_like(base)
-    assign = reduce == "assign"
-    bad = element_scatter(
-        numpy_view(updates.reshape(-1).contiguous()),
-        numpy_view(p.rows.to(torch.int64)),
-        numpy_view(base),
-        numpy_view(out),
-        0 if assign else resolve(reduce).code,
-        storage_code(data.dtype),
-        assign,
-        bool(include_self) and not assign,
-        use_torch_threads(p.n),
-    )
-    if bad:
-        bad_at = torch.nonzero((p.rows < 0) | (p.rows >= p.S))[0]
-        raise IndexError(f"index{bad_at.tolist()} = {int(p.rows[bad_at])} is out of bounds for a data dim of size {p.S}")
-    return out.view(data.shape)
 
 
 def _assign(p: Plan, src, base):
     """Last write wins: the last ``u`` row of each data row (an amax of positions, on scatterx's kernel), then one
     collision-free copy. Differentiable through ``index_select`` / ``index_copy``."""
-    from .ops.index_scatter import index_scatter_reduce_from
-
     positions = torch.arange(p.n, dtype=torch.int64, device=src.device)
-    last = index_scatter_reduce_from(0, p.rows, positions, "amax", None, torch.full((p.S,), -1))
+    initial = torch.full((p.S,), -1, dtype=torch.int64, device=src.device)
+    last = index_scatter_reduce_from(0, p.rows, positions, "amax", None, initial)
     targets = torch.nonzero(last >= 0).view(-1)
     return base.index_copy(1, targets, src.index_select(1, last[targets]))
 

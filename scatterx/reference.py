@@ -2,6 +2,10 @@
 
 One Python loop over output rows, each reduced with torch's own reductions in float64 (int64 for integers), then
 cast to the dtype. Slow on purpose: nothing clever to get wrong.
+
+Deliberately independent of the reduction table (``_reductions.py``) and of every other module of the package:
+the kernels are generated from the table, so an oracle that read it would share its mistakes. The names and
+aliases below are restated by hand.
 """
 
 from __future__ import annotations
@@ -10,7 +14,14 @@ from typing import Optional
 
 import torch
 
-from ._reductions import resolve
+_NAMES = {"sum": "sum", "add": "sum", "mean": "mean", "prod": "prod", "mul": "prod",
+          "amax": "amax", "max": "amax", "amin": "amin", "min": "amin"}
+
+
+def _name(reduce: str) -> str:
+    if reduce not in _NAMES:
+        raise ValueError(f"unknown reduce {reduce!r}")
+    return _NAMES[reduce]
 
 
 def _wide(dtype: torch.dtype) -> torch.dtype:
@@ -45,7 +56,7 @@ def index_scatter_reduce(
     include_self: bool = True,
 ) -> torch.Tensor:
     """Reference for ``scatterx.index_scatter_reduce`` (any index order; returns a new tensor, even with ``out``)."""
-    name = resolve(reduce).name
+    name = _name(reduce)
     dim = dim % src.dim()
     m = index.numel()
     if out is not None:
@@ -83,6 +94,23 @@ def gather_segment_reduce(
     """Reference for ``scatterx.gather_segment_reduce``: gather the rows, then reduce them segment by segment."""
     dim = dim % src.dim()
     return segment_reduce(src.index_select(dim, index.to(torch.int64)), ptr, reduce, dim)
+
+
+def segment_softmax(
+    src: torch.Tensor, index: Optional[torch.Tensor] = None, ptr: Optional[torch.Tensor] = None, dim: int = 0
+) -> torch.Tensor:
+    """Reference for ``scatterx.segment_softmax``: ``torch.softmax`` of each group's slices, in float64."""
+    dim = dim % src.dim()
+    if index is None:
+        counts = (ptr[1:] - ptr[:-1]).to(torch.int64)
+        index = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+    index = index.to(torch.int64)
+    wide = src.movedim(dim, 0).to(torch.float64)
+    out = torch.empty_like(wide)
+    for s in index.unique().tolist():
+        members = index == s
+        out[members] = torch.softmax(wide[members], dim=0)
+    return out.to(src.dtype).movedim(0, dim)
 
 
 # ------------------------------------------------------------------------------------ the x-transformer model
@@ -124,7 +152,7 @@ def x_scatter(m, data: torch.Tensor, updates: torch.Tensor, reduce: str, include
             raise IndexError(f"position {u} maps to {t}, outside {m.data_shape}")
         groups.setdefault(t, []).append(updates[u])
     result = data.clone()
-    name = reduce if reduce == "assign" else resolve(reduce).name
+    name = reduce if reduce == "assign" else _name(reduce)
     for t, values in groups.items():
         if name == "assign":
             result[t] = values[-1]

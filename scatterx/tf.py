@@ -15,8 +15,7 @@ from __future__ import annotations
 import torch
 
 from . import planner
-from ._frontend import check_index, check_tensor, check_updates
-from .onnx import nd_map, nd_scatter
+from ._frontend import check_index, check_tensor, check_updates, nd_gather, nd_scatter
 from .planner import XMap
 
 
@@ -42,7 +41,7 @@ def tensor_scatter_nd_min(tensor, indices, updates) -> torch.Tensor:
 
 
 def gather_nd(params, indices, batch_dims: int = 0) -> torch.Tensor:
-    return planner.gather(nd_map(params, indices, batch_dims, "gather_nd", negative=False), params)
+    return nd_gather(params, indices, batch_dims, "gather_nd", negative=False)
 
 
 def _start(dtype: torch.dtype, reduce: str):
@@ -74,8 +73,7 @@ def _unsorted_segment(data, segment_ids, num_segments, reduce: str) -> torch.Ten
         ids, rows = ids[keep], rows[keep]
     shape = (num_segments,) + tuple(data.shape[r:])
     base = torch.full(shape, _start(data.dtype, reduce), dtype=data.dtype, device=data.device)
-    carry = tuple((1 + j, 1 + j) for j in range(data.dim() - r))
-    m = XMap(tuple(rows.shape), shape, ids, (0,), (0,), carry)
+    m = XMap.slices(ids, shape, 0)
     return planner.scatter(m, base, rows, reduce, include_self=reduce != "mean")
 
 

@@ -1,6 +1,7 @@
 """The README's set-up commands are the ones CI runs, and its examples run."""
 
 import doctest
+import importlib
 import pathlib
 import re
 
@@ -35,10 +36,9 @@ def test_readme_python_examples_run():
 
 
 def test_docstring_examples_run():
-    import scatterx.ops.gather_segment
-    import scatterx.ops.index_scatter
-    import scatterx.ops.segment
-
-    for module in (scatterx, scatterx.ops.index_scatter, scatterx.ops.segment, scatterx.ops.gather_segment):
+    # the op modules by name: scatterx.ops.<op> is the function the package re-exports, not the module
+    names = ["index_scatter_reduce", "segment_reduce", "gather_segment_reduce", "segment_softmax"]
+    modules = [importlib.import_module(f"scatterx.ops.{name}") for name in names]
+    for module in (scatterx, scatterx.pytorch, *modules):
         failures, tried = doctest.testmod(module, extraglobs={"torch": __import__("torch")})
         assert failures == 0

@@ -1,10 +1,10 @@
 """Regenerate the golden vectors of the TensorFlow and Paddle frontends by running the real frameworks.
 
-    python tools/make_golden.py tensorflow   # needs tensorflow-cpu   -> tests/golden/tensorflow.json
-    python tools/make_golden.py paddle       # needs paddlepaddle     -> tests/golden/paddle.json
+    python tools/make_golden.py tensorflow   # needs tensorflow-cpu   -> tests/frontends/golden/tensorflow.json
+    python tools/make_golden.py paddle       # needs paddlepaddle     -> tests/frontends/golden/paddle.json
 
 Neither framework is a dependency of scatterx or of its tests: the JSON files are committed, and
-``tests/test_frontends_golden.py`` replays every case on scatterx's frontends. Each case records its inputs
+``tests/frontends/test_golden.py`` replays every case on scatterx's frontends. Each case records its inputs
 (dtype, shape, values), keyword arguments, the framework's version, and either the result or the name of the
 exception the framework raised. Inputs come from a seeded NumPy generator, so a rerun reproduces the file unless the
 framework changed its behaviour.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "golden"
+OUT = Path(__file__).resolve().parent.parent / "tests" / "frontends" / "golden"
 
 
 def encode(a) -> dict:

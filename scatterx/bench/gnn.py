@@ -21,6 +21,8 @@ from typing import Callable, Dict, List, Optional
 import torch
 import torch.nn.functional as F
 
+from .harness import environment
+
 #: ogbn-arxiv's shape
 ARXIV = dict(nodes=169_343, edges=1_166_243, features=128, classes=40)
 MODELS = ("gcn", "sage", "gin", "gat")
@@ -177,8 +179,6 @@ def train_side_by_side(name: str, data: ArxivLike, config: GnnConfig, log: Calla
 
 
 def run(config: GnnConfig, log: Callable = print) -> GnnReport:
-    from .harness import environment
-
     before = torch.get_num_threads()
     torch.set_num_threads(config.threads)
     try:

@@ -17,8 +17,10 @@ import numba
 import torch
 
 import scatterx
+from scatterx._reductions import NAMES
 
 from .graphs import Graph, make_graph
+from .latency import first_call_latency
 from .peers import (
     BACKWARD_PEERS,
     BACKWARD_REDUCTIONS,
@@ -28,10 +30,12 @@ from .peers import (
     SCATTERX_BACKWARD,
     SCATTERX_SCATTER_REDUCE,
     SCATTERX_SEGMENT,
+    SCATTERX_SOFTMAX,
+    SOFTMAX_IMPLEMENTATIONS,
     torch_scatter_version,
 )
 
-REDUCTIONS = ("sum", "mean", "prod", "amax", "amin")
+REDUCTIONS = NAMES
 ORDERS = ("sorted", "shuffled")
 
 
@@ -51,6 +55,7 @@ class Config:
     peers: bool = True
     latency: bool = True
     backward: bool = True  # forward+backward rows for sum, mean, amax (floating dtypes)
+    softmax: bool = True  # segment softmax rows (floating dtypes)
     device: str = "cpu"  # or "cuda": the Triton kernels, timed with CUDA events
 
     def is_default_shape(self) -> bool:
@@ -197,18 +202,19 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
 
     if config.backward and graph.src.dtype.is_floating_point:
         rows += _backward_rows(graph, config, progress, src_bytes)
+    if config.softmax and graph.src.dtype.is_floating_point:
+        rows += _softmax_rows(graph, config, progress, src_bytes)
     probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5, device)
     for row in rows:
         row.probe_ratio = row.ms / (probe_s * 1e3)
-        ours = _find(rows, row.reduce, row.order, SCATTERX.name, row.mode)
-        if row.implementation != SCATTERX.name and ours is not None:
+        mine = SCATTERX_SOFTMAX.name if row.reduce == "softmax" else SCATTERX.name
+        ours = find(rows, row.reduce, row.order, mine, row.mode)
+        if row.implementation != mine and ours is not None:
             row.scatterx_speedup = row.ms / ours.ms
     report = Report(
         config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=environment(device)
     )
     if config.latency and device == "cpu":  # Numba's JIT and disk cache; Triton's are not measured
-        from .latency import first_call_latency
-
         log("measuring first-call latency in fresh processes (cold and cached Numba cache)...")
         report.latency = first_call_latency()
     return report
@@ -240,6 +246,24 @@ def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: 
     return rows
 
 
+def _softmax_rows(graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
+    """Segment softmax of the edges' features per target node: scatterx (index, ptr) against PyG's formula on
+    torch's ops, each checked against torch.softmax of the groups first."""
+    impls = SOFTMAX_IMPLEMENTATIONS if config.peers else SOFTMAX_IMPLEMENTATIONS[:2]
+    tasks = [(o, impl) for o in config.orders for impl in impls]
+    rows, expected = [], {}
+    for order, impl in progress(tasks, desc="bench softmax", unit="case"):
+        fn = impl.build(graph, order == "sorted")
+        if fn is None:
+            continue
+        if order not in expected:
+            expected[order] = SOFTMAX_IMPLEMENTATIONS[-1].build(graph, order == "sorted")()
+        check(f"{impl.name} ({order})", fn(), expected[order])
+        seconds = median_seconds(fn, config.warmup, config.repeat, config.device)
+        rows.append(Row("softmax", order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0))
+    return rows
+
+
 def _expected(graph: Graph, reduce: str) -> torch.Tensor:
     """The trusted result: torch's own scatter_reduce (PyG's path) on the sorted edges."""
     expanded = graph.index.view(-1, 1).expand_as(graph.src)
@@ -247,7 +271,7 @@ def _expected(graph: Graph, reduce: str) -> torch.Tensor:
     return out.scatter_reduce_(0, expanded, graph.src, reduce, include_self=False)
 
 
-def _find(rows: List[Row], reduce: str, order: str, name: str, mode: str = "forward") -> Optional[Row]:
+def find(rows: List[Row], reduce: str, order: str, name: str, mode: str = "forward") -> Optional[Row]:
     return next((r for r in rows if (r.reduce, r.order, r.implementation, r.mode) == (reduce, order, name, mode)), None)
 
 
@@ -260,79 +284,3 @@ def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool, mode
         and (r.torch_native or not torch_native_only)
     ]
     return min(peers, key=lambda r: r.ms, default=None)
-
-
-# ------------------------------------------------------------------------------------------------------ goals
-# (what, limit, measured(report) -> value or None, passes(value, limit))
-def goals(report: Report):
-    """The speed goals of issues #2, #3 and #4 (CPU) or #5 (CUDA), each with the value this run measured (None
-    where not measured)."""
-    rows = report.rows
-    if report.config.device == "cuda":
-        return _checked(_gpu_goals(report))
-    out = []
-
-    def ratio(reduce, order):
-        r = _find(rows, reduce, order, SCATTERX.name)
-        return None if r is None else r.probe_ratio
-
-    def speedup(reduce, order):
-        ours, theirs = _find(rows, reduce, order, SCATTERX.name), best(rows, reduce, order, torch_native_only=True)
-        return None if ours is None or theirs is None else theirs.ms / ours.ms
-
-    for reduce, limit in (("sum", 1.3), ("mean", 1.3), ("amax", 1.5), ("amin", 1.5), ("prod", 1.5)):
-        out.append((f"sorted {reduce}: time / probe", "<=", limit, ratio(reduce, "sorted")))
-    for reduce in REDUCTIONS:
-        out.append((f"shuffled {reduce}: time / probe", "<=", 2.5, ratio(reduce, "shuffled")))
-    for reduce in REDUCTIONS:
-        out.append((f"sorted {reduce}: speedup over fastest torch path", ">=", 2.5, speedup(reduce, "sorted")))
-    for reduce in REDUCTIONS:
-        out.append((f"shuffled {reduce}: speedup over fastest torch path", ">=", 1.3, speedup(reduce, "shuffled")))
-    for reduce in BACKWARD_REDUCTIONS:
-        for order in ORDERS:
-            ours = _find(rows, reduce, order, SCATTERX.name, "forward+backward")
-            pyg = _find(rows, reduce, order, PYG_BACKWARD.name, "forward+backward")
-            value = None if ours is None or pyg is None else pyg.ms / ours.ms
-            out.append((f"{order} {reduce}: forward+backward speedup over PyG's path (#3)", ">=", 2.0, value))
-    for reduce in REDUCTIONS:
-        for order in ORDERS:
-            ours = _find(rows, reduce, order, SCATTERX.name)
-            compat = _find(rows, reduce, order, SCATTERX_SCATTER_REDUCE.name)
-            value = None if ours is None or compat is None else compat.ms / ours.ms
-            out.append((f"{order} {reduce}: scatterx.scatter_reduce / index_scatter_reduce (#4)", "<=", 1.2, value))
-    for reduce in REDUCTIONS:
-        for order in ORDERS:
-            compat = _find(rows, reduce, order, SCATTERX_SCATTER_REDUCE.name)
-            torch_row = _find(rows, reduce, order, "torch.scatter_reduce (expanded index)")
-            value = None if compat is None or torch_row is None else torch_row.ms / compat.ms
-            out.append((f"{order} {reduce}: scatter_reduce speedup over torch's (#4)", ">", 1.0, value))
-    out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
-    out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
-    return _checked(out)
-
-
-def _gpu_goals(report: Report):
-    """Issue #5, on an H100: sorted sum at >= 80% of the probe's bandwidth (F >= 32); >= 1.5x the best peer
-    (torch or torch_scatter) sorted, >= 1.0x shuffled."""
-    rows, out = report.rows, []
-    ours = _find(rows, "sum", "sorted", SCATTERX.name)
-    if report.config.features >= 32:
-        value = None if ours is None else 1.0 / ours.probe_ratio
-        out.append(("sorted sum: bandwidth / probe bandwidth (#5, GPU)", ">=", 0.8, value))
-    for order, limit in (("sorted", 1.5), ("shuffled", 1.0)):
-        for reduce in REDUCTIONS:
-            mine, theirs = _find(rows, reduce, order, SCATTERX.name), best(rows, reduce, order, False)
-            value = None if mine is None or theirs is None else theirs.ms / mine.ms
-            out.append((f"{order} {reduce}: speedup over the best peer (#5, GPU)", ">=", limit, value))
-    return out
-
-
-def _checked(goals_list):
-    return [
-        (what, op, limit, value, None if value is None else _passes(value, op, limit))
-        for what, op, limit, value in goals_list
-    ]
-
-
-def _passes(value: float, op: str, limit: float) -> bool:
-    return {"<=": value <= limit, ">=": value >= limit, ">": value > limit}[op]

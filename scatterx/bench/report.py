@@ -7,7 +7,8 @@ import json
 import os
 from typing import List
 
-from .harness import SCATTERX, Report, best, goals
+from .goals import goals
+from .harness import SCATTERX, Report, best
 
 
 def table(report: Report) -> str:
@@ -17,7 +18,7 @@ def table(report: Report) -> str:
     lines.append(f"scatterx bench: {report.graph}; {where}")
     lines.append(f"bandwidth probe (torch.sum(src), reads src once): {report.probe_ms:.2f} ms, {report.probe_gbps:.1f} GB/s")
     lines.append("GB/s = bytes of src / time.  x probe = time / probe time.  peer rows: how many times scatterx is faster.")
-    header = (f"{'reduce':<6} {'index':<8} {'pass':<8} {'implementation':<41} {'ms':>8} {'GB/s':>6} {'x probe':>8} "
+    header = (f"{'reduce':<7} {'index':<8} {'pass':<8} {'implementation':<41} {'ms':>8} {'GB/s':>6} {'x probe':>8} "
               f"{'scatterx faster':>16}")
     lines.append(header)
     lines.append("-" * len(header))
@@ -30,7 +31,7 @@ def table(report: Report) -> str:
         speed = "" if row.scatterx_speedup is None else f"{row.scatterx_speedup:.2f}x"
         passes = "fwd" if row.mode == "forward" else "fwd+bwd"
         lines.append(
-            f"{row.reduce:<6} {row.order:<8} {passes:<8} {row.implementation:<41} {row.ms:>8.2f} {row.gbps:>6.1f} "
+            f"{row.reduce:<7} {row.order:<8} {passes:<8} {row.implementation:<41} {row.ms:>8.2f} {row.gbps:>6.1f} "
             f"{row.probe_ratio:>7.2f}x {speed:>16}"
         )
     lines.append("")

@@ -1,15 +1,22 @@
-"""The op layer: argument checks, then the kernels. One file per op family."""
+"""The op layer: one module per public op family -- its argument checks, its ``torch.library`` op (``_library``),
+fake implementation and autograd. Backward formulas several ops share are in ``_backward.py``."""
 
-from . import library  # registers torch.ops.scatterx.*
-from .index_scatter import index_scatter_reduce
-from .gather_segment import csr_transpose, gather_segment_reduce
-from .segment import index_to_ptr, ptr_to_index, segment_reduce
+from .element_scatter import element_scatter
+from .gather_segment_reduce import csr_transpose, gather_segment_reduce
+from .index_scatter_reduce import index_scatter_reduce, index_scatter_reduce_from
+from .segment_reduce import index_to_ptr, ptr_to_index, segment_reduce
+from .segment_softmax import segment_softmax
+from ._library import needs_op
 
 __all__ = [
     "index_scatter_reduce",
+    "index_scatter_reduce_from",
     "segment_reduce",
     "gather_segment_reduce",
     "csr_transpose",
+    "segment_softmax",
+    "element_scatter",
     "index_to_ptr",
     "ptr_to_index",
+    "needs_op",
 ]

@@ -1,35 +1,43 @@
 """Argument checks shared by the ops. Every check runs before any kernel and before ``out`` is touched.
 
-Cheap by design: nothing here reads ``src``; the index itself is validated inside the one kernel pass that also
-builds the segments (``kernels/cpu/index.py``) and only a failure comes back here to be explained.
+Cheap by design: nothing here reads ``src`` or the values of an index. Index and offset values are checked by the
+backend in the pass that builds the segments anyway (``backends/cpu.py``, ``backends/gpu.py``).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import torch
 
 from .._reductions import SUPPORTED_DTYPES
+from ..kernels.gpu import available as triton_available
 
 INDEX_DTYPES = (torch.int32, torch.int64)
 
 
-def check_src(src) -> None:
-    if not isinstance(src, torch.Tensor):
-        raise TypeError(f"src must be a torch.Tensor, got {type(src).__name__}")
+def check_tensor(t, name: str) -> torch.Tensor:
+    """TypeError naming the argument unless ``t`` is a tensor (a list or a NumPy array is not)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    return t
+
+
+def check_src(src, name: str = "src") -> None:
+    check_tensor(src, name)
     if src.dtype not in SUPPORTED_DTYPES:
         names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
-        raise TypeError(f"src has dtype {src.dtype}; scatterx supports {names}")
-    if src.dim() == 0:
-        raise ValueError("src must have at least one dimension, got a 0-d tensor")
-    if src.device.type == "cuda":
-        from ..kernels.gpu import available
+        raise TypeError(f"{name} has dtype {src.dtype}; scatterx supports {names}")
+    check_device(src, name)
 
-        if not available():
+
+def check_device(t: torch.Tensor, name: str) -> None:
+    if t.device.type == "cuda":
+        if not triton_available():
             raise NotImplementedError("scatterx runs CUDA tensors on Triton kernels: install triton (pip install triton)")
-    elif src.device.type != "cpu":
-        raise NotImplementedError(f"scatterx has no kernel for device {src.device} (CPU and CUDA only)")
+    elif t.device.type != "cpu":
+        raise NotImplementedError(f"scatterx has no kernel for {name} on device {t.device} (CPU and CUDA only)")
 
 
 def normalize_dim(dim, ndim: int) -> int:
@@ -40,32 +48,36 @@ def normalize_dim(dim, ndim: int) -> int:
     return dim % ndim
 
 
-def check_integer_vector(t, name: str, src: torch.Tensor) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+def check_integer_vector(t, name: str, like: torch.Tensor, allow_scalar: bool = False) -> torch.Tensor:
+    """``t`` as a 1-D int32/int64 tensor on ``like``'s device (a 0-d one is one entry when ``allow_scalar``, as
+    torch's index_add takes it)."""
+    check_tensor(t, name)
     if t.dtype not in INDEX_DTYPES:
         raise TypeError(f"{name} must have dtype int32 or int64, got {t.dtype}")
+    if t.dim() == 0 and allow_scalar:
+        t = t.view(1)
     if t.dim() != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
-    if t.device != src.device:
-        raise ValueError(f"{name} is on {t.device} but src is on {src.device}")
+    if t.device != like.device:
+        raise ValueError(f"{name} is on {t.device} but src is on {like.device}")
+    return t
 
 
-def check_dim_size(dim_size) -> Optional[int]:
-    if dim_size is None:
+def check_size(value, name: str) -> Optional[int]:
+    """A size argument (``dim_size``, ``num_rows``): an int >= 0 (or a one-element integer tensor), or None."""
+    if value is None:
         return None
-    if isinstance(dim_size, torch.Tensor) and dim_size.numel() == 1 and not dim_size.is_floating_point():
-        dim_size = int(dim_size)
-    if isinstance(dim_size, bool) or not isinstance(dim_size, int):
-        raise TypeError(f"dim_size must be an int or None, got {type(dim_size).__name__}")
-    if dim_size < 0:
-        raise ValueError(f"dim_size must be >= 0, got {dim_size}")
-    return dim_size
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
 
 
 def check_out(out, src: torch.Tensor, dim: int, dim_size: Optional[int]) -> None:
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    check_tensor(out, "out")
     if out.dtype != src.dtype:
         raise TypeError(f"out has dtype {out.dtype} but src has dtype {src.dtype}; they must match")
     if out.device != src.device:
@@ -81,21 +93,46 @@ def check_out(out, src: torch.Tensor, dim: int, dim_size: Optional[int]) -> None
         raise ValueError(f"dim_size={dim_size} disagrees with out.size({dim})={out.size(dim)}")
 
 
-def explain_bad_index(index: torch.Tensor, num_segments: int, sorted: bool, name: str = "index") -> Exception:
-    """The exception for an index a kernel rejected (the failure path only, so plain torch ops are fine)."""
-    if sorted:
-        decreases = torch.nonzero(index[1:] < index[:-1])
-        if decreases.numel():
-            i = int(decreases[0]) + 1
-            return ValueError(
-                f"{name} is not sorted: {name}[{i}]={int(index[i])} < {name}[{i - 1}]={int(index[i - 1])}; "
-                "pass sorted=False for an unsorted index"
-            )
-    wrong = torch.nonzero((index < 0) | (index >= num_segments))
-    if not wrong.numel():  # cannot happen: the kernel and this check disagree
-        raise AssertionError(f"{name} was rejected but no bad entry was found")
-    i = int(wrong[0])
-    value = int(index[i])
-    if value < 0:
-        return IndexError(f"{name}[{i}]={value} is negative; indices must be in [0, {num_segments})")
-    return IndexError(f"{name}[{i}]={value} is out of range for dim_size={num_segments} (must be < {num_segments})")
+# --------------------------------------------------------------------------------------------- huge sizes
+# Below this many bytes an allocation is not worth asking about (the check reads /proc/meminfo).
+_ASK_ABOVE_BYTES = 1 << 30
+
+
+def check_allocation(rows: int, row_bytes: int, device: torch.device, what: str) -> None:
+    """Raise before a kernel runs if ``rows`` rows of ``row_bytes`` bytes (an output and the offsets that go with
+    it) cannot be allocated: ValueError when the size does not fit in int64, MemoryError when it exceeds the
+    memory the device has free. ``what`` names the argument the size came from, e.g. ``"dim_size=1099511627776"``.
+    Without this, the allocation fails inside NumPy, Numba or torch with a message that names nothing."""
+    nbytes = rows * row_bytes
+    if rows >= 2**63 or nbytes >= 2**63:
+        raise ValueError(f"{what} is too large: {rows:,} rows of {row_bytes} bytes do not fit in 64-bit sizes")
+    if nbytes <= _ASK_ABOVE_BYTES:
+        return
+    free = _free_bytes(device)
+    if free is not None and nbytes > free:
+        raise MemoryError(
+            f"{what} would need {_human(nbytes)} ({rows:,} rows of {row_bytes} bytes) for the output and its "
+            f"offsets, more than the {_human(free)} free on {device}; check the index, or pass dim_size"
+        )
+
+
+def _free_bytes(device: torch.device) -> Optional[int]:
+    """Memory an allocation on ``device`` can still get (RAM available plus free swap on the CPU), or None."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f if line.split()[1:2]}
+        return info.get("MemAvailable", info.get("MemFree", 0)) + info.get("SwapFree", 0)
+    except (OSError, ValueError, IndexError):
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        return pages * size if pages > 0 and size > 0 else None
+
+
+def _human(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{nbytes} bytes"

@@ -14,6 +14,7 @@ in registers and ``store`` rounds back to nearest-even, so no float32 copy of ``
 from __future__ import annotations
 
 import numpy as np
+import torch
 from llvmlite import ir
 from numba import njit, typeof, types
 from numba.core import cgutils
@@ -194,13 +195,8 @@ def _ov_identity(reduce, acc):
     code = _literal(reduce)
     if code is None:
         return None
-    dtype = acc.dtype
-    if isinstance(dtype, types.Float):
-        value = BY_CODE[code].identity_float
-    else:
-        info = np.iinfo(np.dtype(str(dtype)))
-        value = {"zero": 0, "one": 1, "min": info.min, "max": info.max}[BY_CODE[code].identity_int]
-    scalar = np.dtype(str(dtype)).type(value)
+    dtype = np.dtype(str(acc.dtype))
+    scalar = dtype.type(BY_CODE[code].identity(torch.from_numpy(np.empty(0, dtype)).dtype))  # the table's value
     return lambda reduce, acc: scalar
 
 

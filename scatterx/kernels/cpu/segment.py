@@ -5,7 +5,7 @@ its unsorted path. Arrays are 3-D C-contiguous views ``(outer, rows, inner)`` of
 dimension in the middle; segment ``s`` reduces rows ``ptr[s]:ptr[s+1]`` (or ``perm[ptr[s]:ptr[s+1]]``).
 
 Parallel work items are ``(outer slice, chunk of segments)``; chunks are balanced by rows + segments
-(``ops.segment.balanced_bounds``). Each segment is reduced by exactly one thread, in row order, so the result does
+(``backends.cpu.balanced_bounds``). Each segment is reduced by exactly one thread, in row order, so the result does
 not depend on the number of threads. No bounds checks are made here: the op layer has validated ``ptr``/``perm``
 before calling.
 """

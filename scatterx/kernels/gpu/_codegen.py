@@ -2,8 +2,10 @@
 
 Kernels take the reduction's ``code`` from ``scatterx/_reductions.py`` as a ``tl.constexpr`` and call these
 helpers; Triton compiles one variant per code, so the branches below cost nothing at run time (the CPU backend
-does the same with Numba overloads, ``kernels/cpu/_codegen.py``). The codes and semantics must match the table:
-``test_triton.py`` checks the codes against it, and every kernel against the reference.
+does the same with Numba overloads, ``kernels/cpu/_codegen.py``). Triton cannot compile the table's Python
+``combine``, so ``combine`` below restates it (the NaN rule of amax/amin included);
+``tests/kernels/test_gpu_codegen.py`` checks it against the table's on special values, and the codes are read
+from the table.
 """
 
 from __future__ import annotations
@@ -11,15 +13,14 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..._reductions import BY_CODE
+from ..._reductions import BY_NAME
 
-SUM = tl.constexpr(0)
-MEAN = tl.constexpr(1)
-PROD = tl.constexpr(2)
-AMAX = tl.constexpr(3)
-AMIN = tl.constexpr(4)
-
-assert [BY_CODE[c].name for c in range(5)] == ["sum", "mean", "prod", "amax", "amin"], "codes out of step"
+# The reductions' codes, from the table (the kernels branch on them as compile-time constants).
+SUM = tl.constexpr(BY_NAME["sum"].code)
+MEAN = tl.constexpr(BY_NAME["mean"].code)
+PROD = tl.constexpr(BY_NAME["prod"].code)
+AMAX = tl.constexpr(BY_NAME["amax"].code)
+AMIN = tl.constexpr(BY_NAME["amin"].code)
 
 
 @triton.jit

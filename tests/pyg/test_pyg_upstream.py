@@ -2,12 +2,12 @@
 
 PyG's tests are not part of this repository. They come from a git checkout of PyTorch Geometric:
 
-- ``PYG_SOURCE``: a bare git directory or a work tree (an error if it is set and is not one), else
-- the local mirror ``/work/.mirror/pyg-team+pytorch_geometric/repo``, if present; without either, the test skips.
+- ``PYG_SOURCE``: a bare git directory or a work tree (an error if it is set and is not one); without it, the test
+  skips.
 
 The tag is the installed ``torch_geometric``'s version, or else the highest tag below it (e.g. 2.8.0.post1 for
 2.8.1). Only its ``test/`` directory is extracted (``git archive``), into pytest's ``tmp_path``, and the files below
-run there in a subprocess with ``-p pyg_switch_plugin`` (tests/pyg_switch_plugin.py: the switch on from session
+run there in a subprocess with ``-p pyg_switch_plugin`` (tests/pyg/pyg_switch_plugin.py: the switch on from session
 start, checked before and after every test). PyG's ``FULL_TEST`` mode is on, so its TorchScript checks of the
 aggregations and of SAGEConv/GINConv run too. Skips (a missing optional package, no GPU) are fine; a failure fails
 this test, with PyG's output.
@@ -29,9 +29,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-TESTS_DIR = Path(__file__).resolve().parent
-REPO_ROOT = TESTS_DIR.parent
-DEFAULT_MIRROR = Path("/work/.mirror/pyg-team+pytorch_geometric/repo")
+TESTS_DIR = Path(__file__).resolve().parent  # where pyg_switch_plugin.py is
+REPO_ROOT = TESTS_DIR.parents[1]
 
 #: PyG's tests of scatter/segment/softmax/spmm, of every aggregation module, and of the two layers whose
 #: propagate runs fused with the switch on.
@@ -59,10 +58,10 @@ DESELECTED: Dict[str, str] = {
 
 #: Without torch_scatter, PyG cannot reduce over a ``ptr`` along a dim other than the first, and these tests assert
 #: its ImportError; with the switch on scatterx does that reduction instead. Their other branch (taken where
-#: torch_scatter is installed) checks the result; tests/test_pyg.py checks it without torch_scatter too.
+#: torch_scatter is installed) checks the result; tests/pyg/test_pyg.py checks it without torch_scatter too.
 _DOES_MORE = (
     "asserts PyG's ImportError ('requires the torch-scatter package') for a ptr reduction along a later dim, which "
-    "scatterx performs instead (checked in tests/test_pyg.py::test_ptr_reductions_along_a_later_dim)"
+    "scatterx performs instead (checked in tests/pyg/test_pyg.py::test_ptr_reductions_along_a_later_dim)"
 )
 DESELECTED_WITHOUT_TORCH_SCATTER: Dict[str, str] = {
     "test/utils/test_softmax.py::test_softmax_dim": _DOES_MORE,
@@ -129,20 +128,16 @@ def _git_dir_of(path: Path) -> Optional[Path]:
 
 
 def _find_pyg_git_dir() -> Path:
-    """PYG_SOURCE (must be a checkout when set), else the local mirror; skips when there is neither."""
+    """PYG_SOURCE (must be a checkout when set); skips without it."""
     explicit = os.environ.get("PYG_SOURCE")
-    if explicit:
-        git_dir = _git_dir_of(Path(explicit).expanduser())
-        if git_dir is None:
-            pytest.fail(f"PYG_SOURCE={explicit!r} is not a git work tree or git directory of PyTorch Geometric")
-        return git_dir
-    git_dir = _git_dir_of(DEFAULT_MIRROR) if DEFAULT_MIRROR.is_dir() else None
-    if git_dir is None:
-        why = "is not a git directory" if DEFAULT_MIRROR.exists() else "does not exist"
+    if not explicit:
         pytest.skip(
-            f"no PyTorch Geometric source: set PYG_SOURCE to a git checkout of pyg-team/pytorch_geometric "
-            f"(a work tree or a bare git dir); {DEFAULT_MIRROR} {why}"
+            "no PyTorch Geometric source: set PYG_SOURCE to a git checkout of pyg-team/pytorch_geometric "
+            "(a work tree or a bare git dir) to run PyG's own tests with the switch on"
         )
+    git_dir = _git_dir_of(Path(explicit).expanduser())
+    if git_dir is None:
+        pytest.fail(f"PYG_SOURCE={explicit!r} is not a git work tree or git directory of PyTorch Geometric")
     return git_dir
 
 
@@ -183,7 +178,7 @@ def test_pyg_upstream_tests_pass_with_the_switch_on(tmp_path):
     env = dict(os.environ)
     for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         env.pop(var, None)
-    # tests/ for the plugin; the repository root so that the subprocess imports this scatterx.
+    # tests/pyg/ for the plugin; the repository root so that the subprocess imports this scatterx.
     env["PYTHONPATH"] = os.pathsep.join(
         [str(TESTS_DIR), str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )

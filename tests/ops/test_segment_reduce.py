@@ -25,12 +25,16 @@ def segment_problems(draw):
     return random_values(shape, dtype, g, reduce), ptr, reduce, dim
 
 
-@settings(max_examples=300)
-@given(segment_problems())
-def test_segment_reduce_matches_reference(problem):
-    src, ptr, reduce, dim = problem
-    got = scatterx.segment_reduce(src, ptr, reduce, dim)
-    assert_matches(got, reference.segment_reduce(src, ptr, reduce, dim), reduce)
+def test_segment_reduce_matches_reference(backend):
+    @settings(max_examples=backend.examples(300))
+    @given(segment_problems())
+    def check(problem):
+        src, ptr, reduce, dim = problem
+        with backend:
+            got = scatterx.segment_reduce(backend.put(src), backend.put(ptr), reduce, dim)
+        assert_matches(got, reference.segment_reduce(src, ptr, reduce, dim), reduce)
+
+    check()
 
 
 @settings(max_examples=200)
@@ -44,10 +48,11 @@ def test_index_to_ptr_and_ptr_to_index_are_inverse(lengths, extra_segments):
     assert torch.equal(scatterx.index_to_ptr(index.int(), counts.numel()), ptr)
 
 
-def test_index_to_ptr_hand_written():
-    assert scatterx.index_to_ptr(torch.tensor([0, 0, 2]), 4).tolist() == [0, 2, 2, 3, 3]
-    assert scatterx.index_to_ptr(torch.tensor([], dtype=torch.long), 2).tolist() == [0, 0, 0]
-    assert scatterx.ptr_to_index(torch.tensor([0, 2, 2, 3])).tolist() == [0, 0, 2]
+def test_index_to_ptr_hand_written(backend):
+    with backend:
+        assert scatterx.index_to_ptr(backend.put(torch.tensor([0, 0, 2])), 4).tolist() == [0, 2, 2, 3, 3]
+        assert scatterx.index_to_ptr(backend.put(torch.tensor([], dtype=torch.long)), 2).tolist() == [0, 0, 0]
+        assert scatterx.ptr_to_index(backend.put(torch.tensor([0, 2, 2, 3]))).tolist() == [0, 0, 2]
 
 
 @pytest.mark.parametrize("reduce", REDUCES)
@@ -61,25 +66,18 @@ def test_segment_reduce_is_the_sorted_path_of_index_scatter_reduce(reduce):
     assert torch.equal(a, b)  # one kernel: the same bits
 
 
-def test_segment_reduce_hand_written_dim_minus_one():
+def test_segment_reduce_hand_written_dim_minus_one(backend):
     src = torch.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
-    got = scatterx.segment_reduce(src, torch.tensor([0, 1, 1, 4]), "amax", dim=-1)
+    with backend:
+        got = scatterx.segment_reduce(backend.put(src), backend.put(torch.tensor([0, 1, 1, 4])), "amax", dim=-1)
     assert got.tolist() == [[1.0, 0.0, 4.0], [5.0, 0.0, 8.0]]
 
 
-@settings(max_examples=200)
-@given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 9))
-def test_balanced_bounds_cover_all_segments_in_order_and_even_out_work(lengths, nchunks):
-    import numpy as np
-
-    from scatterx.ops.segment import balanced_bounds
-
-    ptr = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
-    bounds = balanced_bounds(ptr, nchunks)
-    assert bounds[0] == 0 and bounds[-1] == len(lengths) and len(bounds) == nchunks + 1
-    assert (np.diff(bounds) >= 0).all()
-    # a chunk's work (rows + segments) exceeds the fair share by at most one segment's work
-    work = [int(ptr[b] - ptr[a]) + int(b - a) for a, b in zip(bounds[:-1], bounds[1:])]
-    fair = (int(ptr[-1]) + len(lengths)) / nchunks
-    biggest_segment = max(lengths, default=0) + 1
-    assert max(work) <= fair + biggest_segment
+def test_segment_reduce_matches_reference_on_a_3d_tensor(backend):
+    g = torch.Generator().manual_seed(5)
+    src = random_values((2, 9, 3), torch.float32, g, "sum")
+    ptr = torch.tensor([0, 2, 2, 7, 9])
+    for reduce in REDUCES:
+        with backend:
+            got = scatterx.segment_reduce(backend.put(src), backend.put(ptr), reduce, dim=1)
+        assert_matches(got, reference.segment_reduce(src, ptr, reduce, dim=1), reduce)

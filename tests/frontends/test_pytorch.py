@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import scatterx
 from scatterx import planner, reference
-from conftest import assert_matches
+from conftest import assert_matches, _backend
 
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
 DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16, torch.bfloat16]
@@ -81,9 +81,7 @@ def test_gather_equals_torch(p):
 
 
 def planner_map(inp, dim, index):
-    from scatterx.pytorch import _along_dim_map
-
-    return _along_dim_map(inp, dim % inp.dim(), index, "test")
+    return planner.XMap.along_dim(index, inp.shape, dim % inp.dim())
 
 
 def narrow(src, index):
@@ -96,6 +94,97 @@ def test_scalar_tensors_as_in_torch():
     x, i, s = torch.tensor(1.0), torch.tensor(0), torch.tensor(5.0)
     assert torch.equal(scatterx.scatter_reduce(x, 0, i, s, "sum"), torch.scatter_reduce(x, 0, i, s, "sum"))
     assert torch.equal(scatterx.gather(x, 0, i), torch.gather(x, 0, i))
+
+
+# Found by running PyTorch's own OpInfo sample inputs: 0-d tensors count as one element, an empty index is
+# accepted whatever its dtype and shape. Each call is compared with torch's (values, shapes, dtypes).
+ZERO_D_AND_EMPTY = {
+    "gather 0-d input, 1-d index": lambda f: f.gather(torch.tensor(3.0), 0, torch.tensor([0])),
+    "gather 0-d input, repeated index": lambda f: f.gather(torch.tensor(3.0), 0, torch.tensor([0, 0])),
+    "gather 1-d input, 0-d index": lambda f: f.gather(torch.arange(4.0), 0, torch.tensor(1)),
+    "gather 0-d input, dim -1": lambda f: f.gather(torch.tensor(3.0), -1, torch.tensor(0)),
+    "gather empty uint8 index": lambda f: f.gather(torch.arange(4.0), 0, torch.tensor([], dtype=torch.uint8)),
+    "gather empty index of another rank": lambda f: f.gather(torch.zeros(3, 3), 1, torch.zeros(0, 5, dtype=torch.uint8)),
+    "gather empty float index": lambda f: f.gather(torch.zeros(3, 3), 0, torch.zeros(0)),
+    "scatter 1-d input, 0-d index": lambda f: f.scatter(torch.arange(4.0), 0, torch.tensor(1), torch.tensor([9.0, 8.0])),
+    "scatter 0-d everything": lambda f: f.scatter(torch.tensor(3.0), 0, torch.tensor(0), torch.tensor(9.0)),
+    "scatter a number, 0-d index": lambda f: f.scatter(torch.arange(4.0), 0, torch.tensor(2), 5.0),
+    "scatter empty uint8 index": lambda f: f.scatter(torch.arange(4.0), 0, torch.tensor([], dtype=torch.uint8), torch.ones(2)),
+    "scatter_add 0-d index": lambda f: f.scatter_add(torch.arange(4.0), 0, torch.tensor(1), torch.tensor([9.0, 8.0])),
+    "scatter_add empty index": lambda f: f.scatter_add(torch.zeros(3, 3), 0, torch.zeros(0, dtype=torch.uint8), torch.ones(2)),
+    "scatter_reduce 0-d index": lambda f: f.scatter_reduce(torch.arange(3.0), 0, torch.tensor(2), torch.tensor([9.0, 8.0]), "amax"),
+    "scatter_reduce 0-d src": lambda f: f.scatter_reduce(torch.arange(3.0), 0, torch.tensor([0]), torch.tensor(9.0), "sum"),
+    "scatter_reduce 0-d input": lambda f: f.scatter_reduce(torch.tensor(3.0), 0, torch.tensor(0), torch.tensor(2.0), "amax", include_self=False),
+    "scatter_reduce empty index": lambda f: f.scatter_reduce(torch.zeros(3, 3), 0, torch.zeros(0, dtype=torch.uint8), torch.zeros(2, 3, 4), "amax"),
+}
+
+
+class _TorchScatterAdd:
+    """torch's functions, and scatterx's under the same names (scatter_add = scatter with reduce='add')."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __getattr__(self, name):
+        if name == "scatter_add" and self.module is scatterx:
+            return lambda input, dim, index, src: scatterx.scatter(input, dim, index, src, reduce="add")
+        return getattr(self.module, name)
+
+
+@pytest.mark.parametrize("case", list(ZERO_D_AND_EMPTY))
+def test_zero_d_tensors_and_empty_indices_as_torch_takes_them(case):
+    want = ZERO_D_AND_EMPTY[case](_TorchScatterAdd(torch))
+    got = ZERO_D_AND_EMPTY[case](_TorchScatterAdd(scatterx))
+    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
+    assert torch.equal(got, want)
+
+
+def test_gather_of_a_0d_input_differentiates_like_torch():
+    grads = []
+    for module in (torch, scatterx):
+        x = torch.tensor(3.0, requires_grad=True)
+        (module.gather(x, 0, torch.tensor([0, 0])) * torch.tensor([2.0, 5.0])).sum().backward()
+        grads.append(x.grad)
+    assert grads[0].shape == grads[1].shape == () and torch.equal(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+@pytest.mark.parametrize("kind", ["expanded", "general"])
+def test_tie_gradient_with_the_input_s_own_value_equals_torch(reduce, kind):
+    """include_self=False, and the input's value equals the result: torch counts it among the ties (its
+    gradient is split with it, though the input itself gets 0); the torch-compatible frontend does the same."""
+    inp = torch.tensor([[5.0, 1.0], [2.0, 7.0]], dtype=torch.float64)
+    src = torch.tensor([[5.0, 1.0], [5.0, 7.0], [2.0, 7.0]], dtype=torch.float64)
+    index = torch.tensor([0, 0, 1]).view(-1, 1).expand(3, 2) if kind == "expanded" else torch.tensor([[0, 0], [0, 1], [1, 1]])
+    grads = []
+    for module in (torch, scatterx):
+        a, b = inp.clone().requires_grad_(), src.clone().requires_grad_()
+        out = module.scatter_reduce(a, 0, index, b, reduce, include_self=False)
+        (out * torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)).sum().backward()
+        grads.append((out.detach(), a.grad, b.grad))
+    for ours, theirs in zip(grads[1], grads[0]):
+        torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "amax", "mean"])
+def test_frontends_run_on_the_gpu_backend(reduce):
+    """The planner's slice plans (PyG's expanded index), element plans (a general index) and assign (scatter)
+    on the GPU backend, against the CPU."""
+    gpu = _backend("gpu")
+    g = torch.Generator().manual_seed(9)
+    src = torch.randn(8, 3, generator=g)
+    expanded = torch.randint(0, 4, (8,), generator=g).view(-1, 1).expand(8, 3)
+    general = torch.randint(0, 4, (8, 3), generator=g)
+    data = torch.randn(4, 3, generator=g)
+    for index in (expanded, general):
+        want = scatterx.scatter_reduce(data, 0, index, src, reduce, include_self=False)
+        with gpu:
+            got = scatterx.scatter_reduce(gpu.put(data), 0, gpu.put(index), gpu.put(src), reduce, include_self=False)
+        assert_matches(got, want, reduce)
+        want = scatterx.scatter(data, 0, index, src)
+        with gpu:
+            got = scatterx.scatter(gpu.put(data), 0, gpu.put(index), gpu.put(src))
+        assert torch.equal(got.cpu(), want)
 
 
 # ------------------------------------------------------------------------------------------------ plans chosen
@@ -196,3 +285,23 @@ def test_element_plan_of_a_1d_scatter_rejects_a_bad_index_before_writing():
     with pytest.raises(IndexError, match="out of bounds"):
         scatterx.scatter(x, 0, torch.tensor([-1]), torch.ones(1))
     assert torch.equal(x, torch.arange(4.0))
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.bool, torch.complex64], ids=str)
+def test_dtypes_the_kernels_do_not_take_give_torch_s_results(dtype):
+    index = torch.tensor([[0, 1], [0, 1], [2, 2]])
+    inp = torch.tensor([[1, 0], [0, 1], [1, 1]]).to(dtype)
+    src = torch.tensor([[100, 1], [100, 0], [1, 1]]).to(dtype)
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        try:
+            want = torch.scatter_reduce(inp, 0, index, src, reduce)
+        except RuntimeError as e:  # torch has no such kernel (e.g. amax of complex): neither has the frontend
+            with pytest.raises(RuntimeError):
+                scatterx.scatter_reduce(inp, 0, index, src, reduce)
+            continue
+        assert torch.equal(scatterx.scatter_reduce(inp, 0, index, src, reduce), want), reduce
+    assert torch.equal(scatterx.scatter(inp, 0, index, src, reduce="add"), torch.scatter(inp, 0, index, src, reduce="add"))
+    unique = torch.tensor([[0, 1], [1, 0], [2, 2]])  # assign: no duplicate targets, so torch's result is defined
+    assert torch.equal(scatterx.scatter(inp, 0, unique, src), torch.scatter(inp, 0, unique, src))
+    assert torch.equal(scatterx.gather(inp, 0, index), torch.gather(inp, 0, index))

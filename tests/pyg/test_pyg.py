@@ -19,6 +19,7 @@ from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv  #
 
 import scatterx  # noqa: E402
 import scatterx.pyg as sxpyg  # noqa: E402
+from scatterx.pyg import _common, adjacency, aggregation, fused, routed  # noqa: E402
 
 ORIGINAL = {
     "scatter": pyg_utils.scatter,
@@ -69,7 +70,7 @@ def test_enable_patches_every_bound_name_and_disable_restores_them():
     assert aggr_base.scatter is sxpyg.scatter and aggr_base.segment is sxpyg.segment
     assert pyg_softmax_module.scatter is sxpyg.scatter and pyg_softmax_module.segment is sxpyg.segment
     assert aggr_basic.softmax is sxpyg.softmax
-    assert aggr_base.Aggregation.reduce is sxpyg._aggregation_reduce
+    assert aggr_base.Aggregation.reduce is routed.aggregation_reduce
     for name, fn in ORIGINAL.items():  # nothing in torch_geometric still holds the original
         assert not [
             m for m_name, m in sys.modules.items()
@@ -79,7 +80,7 @@ def test_enable_patches_every_bound_name_and_disable_restores_them():
     sxpyg.disable()
     assert pyg_utils.scatter is ORIGINAL["scatter"] and aggr_base.scatter is ORIGINAL["scatter"]
     assert aggr_basic.softmax is ORIGINAL["softmax"] and pyg_softmax_module.segment is ORIGINAL["segment"]
-    assert aggr_base.Aggregation.reduce is sxpyg._ORIGINAL["Aggregation.reduce"]
+    assert aggr_base.Aggregation.reduce is _common.ORIGINAL["Aggregation.reduce"]
     assert not sxpyg.is_enabled()
 
 
@@ -101,7 +102,7 @@ def test_layer_propagate_is_wrapped_and_restored_even_for_layers_built_while_on(
     with sxpyg.enabled():
         conv = SAGEConv(4, 3)  # PyG would replace a propagate it did not make itself: it must keep ours
         assert type(conv).propagate.__code__ is SAGEConv.__dict__["propagate"].__code__
-        assert SAGEConv.__dict__["propagate"].__qualname__.endswith("_routed_propagate.<locals>.propagate")
+        assert SAGEConv.__dict__["propagate"].__qualname__.endswith("routed_propagate.<locals>.propagate")
     for cls, had in before.items():
         assert cls.__dict__.get("propagate") is had
     x, edge_index = torch.randn(5, 4), torch.tensor([[0, 1, 2], [1, 2, 3]])
@@ -187,6 +188,18 @@ def test_softmax_matches_pyg(graph, use_ptr, dim):
     assert_same(default, routed)
 
 
+def test_softmax_runs_on_scatterx_segment_softmax(monkeypatch):
+    calls = []
+    real = routed.segment_softmax
+    monkeypatch.setattr(routed, "segment_softmax", lambda *a, **k: calls.append(k.get("ptr") is not None) or real(*a, **k))
+    index = torch.tensor([0, 0, 1, 3])
+    src = torch.randn(4, 2)
+    with sxpyg.enabled():
+        pyg_utils.softmax(src, index, num_nodes=4)
+        pyg_utils.softmax(src, ptr=scatterx.index_to_ptr(index, 4))
+    assert calls == [False, True]
+
+
 AGGREGATIONS = [
     aggr.SumAggregation,
     aggr.MeanAggregation,
@@ -222,8 +235,8 @@ def test_aggregations_match_pyg(make, use_ptr, seed):
 
 def test_aggregation_with_ptr_runs_the_csr_kernel(monkeypatch):
     calls = []
-    real = sxpyg.segment_reduce
-    monkeypatch.setattr(sxpyg, "segment_reduce", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    real = routed.segment_reduce
+    monkeypatch.setattr(routed, "segment_reduce", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
     index = torch.tensor([0, 0, 1, 3])
     with sxpyg.enabled():
         aggr.MeanAggregation()(torch.ones(4, 2), index, ptr=scatterx.index_to_ptr(index, 4))
@@ -287,9 +300,9 @@ def test_bipartite_sage_with_size_matches_pyg():
 def test_fused_layers_run_without_materializing_messages(monkeypatch):
     """SAGE/GIN go through gather_segment_reduce, not through a scatter of gathered rows."""
     calls = []
-    real = sxpyg.gather_segment_reduce
-    monkeypatch.setattr(sxpyg, "gather_segment_reduce", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
-    monkeypatch.setattr(sxpyg, "_scatter", lambda *a, **k: pytest.fail("scatter was called"))
+    real = adjacency.gather_segment_reduce
+    monkeypatch.setattr(adjacency, "gather_segment_reduce", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    monkeypatch.setattr(routed, "scatter_pyg", lambda *a, **k: pytest.fail("scatter was called"))
     _, edge_index = random_graph(0)
     x = torch.randn(30, 8)
     with sxpyg.enabled():
@@ -299,7 +312,7 @@ def test_fused_layers_run_without_materializing_messages(monkeypatch):
 
 
 def test_hooks_and_explain_keep_pyg_s_own_propagate(monkeypatch):
-    monkeypatch.setattr(sxpyg, "gather_segment_reduce", lambda *a, **k: pytest.fail("fused path taken"))
+    monkeypatch.setattr(adjacency, "gather_segment_reduce", lambda *a, **k: pytest.fail("fused path taken"))
     _, edge_index = random_graph(0)
     x = torch.randn(30, 8)
     seen = []
@@ -330,9 +343,9 @@ def test_adjacency_cache_follows_in_place_changes_of_edge_index():
 def test_bad_edge_index_raises_with_the_switch_on():
     x = torch.randn(5, 4)
     with sxpyg.enabled():
-        with pytest.raises(IndexError):
+        with pytest.raises(IndexError, match=r"edge_index\[0\]\[1\]=9 .* the number of source nodes=5"):
             SAGEConv(4, 3)(x, torch.tensor([[0, 9], [1, 2]]))  # source out of range
-        with pytest.raises(IndexError):
+        with pytest.raises(IndexError, match=r"edge_index\[1\]\[1\]=7 .* the number of target nodes=5"):
             SAGEConv(4, 3)(x, torch.tensor([[0, 1], [1, 7]]))  # target out of range
         with pytest.raises(ValueError):
             pyg_utils.scatter(x, torch.zeros(5, 1, dtype=torch.long))  # PyG's own check: a 1-D index
@@ -380,7 +393,7 @@ def test_torchscript_of_pyg_code_still_works_with_the_switch_on():
         for layer in (SAGEConv(8, 5), GINConv(mlp(8, 5)), GCNConv(8, 5)):
             scripted = torch.jit.script(layer)
             torch.testing.assert_close(scripted(x, edge_index), layer(x, edge_index), atol=1e-5, rtol=1e-4)
-        assert SAGEConv.propagate in sxpyg._WRAPPERS  # the eager class kept its fused propagate
+        assert SAGEConv.propagate in fused.WRAPPERS  # the eager class kept its fused propagate
         module = aggr.MeanAggregation()
         index = edge_index[1].sort().values
         ptr = scatterx.index_to_ptr(index, 30)
@@ -412,8 +425,8 @@ def test_layers_on_a_sorted_edge_index_match_pyg(name, sort_order, monkeypatch):
     x = torch.randn(30, 8, generator=g, dtype=torch.float64).requires_grad_()
     params = list(layer.parameters())
     built = []
-    real = sxpyg._edge_index_csc
-    monkeypatch.setattr(sxpyg, "_edge_index_csc", lambda *a: built.append(1) or real(*a))
+    real = adjacency.edge_index_csc
+    monkeypatch.setattr(adjacency, "edge_index_csc", lambda *a: built.append(1) or real(*a))
 
     def run():
         return value_and_grads(lambda: layer(x, edge_index), x, *params)
@@ -458,9 +471,9 @@ def test_adjacency_cache_entry_goes_with_its_tensor():
     _, edge_index = random_graph(7)
     with sxpyg.enabled():
         SAGEConv(8, 5)(torch.randn(30, 8), edge_index)
-        assert len(sxpyg._ADJACENCY_CACHE) == 1
+        assert len(adjacency.CACHE) == 1
         del edge_index
-        assert len(sxpyg._ADJACENCY_CACHE) == 0
+        assert len(adjacency.CACHE) == 0
 
 
 def test_integer_mean_keeps_pyg_s_exact_division():
@@ -481,12 +494,12 @@ def test_bindings_made_while_on_follow_the_switch():
         from torch_geometric.utils import scatter as bound_while_on
     assert bound_while_on is sxpyg.scatter
     calls = []
-    original = sxpyg._ORIGINAL["scatter"]
-    sxpyg._ORIGINAL["scatter"] = lambda *a: calls.append(1) or original(*a)
+    original = _common.ORIGINAL["scatter"]
+    _common.ORIGINAL["scatter"] = lambda *a: calls.append(1) or original(*a)
     try:
         bound_while_on(src.float(), index, 0, None, "sum")
     finally:
-        sxpyg._ORIGINAL["scatter"] = original
+        _common.ORIGINAL["scatter"] = original
     assert calls == [1]
 
 

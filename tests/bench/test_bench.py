@@ -66,3 +66,23 @@ def test_goals_compare_each_measurement_with_its_limit():
                                        if (r.reduce, r.order, r.implementation) == ("sum", "sorted", "scatterx.index_scatter_reduce")))
     assert ok == (value <= limit)
     assert table["sorted mean: time / probe"][2] is None  # not measured in this run
+
+
+def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
+    """The benchmark's device path (peers on the graph's device, correctness checks, GPU goals), run on the GPU
+    backend (CPU tensors through the interpreter when there is no GPU): every scatterx row is checked against
+    torch before it is timed."""
+    from conftest import _backend
+    from scatterx.bench import harness, report
+
+    gpu = _backend("gpu")
+    if not gpu.interpreted:
+        pytest.skip("on a GPU, run `scatterx bench --device cuda` itself")
+    config = harness.Config(edges=120, nodes=16, features=32, repeat=1, warmup=0, latency=False, peers=True)
+    with gpu:
+        result = harness.run(config)
+    cases = {(r.reduce, r.order, r.mode) for r in result.rows if r.implementation == harness.SCATTERX.name}
+    assert len(cases) == 2 * len(harness.REDUCTIONS) + 2 * 3  # forward: all; forward+backward: sum, mean, amax
+    result.config.device = "cuda"
+    text = report.table(result)
+    assert "goals of issue #5" in text and "sorted sum: bandwidth / probe bandwidth" in text

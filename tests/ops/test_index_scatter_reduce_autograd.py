@@ -1,5 +1,5 @@
-"""Gradients of torch.ops.scatterx.index_scatter_reduce (issue #3 groundwork): gradcheck, torch's own
-scatter_reduce as a second oracle (ties, zeros), the exact rules by hand, opcheck, torch.compile."""
+"""Gradients of torch.ops.scatterx.index_scatter_reduce: gradcheck, torch's own scatter_reduce as a second oracle
+(ties, zeros), the exact rules by hand, opcheck, torch.compile; the GPU backend's gradients against the CPU's."""
 
 import itertools
 
@@ -8,6 +8,7 @@ import torch
 from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx  # noqa: F401  (registers the ops)
+from conftest import ON_GPU, Backend, _backend
 
 op = torch.ops.scatterx.index_scatter_reduce
 REDUCES = ["sum", "mean", "prod", "amax", "amin"]
@@ -45,7 +46,7 @@ def test_gradcheck(reduce, sorted, dim, has_base, include_self):
     base.requires_grad_(has_base)
 
     def f(s, b):
-        return op(s, index, dim, reduce, sorted, 4, b if has_base else None, include_self)
+        return op(s, index, dim, reduce, sorted, 4, b if has_base else None, include_self, False)
 
     assert gradcheck(f, (src, base), eps=1e-6, atol=1e-6)
 
@@ -60,16 +61,16 @@ def test_values_and_gradients_match_torch_scatter_reduce_with_ties_and_zeros(red
     index = torch.randint(0, 4, (n,), generator=g)
     shape = list(src0.shape)
     shape[dim % 3] = 4
-    if has_base and include_self:
+    if has_base:
+        # with torch_ties=True the op splits amax/amin's gradient as torch does: a base equal to the result counts
+        # among the ties even with include_self=False (scatterx's own rule does not: test_tie_with_out_not_taking_part)
         base0 = torch.randint(-2, 3, shape, generator=g).double()
     else:
-        # torch counts a base equal to the result in the tie split even with include_self=False (our rule does
-        # not: test_tie_with_out_not_taking_part); keep the base out of ties here
         base0 = torch.full(shape, 100.0, dtype=torch.float64)
     grad = torch.randn(shape, dtype=torch.float64, generator=g)
 
     ours_src, ours_base = src0.clone().requires_grad_(), base0.clone().requires_grad_(has_base)
-    ours = op(ours_src, index, dim, reduce, False, 4, ours_base if has_base else None, include_self and has_base)
+    ours = op(ours_src, index, dim, reduce, False, 4, ours_base if has_base else None, include_self and has_base, True)
     ours.backward(grad)
 
     ref_src, ref_base = src0.clone().requires_grad_(), base0.clone().requires_grad_(has_base)
@@ -91,7 +92,7 @@ def _grads(reduce, src, index, base=None, include_self=True):
     src = src.clone().double().requires_grad_()
     base = None if base is None else base.clone().double().requires_grad_()
     size = base.size(0) if base is not None else int(index.max()) + 1
-    out = op(src, index, 0, reduce, False, size, base, include_self)
+    out = op(src, index, 0, reduce, False, size, base, include_self, False)
     out.backward(torch.ones_like(out))
     return src.grad, None if base is None else base.grad
 
@@ -146,7 +147,7 @@ def test_gradgradcheck_sum_and_mean(reduce, include_self):
     src, index, base = problem(reduce, 0, False, seed=5)
     src.requires_grad_()
     base.requires_grad_()
-    assert gradgradcheck(lambda s, b: op(s, index, 0, reduce, False, 4, b, include_self), (src, base))
+    assert gradgradcheck(lambda s, b: op(s, index, 0, reduce, False, 4, b, include_self, False), (src, base))
 
 
 @pytest.mark.parametrize("reduce", REDUCES)
@@ -154,12 +155,12 @@ def test_opcheck(reduce):
     src, index, base = problem(reduce, 1, True, seed=7)
     src.requires_grad_()
     for b, include_self in ((None, False), (base, True), (base, False)):
-        torch.library.opcheck(op, (src, index, 1, reduce, True, 4, b, include_self))
+        torch.library.opcheck(op, (src, index, 1, reduce, True, 4, b, include_self, False))
     if reduce in ("prod", "amax", "amin"):
-        result = op(src, index, 1, reduce, True, 4, base, True).detach()
+        result = op(src, index, 1, reduce, True, 4, base, True, False).detach()
         torch.library.opcheck(
             torch.ops.scatterx.index_scatter_reduce_backward,
-            (torch.randn_like(result), src.detach(), index, result, base, 1, reduce, True, True),
+            (torch.randn_like(result), src.detach(), index, result, base, 1, reduce, True, True, False),
         )
 
 
@@ -176,7 +177,7 @@ def test_compiled_message_passing_step_matches_eager(reduce):
 
     def step(x, weight):
         messages = (x[edge_src] @ weight).relu()
-        aggregated = op(messages, edge_dst, 0, reduce, True, num_nodes, None, False)
+        aggregated = op(messages, edge_dst, 0, reduce, True, num_nodes, None, False, False)
         return (aggregated + x).tanh().sum()
 
     grads = []
@@ -195,7 +196,7 @@ def test_public_functions_differentiate_like_the_op(reduce):
     grads = []
     for call in (
         lambda s: scatterx.index_scatter_reduce(0, index, s, reduce, dim_size=4),
-        lambda s: op(s, index, 0, reduce, True, 4, None, False),
+        lambda s: op(s, index, 0, reduce, True, 4, None, False, False),
         lambda s: scatterx.segment_reduce(s.narrow(0, 0, index.numel()), scatterx.index_to_ptr(index, 4), reduce),
     ):
         s = src.clone().requires_grad_()
@@ -291,7 +292,7 @@ def test_double_backward_of_prod_amax_amin(reduce, include_self, sorted):
     base = (torch.rand(4, 2, generator=g, dtype=torch.float64) + 0.5).requires_grad_()
     op = torch.ops.scatterx.index_scatter_reduce
 
-    assert gradgradcheck(lambda s, b: op(s, index, 0, reduce, sorted, 4, b, include_self), (src, base))
+    assert gradgradcheck(lambda s, b: op(s, index, 0, reduce, sorted, 4, b, include_self, False), (src, base))
     ptr = torch.tensor([0, 2, 3, 3, 6])
     assert gradgradcheck(lambda s: scatterx.segment_reduce(s, ptr, reduce), (src,))
 
@@ -312,3 +313,71 @@ def test_double_backward_of_amax_matches_torch():
         (g,) = torch.autograd.grad((out * weight).sum(), src, create_graph=True)
         grads.append(torch.autograd.grad(g.pow(2).sum(), src)[0])
     torch.testing.assert_close(grads[1], grads[0])
+
+
+# ------------------------------------------------------------------------------------- the GPU backend's gradients
+def _backend_grads(backend, reduce, sorted, with_out, include_self):
+    g = torch.Generator().manual_seed(2)
+    src = torch.randint(-2, 3, (12, 3), generator=g).double()  # small integers: ties and zeros
+    index = torch.randint(0, 4, (10,), generator=g)
+    if sorted:
+        index = index.sort().values
+    base = torch.randint(-2, 3, (5, 3), generator=g).double() if with_out else None
+    weights = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    s = backend.put(src).requires_grad_()
+    b = None if base is None else backend.put(base).requires_grad_()
+    with backend:
+        out = scatterx.index_scatter_reduce(
+            0, backend.put(index), s, reduce, sorted, dim_size=5, out=None if b is None else b.clone(),
+            include_self=include_self,
+        )
+        (out * backend.put(weights)).sum().backward()
+    return [t.detach().cpu() for t in (out, s.grad, *(() if b is None else (b.grad,)))]
+
+
+@pytest.mark.parametrize("with_out, include_self", [(False, True), (True, True), (True, False)],
+                         ids=["no-out", "out-self", "out-noself"])
+@pytest.mark.parametrize("sorted", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_gpu_gradients_match_the_cpu_backend(reduce, sorted, with_out, include_self):
+    """Planted ties and zeros: amax/amin split among ties, prod with one and with several zeros."""
+    gpu = _backend("gpu")
+    for got, want in zip(_backend_grads(gpu, reduce, sorted, with_out, include_self),
+                         _backend_grads(Backend("cpu"), reduce, sorted, with_out, include_self)):
+        torch.testing.assert_close(got, want)
+
+
+def test_gpu_segment_reduce_gradient_matches_the_cpu_backend():
+    ptr = torch.tensor([0, 3, 3, 8])
+    src = torch.tensor([[1.0], [3.0], [3.0], [0.0], [2.0], [2.0], [-1.0], [0.5]], dtype=torch.float64)
+    for reduce in ("mean", "amax", "prod"):
+        grads = []
+        for backend in (_backend("gpu"), Backend("cpu")):
+            s = backend.put(src).requires_grad_()
+            with backend:
+                scatterx.segment_reduce(s, backend.put(ptr), reduce).sum().backward()
+            grads.append(s.grad.cpu())
+        torch.testing.assert_close(*grads)
+
+
+@pytest.mark.skipif(not ON_GPU, reason="torch.compile traces Triton kernels on CUDA only")
+def test_ops_pass_opcheck_on_cuda():
+    src = torch.randn(7, 3, device="cuda", dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 0, 1, 3, 3, 3, 4], device="cuda")
+    for reduce in REDUCES:
+        torch.library.opcheck(
+            torch.ops.scatterx.index_scatter_reduce.default, (src, index, 0, reduce, True, 5, None, False, False)
+        )
+
+
+@pytest.mark.skipif(not ON_GPU, reason="torch.compile traces Triton kernels on CUDA only")
+def test_compiled_message_passing_step_on_cuda():
+    x = torch.randn(5, 8, device="cuda", requires_grad=True)
+    edge_src = torch.tensor([0, 1, 2, 3, 4, 0], device="cuda")
+    edge_dst = torch.tensor([0, 0, 1, 2, 2, 4], device="cuda")
+
+    def step(x):
+        return scatterx.index_scatter_reduce(0, edge_dst, x[edge_src], "mean", True, dim_size=5).relu().sum()
+
+    compiled = torch.compile(step, fullgraph=True)
+    torch.testing.assert_close(compiled(x), step(x))

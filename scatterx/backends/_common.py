@@ -1,0 +1,71 @@
+"""What both backends share: the 3-D view every kernel takes, new outputs, memory overlap, and the words of an
+index error (each backend finds a bad index in its own way; the message is the same)."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import torch
+
+
+def shape3(t: torch.Tensor, dim: int) -> Tuple[int, int, int]:
+    """``(outer, n, inner)``: ``t`` seen as 3-D with ``dim`` in the middle (what every kernel takes)."""
+    shape = t.shape
+    return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+
+
+def new_result(src: torch.Tensor, dim: int, num_segments: int) -> torch.Tensor:
+    """An uninitialised tensor shaped like ``src`` with ``num_segments`` along ``dim``."""
+    shape = list(src.shape)
+    shape[dim] = num_segments
+    return torch.empty(shape, dtype=src.dtype, device=src.device)
+
+
+def _span(t: torch.Tensor) -> Tuple[int, int]:
+    """[first byte, last byte + 1) that ``t``'s elements occupy."""
+    extent = sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
+    start = t.data_ptr()
+    return start, start + (extent + 1) * t.element_size()
+
+
+def overlaps(a: Optional[torch.Tensor], b: Optional[torch.Tensor]) -> bool:
+    """Whether the memory of ``a`` and ``b`` may intersect -- judged by address ranges, so views of one buffer
+    through different storages (two ``torch.from_numpy`` of one array) count too. Conservative: two interleaved
+    views that share no element also count (the caller then works on a copy, which is merely slower)."""
+    if a is None or b is None or a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, a1 = _span(a)
+    b0, b1 = _span(b)
+    return a0 < b1 and b0 < a1
+
+
+def explain_bad_index(
+    index: torch.Tensor,
+    num_segments: int,
+    sorted: bool,
+    name: str = "index",
+    size_name: str = "dim_size",
+    unsorted_hint: str = "pass sorted=False for an unsorted index",
+) -> Exception:
+    """The exception for an index that a kernel rejected (the failure path only, so plain torch ops are fine).
+
+    ``name`` / ``size_name``: the caller's names for the index and for the size it must stay below;
+    ``unsorted_hint``: what to do about an unsorted index (when ``sorted``)."""
+    index = index.reshape(-1)
+    if sorted:
+        decreases = torch.nonzero(index[1:] < index[:-1])
+        if decreases.numel():
+            i = int(decreases[0]) + 1
+            return ValueError(
+                f"{name} is not sorted: {name}[{i}]={int(index[i])} < {name}[{i - 1}]={int(index[i - 1])}"
+                + (f"; {unsorted_hint}" if unsorted_hint else "")
+            )
+    wrong = torch.nonzero((index < 0) | (index >= num_segments))
+    if not wrong.numel():  # cannot happen: the kernel and this check disagree
+        raise AssertionError(f"{name} was rejected but no bad entry was found")
+    i = int(wrong[0])
+    value = int(index[i])
+    if value < 0:
+        return IndexError(f"{name}[{i}]={value} is negative; indices must be in [0, {num_segments})")
+    return IndexError(f"{name}[{i}]={value} is out of range for {size_name}={num_segments} (must be < {num_segments})")

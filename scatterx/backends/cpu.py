@@ -1,0 +1,387 @@
+"""The CPU backend: checked arguments in, Numba kernel launches (``kernels/cpu``) out.
+
+``backends/gpu.py`` has the same functions with the same signatures; ``backends.backend_for(tensor)`` picks one.
+The op layer has checked every argument except the *values* of indices and offsets. Those are checked here,
+before anything is written, in the pass that needs them anyway: the index kernels count the entries they reject
+while they build the segments, and only on a failure is the culprit looked for (``explain_bad_index``).
+
+Terms: tensors are seen as ``(outer, n, inner)`` with the reduced dim in the middle (``shape3``); ``ptr`` are CSR
+offsets (segment ``s`` covers positions ``ptr[s]:ptr[s+1]``); ``perm`` names the row of each position when rows
+are gathered (a stable sort of an unsorted index, or a list of source rows), else positions are rows.
+
+Why this module is long: it is the whole CPU side of the backend interface (``backends/__init__.py`` lists it),
+one function per entry, each a thin launch; splitting it would put the CPU backend's entries in several files
+while the GPU's stay in one.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+
+from .._reductions import BY_NAME, Reduction
+from ..kernels.cpu import index as index_kernels
+from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
+from ..kernels.cpu.scatter import element_scatter as element_kernel
+from ..kernels.cpu.scatter import slice_scatter
+from ..kernels.cpu.segment import segment_reduce as segment_kernel
+from ..kernels.cpu.segment import segment_tie_backward
+from ..kernels.cpu.softmax import segment_softmax as softmax_kernel
+from ..kernels.cpu.softmax import segment_softmax_backward as softmax_backward_kernel
+from ._common import explain_bad_index, new_result, overlaps, shape3
+
+NAME = "cpu"
+
+#: How the unsorted path runs: "auto" chooses per call (``_slices_pay``); tests force "gather" or "slices".
+UNSORTED_STRATEGY = "auto"
+# slice owner: rows of at most this many bytes along the reduced dim ...
+_SLICES_MAX_ROW_BYTES = 32
+# ... and an accumulator buffer per outer slice of at most this many bytes
+_SLICES_MAX_BUFFER_BYTES = 8 << 20
+# Chunks of segments per thread: more than one evens out hubs (a few huge segments) under static scheduling.
+_CHUNKS_PER_THREAD = 4
+# The gather of the unsorted path prefetches rows about this many bytes ahead (measured: 8 KB, i.e. 32 rows of
+# 64 float32, is at the flat bottom of the curve at the default shape).
+_PREFETCH_BYTES = 8192
+# A caller that does not know whether its index is sorted looks at this many entries before a full sorted pass.
+_SORTED_PROBE = 1024
+
+# ``perm`` is int32 unless the index is too long for it; the sorted path passes an empty one of the same type.
+_NO_PERM = np.empty(0, dtype=np.int32)
+_PERM_INT64 = np.empty(0, dtype=np.int64)
+
+
+# ------------------------------------------------------------------------------------------ index -> segments
+def output_size(index: torch.Tensor, sorted: Optional[bool]) -> Tuple[int, bool]:
+    """``(index.max() + 1, validated)`` for a caller without ``dim_size`` (a non-empty index). A sorted index
+    ends with its maximum (no scan); the values are validated later, in the segments pass."""
+    last = int(index[-1]) if sorted else int(index.max())
+    return max(last + 1, 0), False
+
+
+def check_index(index: torch.Tensor, size: int, name: str = "index", size_name: str = "size") -> None:
+    """IndexError unless every entry of ``index`` is in ``[0, size)`` (for an index no kernel pass checks)."""
+    if index.numel() == 0:
+        return
+    low, high = torch.aminmax(index)
+    if int(low) < 0 or int(high) >= size:
+        raise explain_bad_index(index, size, False, name, size_name)
+
+
+def check_ptr(ptr: torch.Tensor, length: int, what: str) -> torch.Tensor:
+    """Validated CSR offsets (int64, contiguous) over ``length`` positions (``what`` names that length)."""
+    if ptr.numel() == 0:
+        raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
+    first, last = int(ptr[0]), int(ptr[-1])
+    if first != 0:
+        raise ValueError(f"ptr must start at 0, got ptr[0]={first}")
+    if last != length:
+        raise ValueError(f"ptr must end at {what}={length}, got ptr[-1]={last}")
+    decreases = torch.nonzero(ptr[1:] < ptr[:-1])
+    if decreases.numel():
+        i = int(decreases[0]) + 1
+        raise ValueError(f"ptr must be non-decreasing: ptr[{i}]={int(ptr[i])} < ptr[{i - 1}]={int(ptr[i - 1])}")
+    return ptr.to(torch.int64).contiguous()
+
+
+def index_to_ptr(
+    index: torch.Tensor, num_segments: int, name: str = "index", size_name: str = "dim_size",
+    unsorted_hint: str = "pass sorted=False for an unsorted index",
+) -> torch.Tensor:
+    """CSR offsets of a non-decreasing index, validated in the same single pass (raises on any bad value)."""
+    threads = use_torch_threads(index.numel())
+    ptr, bad = index_kernels.sorted_index_to_ptr(numpy_view(index.contiguous()), num_segments, threads)
+    if bad:
+        raise explain_bad_index(index, num_segments, True, name, size_name, unsorted_hint)
+    return torch.from_numpy(ptr)
+
+
+def _histogram_chunks(m: int, num_segments: int) -> int:
+    """Chunks (threads) for a histogram of an index of length ``m``: one histogram row of ``num_segments`` per
+    chunk, so more than one only while that memory stays proportional to the index."""
+    chunks = use_torch_threads(m)
+    if chunks > 1 and chunks * num_segments > 4 * m + (1 << 16):
+        chunks = 1
+        use_torch_threads(0)
+    return chunks
+
+
+def _sorted_or_none(index: torch.Tensor, num_segments: int) -> Optional[torch.Tensor]:
+    """CSR offsets if ``index`` is non-decreasing and in range, else None (the caller takes the unsorted path,
+    whose own pass explains a bad value). A shuffled index is told apart by its first entries, before a full
+    pass."""
+    head = index[:_SORTED_PROBE]
+    if bool((head[1:] < head[:-1]).any()):
+        return None
+    threads = use_torch_threads(index.numel())
+    ptr, bad = index_kernels.sorted_index_to_ptr(numpy_view(index.contiguous()), num_segments, threads)
+    return None if bad else torch.from_numpy(ptr)
+
+
+def segments(
+    index: torch.Tensor, num_segments: int, sorted: bool, name: str = "index", size_name: str = "dim_size"
+) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """``(ptr, perm)`` of an index, validated in the pass that builds them: CSR offsets, and for an unsorted
+    index the stable permutation grouping positions by target (a parallel counting sort), else None."""
+    if sorted:
+        return index_to_ptr(index, num_segments, name, size_name), None
+    chunks = _histogram_chunks(index.numel(), num_segments)
+    perm_like = _NO_PERM if index.numel() < 2**31 else _PERM_INT64
+    ptr, perm, bad = index_kernels.counting_sort(numpy_view(index.contiguous()), num_segments, chunks, perm_like)
+    if bad:
+        raise explain_bad_index(index, num_segments, False, name, size_name)
+    return torch.from_numpy(ptr), torch.from_numpy(perm)
+
+
+def _bounds(ptr_np: np.ndarray, outer: int, n: int, inner: int) -> np.ndarray:
+    """Chunks of segments for a segment kernel over ``outer`` slices (sets Numba's thread count for it)."""
+    num_segments = len(ptr_np) - 1
+    threads = use_torch_threads(outer * (n + num_segments) * inner)
+    chunks = 1 if threads == 1 else min(num_segments, -(-_CHUNKS_PER_THREAD * threads // outer))
+    return balanced_bounds(ptr_np, chunks)
+
+
+def balanced_bounds(ptr: np.ndarray, nchunks: int) -> np.ndarray:
+    """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``.
+
+    Plain Python: a few binary searches over ``ptr`` (microseconds), not worth a Numba compile (0.2 s cold)."""
+    num_segments = len(ptr) - 1
+    total = int(ptr[num_segments]) + num_segments
+    bounds = [0]
+    for c in range(1, nchunks):
+        target = total * c // nchunks
+        lo, hi = bounds[-1], num_segments
+        while lo < hi:  # first s with ptr[s] + s >= target
+            mid = (lo + hi) // 2
+            if int(ptr[mid]) + mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        bounds.append(lo)
+    bounds.append(num_segments)
+    return np.array(bounds, dtype=np.int64)
+
+
+def _perm_np(perm: Optional[torch.Tensor]) -> np.ndarray:
+    return _NO_PERM if perm is None else numpy_view(perm.contiguous())
+
+
+def _view3(t: torch.Tensor, outer: int, rows: int, inner: int) -> np.ndarray:
+    return numpy_view(t.contiguous()).reshape(outer, rows, inner)
+
+
+# ------------------------------------------------------------------------------------------------ reductions
+def _target(out: torch.Tensor, *inputs: Optional[torch.Tensor]) -> torch.Tensor:
+    """The C-contiguous buffer a kernel writes for ``out``: ``out`` itself, or a copy when ``out`` is not
+    contiguous or its memory overlaps an input (the kernel must read the inputs as they were; an index that
+    changes under the kernel would send writes anywhere). ``_finish`` copies it back."""
+    if out.is_contiguous() and not any(overlaps(out, t) for t in inputs):
+        return out
+    return out.clone(memory_format=torch.contiguous_format)
+
+
+def _finish(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    if target is not out:
+        out.copy_(target)
+    return out
+
+
+def index_scatter_reduce(
+    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: Optional[bool], num_segments: int,
+    base: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None, include_self: bool = True,
+    index_checked: bool = False,
+) -> torch.Tensor:
+    """Reduce ``src``'s first ``index.numel()`` slices along ``dim`` into ``num_segments`` slices.
+
+    Without ``base`` and ``out``: a new tensor, empty slices 0. ``base``: a new tensor computed as if ``out``
+    were a copy of ``base`` (without the copy). ``out``: written in place and returned. ``base``'s / ``out``'s
+    values take part when ``include_self``; their slices that receive nothing keep their values.
+    ``sorted=None``: not known -- the sorted path if the index turns out sorted. The index is validated here
+    (``index_checked`` is the GPU's business: its host read may have done it)."""
+    if sorted is None:
+        ptr = _sorted_or_none(index, num_segments)
+        if ptr is not None:
+            return _reduce_segments(src, dim, ptr, None, red, out, include_self, base, index)
+        sorted = False
+    if not sorted:
+        strategy = UNSORTED_STRATEGY
+        if strategy == "auto":
+            strategy = "slices" if _slices_pay(src, dim, num_segments) else "gather"
+        if strategy == "slices":
+            return _run_slices(src, dim, index, num_segments, red, out if base is None else base.clone(), include_self)
+    ptr, perm = segments(index, num_segments, sorted)
+    return _reduce_segments(src, dim, ptr, perm, red, out, include_self, base, index)
+
+
+def _reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: bool, base=None, index=None):
+    """The segment kernel over validated ``ptr`` (rows ``perm[...]`` when given): into ``out`` in place, or a new
+    tensor (empty segments 0, or ``base``'s values)."""
+    outer, n, inner = shape3(src, dim)
+    num_segments = ptr.numel() - 1
+    result = new_result(src, dim, num_segments) if out is None else out
+    target = result if out is None else _target(out, src, index)
+    fill_empty = out is None and base is None
+    include_self = bool(include_self) and not fill_empty
+    initial = target if base is None else base.contiguous()
+    if outer * inner * num_segments > 0:
+        ptr_np = ptr.numpy()
+        row_bytes = max(inner * src.element_size(), 1)
+        segment_kernel(
+            _view3(src, outer, n, inner),
+            _perm_np(perm),
+            ptr_np,
+            _bounds(ptr_np, outer, n, inner),
+            numpy_view(initial).reshape(outer, num_segments, inner),
+            numpy_view(target).reshape(outer, num_segments, inner),
+            red.code,
+            storage_code(src.dtype),
+            perm is not None,
+            include_self,
+            fill_empty,
+            min(max(_PREFETCH_BYTES // row_bytes, 8), 32),  # rows of prefetch lookahead
+        )
+    elif base is not None:
+        target.copy_(base)
+    return result if out is None else _finish(out, target)
+
+
+def _slices_pay(src: torch.Tensor, dim: int, num_segments: int) -> bool:
+    """Slice owner instead of sort + gather: when rows along ``dim`` are tiny (a gather would fetch a cache line
+    for a few bytes) and there are enough outer slices to keep every thread busy. Measured on a (64, 1M) float32
+    ``src`` reduced along its last dim into 100k segments: 228 ms gathering, against 145 ms for torch."""
+    outer, _, inner = shape3(src, dim)
+    acc_bytes = 8 if src.element_size() == 8 else 4
+    return (
+        inner * src.element_size() <= _SLICES_MAX_ROW_BYTES
+        and outer >= torch.get_num_threads()
+        and num_segments * inner * acc_bytes <= _SLICES_MAX_BUFFER_BYTES
+    )
+
+
+def _run_slices(src, dim, index, num_segments: int, red: Reduction, out, include_self: bool) -> torch.Tensor:
+    """The slice-owner kernel: each work item owns whole outer slices (see ``kernels/cpu/scatter.py``)."""
+    index_np = numpy_view(index.contiguous())
+    counts, bad = index_kernels.count_index(index_np, num_segments, _histogram_chunks(index.numel(), num_segments))
+    if bad:
+        raise explain_bad_index(index, num_segments, False)
+    outer, n, inner = shape3(src, dim)
+    result = new_result(src, dim, num_segments) if out is None else out
+    target = result if out is None else _target(out, src, index)
+    if outer * inner * num_segments > 0:
+        use_torch_threads(outer * (n + num_segments) * inner)
+        slice_scatter(
+            _view3(src, outer, n, inner),
+            index_np,
+            counts,
+            numpy_view(target).reshape(outer, num_segments, inner),
+            red.code,
+            storage_code(src.dtype),
+            bool(include_self) and out is not None,
+            out is None,
+        )
+    return result if out is None else _finish(out, target)
+
+
+def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reduction) -> torch.Tensor:
+    """Reduce ``src`` over the CSR segments ``ptr`` (checked by ``check_ptr``) along ``dim``: a new tensor."""
+    return _reduce_segments(src, dim, ptr, None, red, None, include_self=False)
+
+
+def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction):
+    """Segment ``s`` reduces the rows ``index[ptr[s]:ptr[s+1]]`` of ``src`` (both checked): a new tensor."""
+    return _reduce_segments(src, dim, ptr, index, red, None, include_self=False)
+
+
+def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_base: bool):
+    """amax/amin backward on the forward's segments: ``(grad_src, ties)``, ``ties`` being the number of members
+    equal to each result (``base``'s value counted when ``count_base``). ``index`` was validated by the forward."""
+    num_segments = result.size(dim)
+    outer, n, inner = shape3(src, dim)
+    grad_src = torch.empty_like(src, memory_format=torch.contiguous_format)
+    grad_src.narrow(dim, index.numel(), n - index.numel()).zero_()  # slices that take no part
+    ties = torch.empty_like(result, memory_format=torch.contiguous_format)
+    if outer * inner * num_segments == 0 or index.numel() == 0:
+        return grad_src.zero_(), ties.zero_()
+    ptr, perm = segments(index, num_segments, sorted)
+    ptr_np = ptr.numpy()
+    segment_tie_backward(
+        _view3(src, outer, n, inner),
+        _perm_np(perm),
+        ptr_np,
+        _bounds(ptr_np, outer, n, inner),
+        _view3(result, outer, num_segments, inner),
+        _view3(grad, outer, num_segments, inner),
+        _view3(result if base is None else base, outer, num_segments, inner),
+        numpy_view(grad_src).reshape(outer, n, inner),
+        numpy_view(ties).reshape(outer, num_segments, inner),
+        storage_code(src.dtype),
+        perm is not None,
+        base is not None and bool(count_base),
+    )
+    return grad_src, ties
+
+
+def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(ptr_t, index_t)``: the entries grouped by the row they read (a stable counting sort of ``index``, which
+    validates it against ``num_rows``), each naming its segment. ``ptr`` was checked."""
+    lengths = ptr.diff()
+    segment_of = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=index.numel())
+    ptr_t, perm = segments(index, num_rows, sorted=False, size_name="num_rows")
+    return ptr_t, segment_of[perm.long()]
+
+
+def element_scatter(
+    src: torch.Tensor, rows: torch.Tensor, base: torch.Tensor, reduce: str, include_self: bool
+) -> torch.Tensor:
+    """The element plan: a new flat tensor, ``base`` with ``src[i]`` reduced into position ``rows[i]`` (1-D, all
+    three). ``reduce``: a name of the table or ``"assign"`` (the last write wins). No sort: each thread owns a
+    range of targets and streams all of ``rows`` (``kernels/cpu/scatter.py``). IndexError for a bad row."""
+    base = base.contiguous()
+    out = torch.empty_like(base)
+    assign = reduce == "assign"
+    bad = element_kernel(
+        numpy_view(src.contiguous()),
+        numpy_view(rows.to(torch.int64).contiguous()),
+        numpy_view(base),
+        numpy_view(out),
+        0 if assign else BY_NAME[reduce].code,
+        storage_code(src.dtype),
+        assign,
+        bool(include_self) and not assign,
+        use_torch_threads(rows.numel()),
+    )
+    if bad:
+        raise explain_bad_index(rows, base.numel(), False, "rows", "the data's size")
+    return out
+
+
+def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int) -> torch.Tensor:
+    """Softmax of ``src`` along ``dim`` within each segment (rows ``perm[ptr[s]:ptr[s+1]]``, or positions): a
+    new tensor of ``src``'s shape."""
+    outer, n, inner = shape3(src, dim)
+    out = torch.empty(src.shape, dtype=src.dtype)
+    if out.numel() > 0:
+        ptr_np = ptr.numpy()
+        softmax_kernel(
+            _view3(src, outer, n, inner), _perm_np(perm), ptr_np, _bounds(ptr_np, outer, n, inner),
+            numpy_view(out).reshape(outer, n, inner), storage_code(src.dtype), perm is not None,
+        )
+    return out
+
+
+def segment_softmax_backward(
+    out: torch.Tensor, grad: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int
+) -> torch.Tensor:
+    """``out * (grad - sum over the segment of grad * out)``: the gradient of ``segment_softmax``."""
+    outer, n, inner = shape3(out, dim)
+    grad_src = torch.empty(out.shape, dtype=out.dtype)
+    if grad_src.numel() > 0:
+        ptr_np = ptr.numpy()
+        softmax_backward_kernel(
+            _view3(out, outer, n, inner), _view3(grad, outer, n, inner), _perm_np(perm), ptr_np,
+            _bounds(ptr_np, outer, n, inner), numpy_view(grad_src).reshape(outer, n, inner),
+            storage_code(out.dtype), perm is not None,
+        )
+    return grad_src

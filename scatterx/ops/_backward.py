@@ -1,0 +1,153 @@
+"""Backward formulas shared by the ops that reduce groups of slices (``index_scatter_reduce``, ``segment_reduce``,
+``gather_segment_reduce``'s exact path).
+
+For a group ``s`` = the ``src`` slices with ``index == s`` (plus ``base[s]`` when it takes part) and
+``g = grad[s]``:
+
+- linear reductions (the table's ``linear``: sum, mean): ``g`` for every member, mean divided by the count (which
+  includes ``base[s]`` with ``include_self``). Written with differentiable torch ops, so double backward is
+  autograd's own; they need ``src``'s shape only, not its values.
+- prod: the product of the other members, exactly, zeros included: with one zero, the zero's gradient is the
+  product of the others and everyone else's is 0; with two or more, all are 0. No division by zero, no NaN.
+- amax/amin (the table's ``selects``): ``g`` split evenly among the members equal to the result. ``count_base``
+  says whether ``base[s]`` counts among them: scatterx's rule counts it when it takes part (``include_self``);
+  ``torch.scatter_reduce`` counts it whenever it ties, even with ``include_self=False``.
+- ``base`` slices that receive nothing pass ``g`` through; with ``include_self=False`` receiving slices get 0.
+
+``nonlinear_backward(graph=False)`` runs on the kernels (group sums, products, the tie kernel); with
+``graph=True`` (``create_graph``, a double backward ahead) the same values come from differentiable ops -- the
+tie masks are constants, as in torch's own formula.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple
+
+import torch
+
+from .._reductions import BY_NAME, resolve
+from ..backends import backend_for
+
+_SUM, _PROD = BY_NAME["sum"], BY_NAME["prod"]
+
+
+def per_segment(values: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:
+    """View a vector of per-segment values so that it broadcasts along ``dim`` of an ``ndim`` tensor."""
+    shape = [1] * ndim
+    shape[dim] = values.numel()
+    return values.view(shape)
+
+
+def pad_rows(grad_rows: torch.Tensor, src_shape, dim: int) -> torch.Tensor:
+    """Gradient for all of ``src`` (of ``src_shape``) from that of its first ``grad_rows.size(dim)`` slices (the
+    rest take no part)."""
+    missing = src_shape[dim] - grad_rows.size(dim)
+    if missing == 0:
+        return grad_rows
+    shape = list(src_shape)
+    shape[dim] = missing
+    return torch.cat([grad_rows, grad_rows.new_zeros(shape)], dim)
+
+
+def counts(index: torch.Tensor, dim_size: int, dtype) -> torch.Tensor:
+    """Members per segment. Plain torch ops on purpose, not a kernel: the linear backward is traced by
+    torch.compile (a Numba call cannot be) and must stay differentiable for double backward."""
+    return torch.zeros(dim_size, dtype=dtype, device=index.device).index_add_(
+        0, index, torch.ones(index.numel(), dtype=dtype, device=index.device)
+    )
+
+
+def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include_self: bool):
+    """sum / mean: ``(grad_src, grad_base or None)`` from differentiable torch ops."""
+    ndim, dim_size = len(src_shape), grad.size(dim)
+    idx = index.long()
+    n = counts(idx, dim_size, grad.dtype)
+    takes_self = base is not None and include_self
+    if resolve(reduce).divide_by_count:
+        scale = 1.0 / (n + (1.0 if takes_self else 0.0)).clamp(min=1.0)
+        grad_in = grad * per_segment(scale, dim, ndim)
+    else:
+        grad_in = grad
+    grad_src = pad_rows(grad_in.index_select(dim, idx), src_shape, dim)
+    grad_base = None
+    if base is not None:
+        received = per_segment(n > 0, dim, ndim)
+        grad_base = torch.where(received, grad_in if include_self else torch.zeros_like(grad), grad)
+    return grad_src, grad_base
+
+
+def _product_of_others(values, is_zero, zeros_of_group, product_of_group, g):
+    """Product of the other members of each value's group, times the group's gradient: with no zero in the group
+    the group's product over the value; for the group's only zero the product of the rest; otherwise 0."""
+    safe = torch.where(is_zero, torch.ones_like(values), values)
+    no_zero = (zeros_of_group == 0) & ~is_zero
+    only_zero = (zeros_of_group == 1) & is_zero
+    factor = torch.where(no_zero, product_of_group / safe, torch.where(only_zero, product_of_group, 0.0))
+    return g * factor
+
+
+def nonlinear_backward(
+    grad: torch.Tensor,
+    src: torch.Tensor,
+    index: torch.Tensor,
+    result: torch.Tensor,
+    base: Optional[torch.Tensor],
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    include_self: bool,
+    count_base: bool,
+    graph: bool = False,
+    reduce_op: Optional[Callable] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Gradients of prod, amax and amin w.r.t. ``src`` and ``base`` (an empty tensor when there is no base).
+
+    ``count_base``: ``base``'s value counts among amax/amin's ties (see the module docstring). ``graph=True``
+    needs ``reduce_op``, the differentiable ``index_scatter_reduce`` op, for prod's products."""
+    red = resolve(reduce)
+    backend = backend_for(src)
+    ndim, dim_size, m = src.dim(), grad.size(dim), index.numel()
+    idx = index.long()
+    rows = src.narrow(dim, 0, m)
+    takes_self = base is not None and include_self
+    received = per_segment(counts(idx, dim_size, grad.dtype) > 0, dim, ndim)
+
+    def group_sum(values):  # per-segment sums of rows (constants: masks and zero counts)
+        if graph:
+            return torch.zeros(result.shape, dtype=grad.dtype, device=grad.device).index_add_(dim, idx, values)
+        return backend.index_scatter_reduce(values.contiguous(), index, dim, _SUM, sorted, dim_size)
+
+    if red.selects:
+        ties_base = base is not None and (takes_self or count_base)
+        if graph:
+            mask = (rows == result.index_select(dim, idx)).to(grad.dtype)
+            ties = group_sum(mask) + ((base == result).to(grad.dtype) if ties_base else 0.0)
+            ties = ties.clamp(min=1.0)
+            grad_src = pad_rows(grad.index_select(dim, idx) * mask / ties.index_select(dim, idx), src.shape, dim)
+        else:
+            grad_src, ties = backend.tie_backward(grad, src, index, result, base, dim, sorted, ties_base)
+        self_grad = grad / ties.clamp(min=1.0) * (base == result) if takes_self else None
+    elif red is _PROD:
+        zero_rows = rows == 0
+        zeros = group_sum(zero_rows.to(grad.dtype))
+        nonzero = torch.where(zero_rows, torch.ones_like(rows), rows)
+        nonzero_base = None
+        if takes_self:
+            zeros = zeros + (base == 0).to(grad.dtype)
+            nonzero_base = torch.where(base == 0, torch.ones_like(base), base)
+        if graph:
+            product = reduce_op(nonzero, index, dim, "prod", sorted, dim_size, nonzero_base, True, False)
+        else:
+            product = backend.index_scatter_reduce(nonzero.contiguous(), index, dim, _PROD, sorted, dim_size,
+                                                   base=nonzero_base)
+        grad_rows = _product_of_others(
+            rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), grad.index_select(dim, idx)
+        )
+        grad_src = pad_rows(grad_rows, src.shape, dim)
+        self_grad = _product_of_others(base, base == 0, zeros, product, grad) if takes_self else None
+    else:
+        raise ValueError(f"nonlinear_backward handles prod, amax and amin, not {reduce!r}")
+    if base is None:
+        return grad_src, grad.new_empty(0)
+    grad_base = torch.where(received, self_grad if takes_self else torch.zeros_like(grad), grad)
+    return grad_src, grad_base

@@ -1,0 +1,81 @@
+"""How every scatterx op becomes a PyTorch custom op (``torch.library``), from one signature.
+
+``define_op(name, impl, fake)`` registers two ops from the annotated function ``impl`` (its signature is the
+schema):
+
+- ``scatterx::<name>_cpu``: an opaque ``custom_op`` for CPU tensors, with ``fake`` as its fake implementation.
+  Its body calls the Numba kernels, which no tracer can enter; hidden behind an opaque op, ``torch.compile`` sees
+  one node with a known output shape.
+- ``scatterx::<name>``: the public op. A ``torch.library.triton_op`` when Triton is installed (and torch has it),
+  else a plain ``custom_op``. Its body dispatches on its first tensor's device: CPU tensors go to the ``_cpu``
+  twin, GPU tensors run ``impl`` itself -- torch ops and ``wrap_triton`` launches only, no host sync -- so that
+  ``torch.compile`` traces into the Triton kernels. ``triton_op`` uses that same body as the fake implementation.
+
+Autograd is registered on the public op by the op's module (``torch.library.register_autograd``), so both
+backends share one backward formula.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Callable
+
+import torch
+
+from ..backends import is_gpu
+from ..kernels.gpu import available as triton_available
+
+
+def needs_op(*tensors) -> bool:
+    """Whether a call must go through the custom op: a gradient is wanted, or torch.compile is tracing. Otherwise
+    the public functions call the same implementation directly (the op is functional, so ``out=`` would cost
+    copies, and torch's custom-op machinery imports torch._dynamo on its first call, ~1.5 s)."""
+    if torch.compiler.is_compiling():
+        return True
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
+def _resolved_signature(fn: Callable) -> inspect.Signature:
+    """``fn``'s signature with its annotations evaluated (they may be strings under ``from __future__ import
+    annotations``, which older torch versions cannot infer a schema from)."""
+    hints = typing.get_type_hints(fn)
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]
+    return sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
+
+
+def _with_signature(body: Callable, like: Callable, name: str) -> Callable:
+    body.__name__ = body.__qualname__ = name
+    body.__doc__ = like.__doc__
+    body.__module__ = like.__module__
+    body.__signature__ = _resolved_signature(like)
+    return body
+
+
+def define_op(name: str, impl: Callable, fake: Callable):
+    """Register ``scatterx::<name>`` (and its ``_cpu`` twin) from ``impl``; returns the public op's callable.
+
+    ``impl(*args)`` runs the op on whatever backend its tensors live on (``backends.backend_for``); ``fake``
+    returns empty tensors of the output's shapes (for the CPU twin; the public op's own fake is its body)."""
+
+    def cpu_body(*args, **kwargs):
+        return impl(*args, **kwargs)
+
+    cpu_op = torch.library.custom_op(
+        f"scatterx::{name}_cpu", _with_signature(cpu_body, impl, f"{name}_cpu"), mutates_args=(), device_types="cpu"
+    )
+    cpu_op.register_fake(fake)
+
+    def body(*args, **kwargs):
+        first = args[0] if args else next(iter(kwargs.values()))
+        if is_gpu(first):
+            return impl(*args, **kwargs)
+        return cpu_op(*args, **kwargs)
+
+    body = _with_signature(body, impl, name)
+    if triton_available() and hasattr(torch.library, "triton_op"):
+        return torch.library.triton_op(f"scatterx::{name}", body, mutates_args=())
+    op = torch.library.custom_op(f"scatterx::{name}", body, mutates_args=())
+    op.register_fake(body)
+    return op

@@ -1,0 +1,241 @@
+"""``index_scatter_reduce``: reduce slices of ``src`` along ``dim`` into the output slices a 1-D index names.
+
+The public function, its argument checks, and the ops ``scatterx::index_scatter_reduce`` (functional: ``base``, the
+values of the user's ``out``, is read, never written) and ``scatterx::index_scatter_reduce_backward`` (the kernels
+behind the prod/amax/amin gradient), with their fakes and autograd. The formulas are in ``_backward.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from .._reductions import Reduction, resolve
+from ..backends import backend_for
+from . import _backward
+from ._checks import (
+    check_allocation,
+    check_integer_vector,
+    check_out,
+    check_size,
+    check_src,
+    check_tensor,
+    normalize_dim,
+)
+from ._library import define_op, needs_op
+
+
+def index_scatter_reduce(
+    dim: int,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    reduce: str = "sum",
+    sorted: bool = True,
+    *,
+    dim_size=None,
+    out=None,
+    include_self: bool = True,
+) -> torch.Tensor:
+    """``dst[index[i]] (+)= src[i]`` along ``dim``, for the first ``index.numel()`` slices of ``src``.
+
+    Args:
+        dim: the dimension of ``src`` that ``index`` runs along (negative counts from the end).
+        index: 1-D int32/int64, ``index.numel() <= src.size(dim)``; non-decreasing when ``sorted=True``.
+            (A 0-d index is one entry, as in ``torch.index_add``.)
+        src: float32/float64/float16/bfloat16/int32/int64 tensor of any shape and strides (a 0-d one is one
+            slice along dim 0).
+        reduce: ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` (aliases add, mul, max, min).
+        sorted: promise that ``index`` is non-decreasing (checked): contiguous segments, the fastest path.
+            ``sorted=False`` accepts any order.
+        dim_size: size of the output along ``dim``; default ``out.size(dim)``, else ``index.max() + 1``
+            (the last element for a sorted index).
+        out: reduce into this tensor in place and return it; ``include_self`` says whether its values take part
+            (mean counts them). Its rows that receive nothing keep their values.
+
+    Without ``out`` the result is a new tensor whose rows that receive nothing are 0.
+
+    >>> index_scatter_reduce(0, torch.tensor([0, 0, 2]), torch.tensor([1., 2., 3.]))
+    tensor([3., 0., 3.])
+    """
+    if not isinstance(sorted, bool):
+        raise TypeError(f"sorted must be a bool, got {type(sorted).__name__}")
+    call = _Call(dim, index, src, reduce, sorted, dim_size, out)
+    if not needs_op(call.src, out):
+        # the kernels, called directly: no copy of out and of the result (the op is functional), and no
+        # first-call import of torch._dynamo (~1.5 s) that torch's custom-op machinery does
+        result = call.run(out=call.out, include_self=include_self)
+        return result if out is None else out
+    # the op reads out's values (base) and may save them for backward: give it a copy, since out is then
+    # overwritten with the result
+    base = None if out is None else call.out.clone()
+    result = index_scatter_reduce_op(
+        call.src, call.index, call.dim, call.red.name, sorted, call.num_segments, base, include_self, False
+    )
+    if out is None:
+        return result
+    call.out.copy_(result)
+    return out
+
+
+def index_scatter_reduce_from(
+    dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, sorted: Optional[bool], base: torch.Tensor,
+    include_self: bool = True, torch_ties: bool = False,
+) -> torch.Tensor:
+    """Functional ``index_scatter_reduce(..., out=base.clone())``: a new tensor, ``base`` untouched, and no copy
+    of ``base`` made on the way (the planner's entry point). Differentiable w.r.t. ``src`` and ``base``.
+
+    ``sorted=None``: not known; the sorted path is taken if the index is sorted (found in the pass that builds
+    its segments, so free). ``torch_ties``: amax/amin split their gradient as ``torch.scatter_reduce`` does,
+    counting ``base``'s value among the ties even with ``include_self=False``."""
+    call = _Call(dim, index, src, reduce, sorted, None, base, out_name="base")
+    if not needs_op(src, base):
+        return call.run(base=call.out, include_self=include_self)
+    if sorted is None:
+        sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
+    return index_scatter_reduce_op(
+        call.src, call.index, call.dim, call.red.name, sorted, call.num_segments, call.out, include_self, torch_ties
+    )
+
+
+class _Call:
+    """The checks that need no index values, and what they resolve: the reduction, ``dim >= 0``, the output
+    size, and 0-d tensors seen as one slice (``src``, ``out``, ``index`` as torch's index ops take them)."""
+
+    def __init__(self, dim, index, src, reduce, sorted, dim_size, out, out_name: str = "out"):
+        self.red: Reduction = resolve(reduce)
+        check_src(src)
+        check_tensor(index, "index")
+        if out is not None:
+            check_tensor(out, out_name)
+        self.src = src.view(1) if src.dim() == 0 else src
+        self.dim = dim = normalize_dim(dim, self.src.dim())
+        self.index = index = check_integer_vector(index, "index", src, allow_scalar=True)
+        self.out = out.view(1) if out is not None and out.dim() == 0 else out
+        self.sorted = sorted
+        if index.numel() > self.src.size(dim):
+            raise ValueError(
+                f"index has {index.numel()} entries but src.size({dim}) is {self.src.size(dim)}; "
+                "index may not be longer than src along dim"
+            )
+        dim_size = check_size(dim_size, "dim_size")
+        self.index_checked = False
+        if self.out is not None:
+            check_out(self.out, self.src, dim, dim_size)
+            self.num_segments = self.out.size(dim)
+            return
+        if dim_size is not None:
+            self.num_segments, what = dim_size, f"dim_size={dim_size}"
+        elif index.numel() == 0:
+            self.num_segments, what = 0, ""
+        else:
+            # reads the index: a host sync (a graph break under torch.compile); passing dim_size avoids it
+            self.num_segments, self.index_checked = backend_for(self.src).output_size(index, sorted)
+            what = f"the output size index.max() + 1 = {self.num_segments} (no dim_size given)"
+        if not torch.compiler.is_compiling():  # traced sizes may be symbolic; the check is for eager calls
+            row = math.prod(self.src.shape[:dim]) * math.prod(self.src.shape[dim + 1 :])
+            row_bytes = row * self.src.element_size() + 8  # an output row and its CSR offset
+            check_allocation(self.num_segments, row_bytes, self.src.device, what)
+
+    def run(self, out=None, base=None, include_self: bool = True) -> torch.Tensor:
+        """The backend's kernels on the checked arguments (into ``out``, or a new tensor from ``base``)."""
+        return backend_for(self.src).index_scatter_reduce(
+            self.src, self.index, self.dim, self.red, self.sorted, self.num_segments, base=base, out=out,
+            include_self=include_self, index_checked=self.index_checked,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------- the ops
+def _forward(
+    src: Tensor,
+    index: Tensor,
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    dim_size: int,
+    base: Optional[Tensor],
+    include_self: bool,
+    torch_ties: bool,
+) -> Tensor:
+    """A new result, ``base`` untouched (validation included: the op may be called directly). ``torch_ties``
+    only changes the gradient."""
+    call = _Call(dim, index, src, reduce, sorted, dim_size, base, out_name="base")
+    return call.run(base=call.out, include_self=include_self)
+
+
+def _fake(src, index, dim, reduce, sorted, dim_size, base, include_self, torch_ties):
+    shape = list(src.shape) or [1]
+    shape[dim % len(shape)] = dim_size
+    return src.new_empty(shape)
+
+
+index_scatter_reduce_op = define_op("index_scatter_reduce", _forward, _fake)
+
+
+def _backward_kernels(
+    grad: Tensor,
+    src: Tensor,
+    index: Tensor,
+    result: Tensor,
+    base: Optional[Tensor],
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    include_self: bool,
+    torch_ties: bool,
+) -> Tuple[Tensor, Tensor]:
+    """prod/amax/amin gradients w.r.t. ``src`` and ``base`` (an empty tensor without a base), on the kernels."""
+    return _backward.nonlinear_backward(
+        grad, src, index, result, base, dim, reduce, sorted, include_self, count_base=include_self or torch_ties
+    )
+
+
+def _backward_fake(grad, src, index, result, base, dim, reduce, sorted, include_self, torch_ties):
+    return torch.empty_like(src), (torch.empty_like(base) if base is not None else grad.new_empty(0))
+
+
+index_scatter_reduce_backward_op = define_op("index_scatter_reduce_backward", _backward_kernels, _backward_fake)
+
+
+def _setup_context(ctx, inputs, output):
+    src, index, dim, reduce, sorted, dim_size, base, include_self, torch_ties = inputs
+    ctx.dim = dim % max(src.dim(), 1)
+    ctx.red = resolve(reduce)
+    ctx.sorted, ctx.include_self, ctx.torch_ties = sorted, include_self, torch_ties
+    ctx.has_base = base is not None
+    # a 0-d src / base (called on the op directly) is one slice: the formulas see it as 1-D
+    ctx.given_shapes = tuple(src.shape), (None if base is None else tuple(base.shape))
+    src = src.view(1) if src.dim() == 0 else src
+    base = base.view(1) if base is not None and base.dim() == 0 else base
+    ctx.src_shape = tuple(src.shape)
+    placeholder = src.new_empty(0)
+    keep = (placeholder, placeholder) if ctx.red.linear else (src, output)  # sum/mean: no values needed
+    ctx.save_for_backward(keep[0], index, keep[1], base if base is not None else placeholder)
+
+
+def _autograd_backward(ctx, grad):
+    src, index, result, base = ctx.saved_tensors
+    base = base if ctx.has_base else None
+    index = index.view(-1)
+    if ctx.red.linear:
+        grad_src, grad_base = _backward.linear_backward(
+            grad, ctx.src_shape, index, base, ctx.dim, ctx.red.name, ctx.include_self
+        )
+    elif torch.is_grad_enabled():  # create_graph=True: differentiable ops, so that a double backward works
+        grad_src, grad_base = _backward.nonlinear_backward(
+            grad, src, index, result, base, ctx.dim, ctx.red.name, ctx.sorted, ctx.include_self,
+            count_base=ctx.include_self or ctx.torch_ties, graph=True, reduce_op=index_scatter_reduce_op,
+        )
+    else:
+        grad_src, grad_base = index_scatter_reduce_backward_op(
+            grad, src, index, result, base, ctx.dim, ctx.red.name, ctx.sorted, ctx.include_self, ctx.torch_ties
+        )
+    src_shape, base_shape = ctx.given_shapes
+    grad_src = grad_src.reshape(src_shape)
+    grad_base = grad_base.reshape(base_shape) if ctx.has_base else None
+    return grad_src, None, None, None, None, None, grad_base, None, None
+
+
+torch.library.register_autograd("scatterx::index_scatter_reduce", _autograd_backward, setup_context=_setup_context)

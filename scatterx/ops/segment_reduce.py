@@ -1,0 +1,128 @@
+"""``segment_reduce`` over CSR offsets, and the conversions between a sorted index and CSR offsets
+(``index_to_ptr``, ``ptr_to_index``). The op ``scatterx::segment_reduce`` runs the very kernel of the sorted path
+of ``index_scatter_reduce``; its gradient is that of ``index_scatter_reduce`` with the index ``ptr`` describes."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .._reductions import resolve
+from ..backends import backend_for
+from . import _backward
+from ._checks import check_allocation, check_integer_vector, check_size, check_src, check_tensor, normalize_dim
+from ._library import define_op, needs_op
+from .index_scatter_reduce import index_scatter_reduce_backward_op, index_scatter_reduce_op
+
+
+def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", dim: int = 0) -> torch.Tensor:
+    """Reduce ``src`` along ``dim`` over the CSR segments ``ptr``: segment ``s`` covers ``ptr[s]:ptr[s+1]``.
+
+    ``ptr`` has ``num_segments + 1`` non-decreasing entries with ``ptr[0] == 0`` and ``ptr[-1] == src.size(dim)``.
+    The result has ``num_segments`` along ``dim``; empty segments give 0. Differentiable w.r.t. ``src``.
+
+    >>> segment_reduce(torch.tensor([1., 2., 3.]), torch.tensor([0, 2, 2, 3]))
+    tensor([3., 0., 3.])
+    """
+    red, src, ptr, dim = _checked(src, ptr, reduce, dim)
+    if not needs_op(src):
+        return _forward(src, ptr, red.name, dim)
+    return segment_reduce_op(src, ptr, red.name, dim)
+
+
+def _checked(src, ptr, reduce, dim):
+    """The checks that read no values: ``(reduction, src, ptr, dim >= 0)``, a 0-d ``src`` seen as one slice."""
+    red = resolve(reduce)
+    check_src(src)
+    check_tensor(ptr, "ptr")
+    src = src.view(1) if src.dim() == 0 else src
+    dim = normalize_dim(dim, src.dim())
+    return red, src, check_integer_vector(ptr, "ptr", src), dim
+
+
+def _forward(src: Tensor, ptr: Tensor, reduce: str, dim: int) -> Tensor:
+    """What ``torch.ops.scatterx.segment_reduce`` runs: every check (``ptr``'s values included), then the kernel."""
+    red, src, ptr, dim = _checked(src, ptr, reduce, dim)
+    backend = backend_for(src)
+    ptr = backend.check_ptr(ptr, src.size(dim), f"src.size({dim})")
+    return backend.segment_reduce(src, ptr, dim, red)
+
+
+def _fake(src, ptr, reduce, dim):
+    shape = list(src.shape) or [1]
+    shape[dim % len(shape)] = ptr.size(0) - 1
+    return src.new_empty(shape)
+
+
+segment_reduce_op = define_op("segment_reduce", _forward, _fake)
+
+
+def _setup_context(ctx, inputs, output):
+    src, ptr, reduce, dim = inputs
+    ctx.given_shape = tuple(src.shape)
+    src = src.view(1) if src.dim() == 0 else src
+    ctx.dim = dim % src.dim()
+    ctx.red = resolve(reduce)
+    ctx.src_shape = tuple(src.shape)
+    if ctx.red.linear:  # sum/mean need src's shape only
+        src, output = src.new_empty(0), output.new_empty(0)
+    ctx.save_for_backward(src, ptr, output)
+
+
+def _autograd_backward(ctx, grad):
+    """The gradient of index_scatter_reduce (no out) with the index that ``ptr`` describes."""
+    src, ptr, result = ctx.saved_tensors
+    lengths = (ptr[1:] - ptr[:-1]).long()
+    index = torch.repeat_interleave(
+        torch.arange(lengths.numel(), device=ptr.device), lengths, output_size=ctx.src_shape[ctx.dim]
+    )
+    if ctx.red.linear:
+        grad_src, _ = _backward.linear_backward(grad, ctx.src_shape, index, None, ctx.dim, ctx.red.name, False)
+    elif torch.is_grad_enabled():  # create_graph=True: differentiable ops (see index_scatter_reduce)
+        grad_src, _ = _backward.nonlinear_backward(
+            grad, src, index, result, None, ctx.dim, ctx.red.name, True, False, False,
+            graph=True, reduce_op=index_scatter_reduce_op,
+        )
+    else:
+        grad_src, _ = index_scatter_reduce_backward_op(
+            grad, src, index, result, None, ctx.dim, ctx.red.name, True, False, False
+        )
+    return grad_src.reshape(ctx.given_shape), None, None, None
+
+
+torch.library.register_autograd("scatterx::segment_reduce", _autograd_backward, setup_context=_setup_context)
+
+
+# ------------------------------------------------------------------------------------------------ conversions
+def index_to_ptr(index: torch.Tensor, dim_size: int) -> torch.Tensor:
+    """CSR offsets (int64, ``dim_size + 1`` entries) of a sorted (non-decreasing) index.
+
+    >>> index_to_ptr(torch.tensor([0, 0, 2]), 4)
+    tensor([0, 2, 2, 3, 3])
+    """
+    check_tensor(index, "index")
+    index = check_integer_vector(index, "index", index)
+    dim_size = check_size(dim_size, "dim_size")
+    if dim_size is None:
+        raise TypeError("dim_size must be an int, got None")
+    check_allocation(dim_size + 1, 8, index.device, f"dim_size={dim_size}")
+    return backend_for(index).index_to_ptr(
+        index, dim_size, unsorted_hint="index_to_ptr needs a sorted (non-decreasing) index; sort it first"
+    )
+
+
+def ptr_to_index(ptr: torch.Tensor) -> torch.Tensor:
+    """The sorted index (int64) that CSR offsets ``ptr`` describe: segment ``s`` repeated ``ptr[s+1]-ptr[s]`` times.
+
+    >>> ptr_to_index(torch.tensor([0, 2, 2, 3]))
+    tensor([0, 0, 2])
+    """
+    check_tensor(ptr, "ptr")
+    ptr = check_integer_vector(ptr, "ptr", ptr)
+    if ptr.numel() == 0 or int(ptr[0]) != 0:
+        raise ValueError(f"ptr must start at 0, got {ptr[:1].tolist()}")
+    counts = ptr[1:] - ptr[:-1]
+    if bool((counts < 0).any()):
+        i = int(torch.nonzero(counts < 0)[0]) + 1
+        raise ValueError(f"ptr must be non-decreasing: ptr[{i}]={int(ptr[i])} < ptr[{i - 1}]={int(ptr[i - 1])}")
+    return torch.repeat_interleave(torch.arange(counts.numel(), device=ptr.device), counts.to(torch.int64))

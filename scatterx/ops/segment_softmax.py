@@ -1,0 +1,146 @@
+"""``segment_softmax``: softmax along ``dim`` within groups of slices -- attention over each node's incoming edges.
+
+The groups are given by an index (``index[i]`` is the group of slice ``i``; any order) or by CSR offsets ``ptr``
+over contiguous slices. Every slice belongs to a group. Within each group the result is exactly
+``torch.softmax``'s, NaN/inf rules included: ``exp(x - max) / sum(exp(x - max))``, with NaN for a whole group that
+holds a NaN or a +inf, or only -inf.
+
+Kernels: one pass per group computes the running maximum and the sum of exponentials rescaled as the maximum
+grows (online softmax), a second writes the results (``kernels/cpu/softmax.py``, ``kernels/gpu/softmax.py``);
+an unsorted index is grouped by the backend's stable sort and its rows gathered through the permutation. The
+gradient ``y * (g - sum(g * y))`` per group is a kernel too (two passes); with ``create_graph=True`` the same
+formula runs as differentiable ops, so that double backward works.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ..backends import backend_for
+from ._checks import check_integer_vector, check_size, check_src, check_tensor, normalize_dim
+from ._library import define_op, needs_op
+from .index_scatter_reduce import index_scatter_reduce_op
+from .segment_reduce import segment_reduce_op
+
+
+def segment_softmax(
+    src: torch.Tensor,
+    index: Optional[torch.Tensor] = None,
+    *,
+    ptr: Optional[torch.Tensor] = None,
+    dim: int = 0,
+    num_segments: Optional[int] = None,
+    sorted: bool = False,
+) -> torch.Tensor:
+    """Softmax of ``src`` along ``dim`` within each group of slices; a new tensor of ``src``'s shape.
+
+    Args:
+        src: float32/float64/float16/bfloat16 (half types are computed in float32).
+        index: int32/int64 with ``src.size(dim)`` entries, the group of each slice, in any order
+            (``sorted=True`` promises it is non-decreasing: no sort is needed).
+        ptr: instead of ``index``, CSR offsets: group ``s`` is slices ``ptr[s]:ptr[s+1]``, ``ptr[-1] ==
+            src.size(dim)``.
+        num_segments: the number of groups an index may name (default ``index.max() + 1``, read on the host;
+            pass it to avoid that sync, e.g. under ``torch.compile``).
+
+    >>> segment_softmax(torch.tensor([1., 1., 5.]), torch.tensor([0, 0, 1]))
+    tensor([0.5000, 0.5000, 1.0000])
+    """
+    src, index, ptr, dim, num_segments = _checked(src, index, ptr, dim, num_segments, sorted)
+    if not needs_op(src):
+        return _forward(src, index, ptr, dim, num_segments, sorted)
+    return segment_softmax_op(src, index, ptr, dim, num_segments, sorted)
+
+
+def _checked(src, index, ptr, dim, num_segments, sorted):
+    """The checks that read no values (plus the default ``num_segments``, which reads the index)."""
+    check_src(src)
+    if not src.is_floating_point():
+        raise TypeError(f"segment_softmax needs a floating-point src, got {src.dtype}")
+    if src.dim() == 0:
+        raise ValueError("segment_softmax: src must have at least one dimension, got a 0-d tensor")
+    dim = normalize_dim(dim, src.dim())
+    if not isinstance(sorted, bool):
+        raise TypeError(f"sorted must be a bool, got {type(sorted).__name__}")
+    if (index is None) == (ptr is None):
+        raise ValueError("segment_softmax takes either index or ptr (exactly one of them)")
+    n = src.size(dim)
+    num_segments = check_size(num_segments, "num_segments")
+    if ptr is not None:
+        ptr = check_integer_vector(check_tensor(ptr, "ptr"), "ptr", src)
+        return src, None, ptr, dim, ptr.numel() - 1
+    index = check_integer_vector(check_tensor(index, "index"), "index", src)
+    if index.numel() != n:
+        raise ValueError(f"index has {index.numel()} entries but src.size({dim}) is {n}: every slice needs a group")
+    if num_segments is None:
+        num_segments = backend_for(src).output_size(index, sorted)[0] if n else 0
+    return src, index, None, dim, num_segments
+
+
+def _structure(src: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int, num_segments: int,
+               sorted: bool):
+    """``(backend, ptr, perm)`` with the index's or ``ptr``'s values checked."""
+    backend = backend_for(src)
+    if ptr is not None:
+        return backend, backend.check_ptr(ptr, src.size(dim), f"src.size({dim})"), None
+    ptr, perm = backend.segments(index, num_segments, sorted, size_name="num_segments")
+    return backend, ptr, perm
+
+
+def _forward(src: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int, num_segments: int,
+             sorted: bool) -> Tensor:
+    """What the op runs: every check, then the kernel."""
+    src, index, ptr, dim, num_segments = _checked(src, index, ptr, dim, num_segments, sorted)
+    backend, ptr, perm = _structure(src, index, ptr, dim, num_segments, sorted)
+    return backend.segment_softmax(src, ptr, perm, dim)
+
+
+def _fake(src, index, ptr, dim, num_segments, sorted):
+    return torch.empty_like(src)
+
+
+segment_softmax_op = define_op("segment_softmax", _forward, _fake)
+
+
+def _backward_kernels(out: Tensor, grad: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int,
+                      num_segments: int, sorted: bool) -> Tensor:
+    """``out * (grad - sum over the group of grad * out)``, on the kernels."""
+    backend, ptr, perm = _structure(out, index, ptr, dim, num_segments, sorted)
+    return backend.segment_softmax_backward(out, grad.contiguous(), ptr, perm, dim)
+
+
+def _backward_fake(out, grad, index, ptr, dim, num_segments, sorted):
+    return torch.empty_like(out)
+
+
+segment_softmax_backward_op = define_op("segment_softmax_backward", _backward_kernels, _backward_fake)
+
+
+def _setup_context(ctx, inputs, output):
+    src, index, ptr, dim, num_segments, sorted = inputs
+    ctx.dim, ctx.num_segments, ctx.sorted = dim % src.dim(), num_segments, sorted
+    ctx.has_index = index is not None
+    ctx.save_for_backward(output, index if index is not None else ptr)
+
+
+def _autograd_backward(ctx, grad):
+    out, structure = ctx.saved_tensors
+    index, ptr = (structure, None) if ctx.has_index else (None, structure)
+    if not torch.is_grad_enabled():
+        grad_src = segment_softmax_backward_op(out, grad, index, ptr, ctx.dim, ctx.num_segments, ctx.sorted)
+        return grad_src, None, None, None, None, None
+    # create_graph=True: the same formula from differentiable ops
+    product = grad * out
+    if index is not None:
+        dot = index_scatter_reduce_op(product, index, ctx.dim, "sum", ctx.sorted, ctx.num_segments, None, True, False)
+        dot = dot.index_select(ctx.dim, index.long())
+    else:
+        dot = segment_reduce_op(product, ptr, "sum", ctx.dim)
+        dot = dot.repeat_interleave(ptr.diff(), ctx.dim, output_size=out.size(ctx.dim))
+    return out * (grad - dot), None, None, None, None, None
+
+
+torch.library.register_autograd("scatterx::segment_softmax", _autograd_backward, setup_context=_setup_context)

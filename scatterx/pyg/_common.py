@@ -1,0 +1,69 @@
+"""What the parts of ``scatterx.pyg`` share: PyG's modules and original functions, the switch's state (the undo
+log, which ``switch.py`` writes and everything else reads), and the test of which calls scatterx's kernels take."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+try:
+    import torch_geometric  # noqa: F401
+    import torch_geometric.nn.aggr.base as aggr_base
+    import torch_geometric.nn.conv.message_passing as message_passing
+    import torch_geometric.utils._scatter as pyg_scatter
+    import torch_geometric.utils._segment as pyg_segment
+    import torch_geometric.utils._softmax as pyg_softmax
+    import torch_geometric.utils._spmm as pyg_spmm
+except ImportError as e:  # pragma: no cover - exercised by a subprocess test
+    raise ImportError(
+        "scatterx.pyg needs PyTorch Geometric: pip install 'scatterx[pyg]' (or torch_geometric)"
+    ) from e
+
+from .._reductions import SUPPORTED_DTYPES
+from ..kernels.gpu import available as triton_available
+from ..ops._checks import INDEX_DTYPES
+
+#: PyG reduce names -> scatterx's. "mul" is handled apart (PyG starts its products from 1).
+REDUCE = {"sum": "sum", "add": "sum", "mean": "mean", "min": "amin", "max": "amax", "amin": "amin", "amax": "amax"}
+
+#: PyG's own functions, as they were before any patching: what the routed functions fall back to.
+ORIGINAL = {
+    "scatter": pyg_scatter.scatter,
+    "segment": pyg_segment.segment,
+    "softmax": pyg_softmax.softmax,
+    "spmm": pyg_spmm.spmm,
+    "Aggregation.reduce": aggr_base.Aggregation.reduce,
+}
+
+#: an attribute a class did not have before enable(): disable() deletes it
+ABSENT = object()
+#: what enable() changed: (owner, attribute, original or ABSENT), undone by disable() in reverse order
+PATCHED: List[Tuple[Any, str, Any]] = []
+
+
+def is_enabled() -> bool:
+    return bool(PATCHED)
+
+
+def runs_here(src: Tensor, *indices: Optional[Tensor]) -> bool:
+    """Whether scatterx's kernels take these tensors (else the caller falls back to PyG's function)."""
+    if not isinstance(src, Tensor) or src.layout != torch.strided or src.dtype not in SUPPORTED_DTYPES:
+        return False
+    if src.device.type != "cpu" and not (src.device.type == "cuda" and triton_available()):
+        return False
+    return all(
+        isinstance(i, Tensor) and i.layout == torch.strided and i.dtype in INDEX_DTYPES and i.device == src.device
+        for i in indices
+        if i is not None
+    )
+
+
+def is_sorted(index: Tensor) -> bool:
+    """One pass over the index picks the sorted kernel (CPU). Not asked under torch.compile (the answer would be a
+    graph break) nor on a GPU (a host sync per call, where the unsorted strategy needs none): the unsorted path
+    is correct for any order."""
+    if torch.compiler.is_compiling() or index.device.type != "cpu":
+        return False
+    return index.numel() < 2 or bool((index[1:] >= index[:-1]).all())

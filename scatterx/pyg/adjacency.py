@@ -1,0 +1,91 @@
+"""The CSR adjacency the fused layers reduce over, and its cache per ``edge_index`` tensor."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric import EdgeIndex
+
+from ..backends import backend_for
+from ..ops import csr_transpose, gather_segment_reduce
+from ._common import REDUCE
+
+
+class Adjacency:
+    """Edges grouped by target (CSR): ``ptr`` over targets, ``col`` the source of each edge. What the fused
+    ``propagate`` hands a layer's ``message_and_aggregate``; only the routed ``spmm`` reads it."""
+
+    def __init__(self, ptr: Tensor, col: Tensor, node_dim: int):
+        self.ptr, self.col, self.node_dim = ptr, col, node_dim
+        self._transposes: Dict[int, Tuple[Tensor, Tensor]] = {}
+
+    def transpose(self, num_sources: int) -> Tuple[Tensor, Tensor]:
+        """Edges grouped by source (the backward's structure), computed once per adjacency."""
+        if num_sources not in self._transposes:
+            self._transposes[num_sources] = csr_transpose(self.ptr, self.col, num_sources)
+        return self._transposes[num_sources]
+
+    def with_node_dim(self, node_dim: int) -> "Adjacency":
+        view = Adjacency(self.ptr, self.col, node_dim)
+        view._transposes = self._transposes
+        return view
+
+    def matmul(self, x: Tensor, reduce: str) -> Tensor:
+        dim = self.node_dim % x.dim()
+        return gather_segment_reduce(x, self.ptr, self.col, REDUCE[reduce], dim, transpose=self.transpose(x.size(dim)))
+
+
+#: ``(id(edge_index), targets)`` -> (weak reference, version, adjacency): a layer stack reuses one graph every
+#: call. It outlives disable(), so that switching off and on again (as bench-gnn does per epoch) keeps it.
+CACHE: Dict[Tuple[int, int], Tuple[Any, int, Adjacency]] = {}
+CACHE_SIZE = 8
+
+
+def clear_cache() -> None:
+    """Forget the CSR adjacencies built for fused layers (they are rebuilt on the next call)."""
+    CACHE.clear()
+
+
+def adjacency(edge_index: Tensor, num_sources: int, num_targets: int, node_dim: int) -> Adjacency:
+    """The CSR adjacency (by target ``edge_index[1]``) of a ``[2, E]`` edge list, cached while the tensor lives
+    and is not modified in place. (Writes that bypass torch's version counter -- through ``.data`` or a NumPy
+    view -- are not seen: rebuild the tensor, or call ``clear_cache()``.) A new edge list is checked against the
+    numbers of source and target nodes first, with PyG's names in the message."""
+    key = (id(edge_index), num_targets)
+    cacheable = not edge_index.is_inference()  # inference tensors have no version counter
+    hit = CACHE.get(key) if cacheable else None
+    if hit is not None and hit[0]() is edge_index and hit[1] == edge_index._version:
+        return hit[2].with_node_dim(node_dim)
+    plain = edge_index.as_subclass(Tensor) if type(edge_index) is not Tensor else edge_index
+    source, target = plain[0], plain[1]
+    backend = backend_for(plain)
+    backend.check_index(source, num_sources, "edge_index[0]", "the number of source nodes")
+    backend.check_index(target, num_targets, "edge_index[1]", "the number of target nodes")
+    built = edge_index_csc(edge_index, num_targets, node_dim)
+    if built is None:
+        each_edge = torch.arange(target.numel() + 1, device=target.device)
+        # grouping the edges by target is the transpose of "edge e reads target[e]"
+        ptr, edges = csr_transpose(each_edge, target, num_targets)
+        built = Adjacency(ptr, source[edges].contiguous(), node_dim)
+    if not cacheable:
+        return built
+    if len(CACHE) >= CACHE_SIZE:
+        CACHE.pop(next(iter(CACHE)))
+    # the entry goes when the tensor does (its structure can be as large as the graph)
+    ref = weakref.ref(edge_index, lambda _, key=key: CACHE.pop(key, None))
+    CACHE[key] = (ref, edge_index._version, built)
+    return built
+
+
+def edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optional[Adjacency]:
+    """A sorted ``EdgeIndex`` keeps its own CSC (edges grouped by target): use it rather than sorting again."""
+    if not isinstance(edge_index, EdgeIndex) or not edge_index.is_sorted:
+        return None
+    (colptr, row), _ = edge_index.get_csc()
+    colptr, row = colptr.as_subclass(Tensor), row.as_subclass(Tensor)
+    if colptr.numel() != num_targets + 1:  # its sparse size does not say how many targets there are
+        return None
+    return Adjacency(colptr, row.contiguous(), node_dim)

@@ -1,0 +1,79 @@
+"""The switch itself: ``enable()`` patches PyG and logs every change in ``_common.PATCHED``; ``disable()`` undoes
+the log in reverse order."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+
+from . import fused, routed
+from ._common import ABSENT, ORIGINAL, PATCHED, aggr_base, is_enabled
+
+__all__ = ["enable", "disable", "enabled", "is_enabled"]
+
+#: methods enable() replaces: name in ORIGINAL -> (owner, attribute, replacement)
+_METHODS = {"Aggregation.reduce": (aggr_base.Aggregation, "reduce", routed.aggregation_reduce)}
+
+
+def _renamed(fn, name):
+    """A copy of function ``fn`` named ``name`` (TorchScript compiles a method under its function's __name__)."""
+    renamed = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    renamed.__kwdefaults__ = fn.__kwdefaults__
+    renamed.__annotations__ = dict(fn.__annotations__)
+    renamed.__module__ = fn.__module__
+    renamed.__qualname__ = fn.__qualname__.rsplit(".", 1)[0] + "." + name
+    return renamed
+
+
+def _patch(owner, attr: str, value) -> None:
+    PATCHED.append((owner, attr, vars(owner).get(attr, ABSENT)))
+    setattr(owner, attr, value)
+
+
+def enable() -> None:
+    """Route PyG's scatter/segment/softmax/spmm, its aggregations and the fused layers through scatterx.
+
+    Names bound at import time are found by identity in every loaded ``torch_geometric`` module; modules loaded
+    later import the routed functions from the patched package. Calling it again is a no-op."""
+    if PATCHED:
+        return
+    originals = {id(fn): name for name, fn in ORIGINAL.items() if name in routed.REPLACEMENT}
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not (module_name == "torch_geometric" or module_name.startswith("torch_geometric.")):
+            continue
+        for attr, value in list(vars(module).items()):
+            name = originals.get(id(value))
+            if name is not None and value is ORIGINAL[name]:
+                _patch(module, attr, routed.REPLACEMENT[name])
+    _patch(aggr_base.Aggregation, "_pyg_reduce", _renamed(ORIGINAL["Aggregation.reduce"], "_pyg_reduce"))
+    for name, (owner, attr, replacement) in _METHODS.items():
+        _patch(owner, attr, replacement)
+    for cls in fused.FUSED_CONVS:
+        _, wrapper = fused.routed_propagate(cls)
+        _patch(cls, "propagate", wrapper)
+        fused.WRAPPERS.add(wrapper)
+        _patch(cls, "__prepare_scriptable__", fused.prepare_scriptable)
+
+
+def disable() -> None:
+    """Undo ``enable()``: every patched name gets PyG's function back."""
+    while PATCHED:
+        owner, attr, original = PATCHED.pop()
+        if original is ABSENT:
+            delattr(owner, attr)
+        else:
+            setattr(owner, attr, original)
+
+
+@contextlib.contextmanager
+def enabled():
+    """``with scatterx.pyg.enabled(): ...``: the switch on inside the block, as it was before after it (an
+    ``enable()`` called inside a block that found the switch off is undone at its end too)."""
+    was_on = is_enabled()
+    enable()
+    try:
+        yield
+    finally:
+        if not was_on:
+            disable()

@@ -1,0 +1,73 @@
+"""The backends: the same functions with the same signatures on both sides, ``backend_for`` choosing by device,
+and the helpers both share (``_common.py``)."""
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scatterx import backends
+from scatterx.backends import _common, cpu
+from scatterx.kernels.gpu import available
+
+INTERFACE = [
+    "output_size", "check_index", "check_ptr", "index_to_ptr", "segments", "index_scatter_reduce",
+    "segment_reduce", "gather_segment_reduce", "tie_backward", "csr_transpose", "element_scatter",
+    "segment_softmax", "segment_softmax_backward",
+]
+
+
+@pytest.mark.skipif(not available(), reason="triton is not installed")
+@pytest.mark.parametrize("name", INTERFACE)
+def test_both_backends_have_the_same_function_and_signature(name):
+    from scatterx.backends import gpu
+
+    assert inspect.signature(getattr(cpu, name)) == inspect.signature(getattr(gpu, name)), name
+
+
+def test_the_documented_interface_is_complete():
+    public = {n for n, f in vars(cpu).items() if inspect.isfunction(f) and f.__module__ == cpu.__name__
+              and not n.startswith("_")}
+    assert public - {"balanced_bounds"} == set(INTERFACE)  # balanced_bounds: the CPU's own work split
+    for name in INTERFACE:
+        assert f"``{name}``" in backends.__doc__, f"backends/__init__.py does not list {name}"
+
+
+def test_backend_for_picks_by_device():
+    assert backends.backend_for(torch.zeros(1)) is cpu
+    assert not backends.is_gpu(torch.zeros(1))
+
+
+@pytest.mark.skipif(not available() or torch.cuda.is_available(), reason="needs triton's interpreter")
+def test_gpu_backend_on_cpu_tensors_for_tests():
+    from scatterx.backends import gpu
+
+    with backends.gpu_backend_on_cpu():
+        assert backends.backend_for(torch.zeros(1)) is gpu and backends.is_gpu(torch.zeros(1))
+    assert backends.backend_for(torch.zeros(1)) is cpu
+
+
+# --------------------------------------------------------------------------------------------------- _common
+def test_overlaps_by_address_range():
+    buf = torch.zeros(16)
+    assert _common.overlaps(buf[:8], buf[4:12])
+    assert not _common.overlaps(buf[:8], buf[8:])
+    assert not _common.overlaps(buf, None) and not _common.overlaps(buf[:0], buf)
+    array = np.zeros(16)
+    a, b = torch.from_numpy(array[:8]), torch.from_numpy(array[6:])  # two storages, one memory
+    assert a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr()
+    assert _common.overlaps(a, b)
+    assert _common.overlaps(buf.view(4, 4).t(), buf[15:])  # non-contiguous views: the whole span counts
+
+
+def test_explain_bad_index_names_what_the_caller_named():
+    err = _common.explain_bad_index(torch.tensor([0, 5]), 3, False, "edge_index[1]", "the number of target nodes")
+    assert isinstance(err, IndexError) and str(err) == (
+        "edge_index[1][1]=5 is out of range for the number of target nodes=3 (must be < 3)")
+    err = _common.explain_bad_index(torch.tensor([2, 1]), 3, True, unsorted_hint="")
+    assert isinstance(err, ValueError) and str(err).endswith("index[1]=1 < index[0]=2")
+    err = _common.explain_bad_index(torch.tensor([-4]), 3, False)
+    assert "negative" in str(err)

@@ -1,0 +1,112 @@
+"""kernels/cpu/_codegen.py: the steps every Numba kernel is generated from, checked directly against the table and
+against torch -- ``combine`` against the table's Python ``combine`` on special values, ``identity`` against the
+table's, and the half-precision ``load``/``store`` bit for bit against torch's conversions (every float16 and
+bfloat16 bit pattern, and float32 values around every rounding boundary that matters)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from numba import literally, njit
+
+from scatterx._reductions import REDUCTIONS
+from scatterx.kernels.cpu import _codegen
+from scatterx.kernels.cpu._codegen import combine, identity, load, store
+
+
+@njit
+def _combine_all(code, acc, x, out):
+    literally(code)
+    for i in range(acc.shape[0]):
+        out[i] = combine(code, acc[i], x[i])
+
+
+@njit
+def _identity_of(code, like):
+    literally(code)
+    return identity(code, like)
+
+
+@njit
+def _load_all(storage, bits, out):
+    literally(storage)
+    for i in range(bits.shape[0]):
+        out[i] = load(storage, bits[i])
+
+
+@njit
+def _store_all(storage, values, out):
+    literally(storage)
+    for i in range(values.shape[0]):
+        out[i] = store(storage, values[i])
+
+
+FLOATS = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.0, 1e-40, -3.4e38, 7.0]
+
+
+def _special(dtype):
+    if np.issubdtype(dtype, np.floating):
+        return np.array(FLOATS, dtype=dtype)
+    info = np.iinfo(dtype)
+    return np.array([info.min, info.max, -1, 0, 1, 3, -7], dtype=dtype)
+
+
+def _bits(a):
+    return a.view(np.int64 if a.itemsize == 8 else np.int32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=str)
+@pytest.mark.parametrize("red", REDUCTIONS, ids=lambda r: r.name)
+def test_combine_is_the_table_s_combine_on_special_values(red, dtype):
+    values = _special(dtype)
+    acc, x = (a.ravel() for a in np.meshgrid(values, values, indexing="ij"))
+    got = np.empty_like(acc)
+    with np.errstate(all="ignore"):
+        _combine_all(red.code, acc, x, got)
+        want = np.array([red.combine(a, b) for a, b in zip(acc, x)], dtype=dtype)
+    np.testing.assert_array_equal(_bits(got), _bits(want))  # bit for bit: NaN, -0.0 and wrap-around included
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=str)
+@pytest.mark.parametrize("red", REDUCTIONS, ids=lambda r: r.name)
+def test_identity_is_the_table_s_and_neutral_bit_for_bit(red, dtype):
+    value = _identity_of(red.code, np.empty(1, dtype))
+    torch_dtype = torch.from_numpy(np.empty(0, dtype)).dtype
+    assert _bits(np.array([value], dtype))[0] == _bits(np.array([red.identity(torch_dtype)], dtype))[0]
+    values = _special(dtype)
+    got = np.empty_like(values)
+    with np.errstate(all="ignore"):
+        _combine_all(red.code, np.full_like(values, value), values, got)
+    np.testing.assert_array_equal(_bits(got), _bits(values))
+
+
+@pytest.mark.parametrize("storage, dtype", [(_codegen.F16, torch.float16), (_codegen.BF16, torch.bfloat16)],
+                         ids=["float16", "bfloat16"])
+def test_load_widens_every_half_bit_pattern_as_torch_does(storage, dtype):
+    bits = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    got = np.empty(bits.numel(), np.float32)
+    _load_all(storage, bits.numpy(), got)
+    want = bits.view(dtype).float().numpy()
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+
+
+@pytest.mark.parametrize("storage, dtype", [(_codegen.F16, torch.float16), (_codegen.BF16, torch.bfloat16)],
+                         ids=["float16", "bfloat16"])
+def test_store_rounds_like_torch_bit_for_bit(storage, dtype):
+    """Every float32 pattern near each half value (the halfway points: ties to even), inf, NaN, overflow,
+    subnormals and both zeros."""
+    halves = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype).float()
+    finite = halves[torch.isfinite(halves)]
+    around = finite.view(torch.int32).unsqueeze(1) + torch.arange(-3, 4, dtype=torch.int32)  # neighbours in bits
+    step = torch.tensor([2**12 if dtype == torch.float16 else 2**15], dtype=torch.int32)  # the halfway points
+    halfway = torch.cat([finite.view(torch.int32) + step, finite.view(torch.int32) - step])
+    specials = torch.tensor([math.inf, -math.inf, math.nan, -0.0, 0.0, 1e-45, -1e-45, 65504.0, 65520.0, 3.4e38, -3.4e38])
+    values = torch.cat([around.flatten().view(torch.float32), halfway.view(torch.float32), specials])
+    got = np.empty(values.numel(), np.int16)
+    _store_all(storage, values.numpy(), got)
+    want = values.to(dtype)
+    got_t = torch.from_numpy(got).view(dtype)
+    nan = want.isnan()
+    assert torch.equal(got_t.isnan(), nan)
+    assert torch.equal(got_t[~nan].view(torch.int16), want[~nan].view(torch.int16))

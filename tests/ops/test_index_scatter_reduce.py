@@ -1,0 +1,368 @@
+"""index_scatter_reduce against the reference (random and hand-written cases) and against torch's own ops, on
+every backend and every strategy of each (the ``route`` and ``backend`` fixtures of conftest.py)."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scatterx
+from scatterx import backends, reference
+from conftest import assert_matches
+from strategies import ALIASES, OUT_MODES, REDUCES, random_values, scatter_problems
+
+
+def run(backend, p):
+    """scatterx on ``backend`` for problem ``p`` (``out`` is a copy, so the reference sees the original)."""
+    q = backend.put(p)
+    out = q["out"]
+    with backend:
+        got = scatterx.index_scatter_reduce(
+            q["dim"], q["index"], q["src"], q["reduce"], q["sorted"], dim_size=q["dim_size"],
+            out=None if out is None else out.clone(), include_self=q["include_self"],
+        )
+    return got.cpu()
+
+
+def run_reference(p):
+    return reference.index_scatter_reduce(
+        p["dim"], p["index"], p["src"], p["reduce"], dim_size=p["dim_size"], out=p["out"],
+        include_self=p["include_self"],
+    )
+
+
+def call(backend, *args, **kwargs):
+    """``index_scatter_reduce(*args, **kwargs)`` on ``backend``, the result back on the CPU."""
+    args, kwargs = backend.put(args), backend.put(kwargs)
+    with backend:
+        return scatterx.index_scatter_reduce(*args, **kwargs).cpu()
+
+
+# --------------------------------------------------------------------------------------- random vs the reference
+@pytest.mark.parametrize("out_mode", OUT_MODES)
+@pytest.mark.parametrize("dtype", scatterx.SUPPORTED_DTYPES, ids=str)
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_matches_reference(route, reduce, dtype, out_mode):
+    @settings(max_examples=route.examples(10))
+    @given(data=st.data())
+    def check(data):
+        p = data.draw(scatter_problems(dtype=dtype, reduce=reduce, sorted=route.sorted, out_mode=out_mode))
+        assert_matches(run(route, p), run_reference(p), reduce)
+
+    check()
+
+
+def test_matches_reference_any_combination(route):
+    """Everything drawn at once, aliases included."""
+
+    @settings(max_examples=route.examples(150))
+    @given(p=scatter_problems())
+    def check(p):
+        p = p if route.sorted else dict(p, sorted=False)
+        assert_matches(run(route, p), run_reference(p), ALIASES.get(p["reduce"], p["reduce"]))
+
+    check()
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -2, -3])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_every_dim_of_a_3d_tensor(backend, dim, reduce):
+    g = torch.Generator().manual_seed(dim + 10)
+    shape = (5, 6, 7) if not backend.interpreted else (3, 5, 4)
+    src = random_values(shape, torch.float64, g, reduce)
+    n = src.size(dim)
+    index = torch.randint(0, 4, (n - 1,), generator=g)  # shorter than src along dim, unsorted
+    for is_sorted, idx in ((False, index), (True, index.sort().values)):
+        got = call(backend, dim, idx, src, reduce, sorted=is_sorted, dim_size=5)
+        assert_matches(got, reference.index_scatter_reduce(dim, idx, src, reduce, dim_size=5), reduce)
+
+
+def test_long_segments_and_wide_rows_cover_several_tiles(backend):
+    """Segments longer than a GPU program's rows tile and rows wider than its feature block (128)."""
+    g = torch.Generator().manual_seed(3)
+    src = random_values((150, 130), torch.float32, g, "sum")
+    index = torch.tensor([0] * 100 + [2] * 50)
+    for reduce in ("sum", "amax"):
+        for sorted in (True, False):
+            got = call(backend, 0, index, src, reduce, sorted, dim_size=3)
+            assert_matches(got, reference.index_scatter_reduce(0, index, src, reduce, dim_size=3), reduce)
+
+
+CPU_PATHS = ["sorted", "gather", "slices"]
+
+
+@pytest.fixture
+def cpu_path(request, monkeypatch):
+    if request.param != "sorted":
+        monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("cpu_path", CPU_PATHS, indirect=True)
+def test_parallel_path_with_hub_segments_matches_reference(torch_threads, cpu_path):
+    """Large enough to run on several chunks; a few huge segments (hubs) and many empty ones (CPU: the
+    interpreter would take minutes at this size)."""
+    g = torch.Generator().manual_seed(0)
+    num_nodes, num_edges = 3000, 60000
+    hubs = torch.randint(0, num_nodes, (5,), generator=g)
+    index = torch.cat([hubs.repeat_interleave(8000), torch.randint(0, num_nodes // 2, (num_edges - 40000,), generator=g)])
+    index = index[torch.randperm(num_edges, generator=g)]
+    src = torch.randn(num_edges, 3, dtype=torch.float64, generator=g)
+    for reduce in REDUCES:
+        want = reference.index_scatter_reduce(0, index, src, reduce, dim_size=num_nodes)
+        is_sorted = cpu_path == "sorted"
+        idx, s = _sorted_pair(index, src) if is_sorted else (index, src)
+        got = scatterx.index_scatter_reduce(0, idx, s, reduce, sorted=is_sorted, dim_size=num_nodes)
+        assert_matches(got, want, reduce)
+
+
+def _sorted_pair(index, src):
+    order = index.argsort(stable=True)
+    return index[order], src[order]
+
+
+# ----------------------------------------------------------------------------------------------- hand-written
+def test_hand_written_sum_mean_prod_amax_amin(backend):
+    index = torch.tensor([0, 0, 2, 2, 2])
+    src = torch.tensor([1.0, 2.0, -3.0, 4.0, 0.5])
+    expected = {
+        "sum": [3.0, 0.0, 1.5],
+        "mean": [1.5, 0.0, 0.5],
+        "prod": [2.0, 0.0, -6.0],
+        "amax": [2.0, 0.0, 4.0],
+        "amin": [1.0, 0.0, -3.0],
+    }
+    shuffle = torch.tensor([2, 0, 4, 1, 3])
+    for reduce, want in expected.items():
+        assert call(backend, 0, index, src, reduce, sorted=True).tolist() == want, reduce
+        assert call(backend, 0, index[shuffle], src[shuffle], reduce, sorted=False).tolist() == want, reduce
+
+
+def test_hand_written_out_with_and_without_self(backend):
+    out = torch.tensor([10.0, 20.0, 30.0])
+    index = torch.tensor([0, 0, 2])
+    src = torch.tensor([1.0, 3.0, 5.0])
+    cases = {  # (reduce, include_self): expected out; row 1 receives nothing and keeps 20 either way
+        ("sum", True): [14.0, 20.0, 35.0],
+        ("sum", False): [4.0, 20.0, 5.0],
+        ("mean", True): [14.0 / 3, 20.0, 17.5],
+        ("mean", False): [2.0, 20.0, 5.0],
+        ("prod", True): [30.0, 20.0, 150.0],
+        ("amax", True): [10.0, 20.0, 30.0],
+        ("amax", False): [3.0, 20.0, 5.0],
+        ("amin", True): [1.0, 20.0, 5.0],
+    }
+    for (reduce, include_self), want in cases.items():
+        for sorted in (True, False):
+            o = backend.put(out.clone())
+            with backend:
+                got = scatterx.index_scatter_reduce(
+                    0, backend.put(index), backend.put(src), reduce, sorted, out=o, include_self=include_self
+                )
+            assert got is o
+            torch.testing.assert_close(o.cpu(), torch.tensor(want))
+
+
+def test_hand_written_dim_1_and_short_index(backend):
+    src = torch.tensor([[1, 2, 3, 100], [4, 5, 6, 100]], dtype=torch.int32)
+    got = call(backend, 1, torch.tensor([1, 0, 1]), src, "sum", sorted=False)
+    assert got.tolist() == [[2, 4], [5, 10]]  # the 4th column is not indexed and takes no part
+    assert got.dtype == torch.int32
+
+
+def test_integer_mean_rounds_down_like_torch(backend):
+    src = torch.tensor([-3, 0, 7, 0], dtype=torch.int64)
+    got = call(backend, 0, torch.tensor([0, 0, 1, 1]), src, "mean")
+    assert got.tolist() == [-2, 3]  # floor(-1.5), floor(3.5)
+    torch_mean = torch.zeros(2, dtype=torch.int64).index_reduce_(0, torch.tensor([0, 0, 1, 1]), src, "mean", include_self=False)
+    assert got.tolist() == torch_mean.tolist()
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+@pytest.mark.parametrize("sorted", [True, False])
+def test_amax_amin_propagate_nan(backend, reduce, sorted):
+    nan = math.nan
+    src = torch.tensor([1.0, nan, 3.0, 2.0, nan, nan])
+    index = torch.tensor([0, 0, 1, 1, 2, 2])
+    got = call(backend, 0, index, src, reduce, sorted=sorted)
+    assert math.isnan(got[0]) and got[1] == (3.0 if reduce == "amax" else 2.0) and math.isnan(got[2])
+    # NaN already in out propagates with include_self
+    out = call(backend, 0, index, src, reduce, sorted=sorted, out=torch.tensor([0.0, nan, 0.0]))
+    assert math.isnan(out[1])
+    # a NaN anywhere in a segment (first, inside a GPU rows tile, last; short and long segments) makes it NaN
+    for length in (2, 5, 40):
+        for at in sorted_positions(length):
+            values = torch.arange(length + 2, dtype=torch.float32)
+            values[at] = nan
+            got = call(backend, 0, torch.tensor([0] * length + [1, 1]), values, reduce, sorted, dim_size=2)
+            assert got[0].isnan(), (length, at)
+            assert got[1] == (length + 1 if reduce == "amax" else length)
+
+
+def sorted_positions(length):
+    return sorted({0, 1, length // 2, length - 1})
+
+
+@pytest.mark.parametrize("sorted", [True, False])
+def test_half_precision_accumulates_in_float32(backend, sorted):
+    # 4096 ones: a float16 accumulator would stall at 2048, a bfloat16 one at 256
+    index = torch.zeros(4096, dtype=torch.int64)
+    for dtype in (torch.float16, torch.bfloat16):
+        src = torch.ones(4096, 1, dtype=dtype)
+        assert call(backend, 0, index, src, "sum", sorted, dim_size=1).item() == 4096.0
+        assert call(backend, 0, index, src, "mean", sorted, dim_size=1).item() == 1.0
+
+
+def test_empty_index_and_empty_src(backend):
+    src = torch.randn(0, 3)
+    empty = torch.empty(0, dtype=torch.long)
+    assert call(backend, 0, empty, src).shape == (0, 3)
+    got = call(backend, 0, empty, src, "amax", dim_size=4)
+    assert got.shape == (4, 3) and not got.any()
+    out = torch.full((2, 3), 7.0)
+    assert (call(backend, 0, empty, torch.randn(5, 3), "prod", out=out) == 7.0).all()
+
+
+def test_int32_and_int64_index_agree():
+    g = torch.Generator().manual_seed(3)
+    index = torch.randint(0, 50, (400,), generator=g)
+    src = torch.randn(400, 8, generator=g)
+    for reduce in REDUCES:
+        a = scatterx.index_scatter_reduce(0, index, src, reduce, sorted=False)
+        b = scatterx.index_scatter_reduce(0, index.int(), src, reduce, sorted=False)
+        assert torch.equal(a, b)
+
+
+def test_out_overlapping_src_gives_the_same_as_a_separate_out(backend):
+    base = torch.arange(12, dtype=torch.float64).reshape(6, 2)
+    index = torch.tensor([5, 4, 3, 2, 1, 0])
+    want = reference.index_scatter_reduce(0, index, base, "sum", out=base)
+    b = backend.put(base)
+    with backend:
+        got = scatterx.index_scatter_reduce(0, backend.put(index), b, "sum", sorted=False, out=b)
+    assert got is b
+    torch.testing.assert_close(b.cpu(), want)
+
+
+def test_non_contiguous_out_is_written_in_place(backend):
+    out = backend.put(torch.zeros(3, 4)).t()  # (4, 3), not contiguous
+    with backend:
+        got = scatterx.index_scatter_reduce(1, backend.put(torch.tensor([0, 1, 1])), backend.put(torch.ones(4, 3)),
+                                            "sum", out=out)
+    assert got is out
+    assert out.cpu().tolist() == [[1.0, 2.0, 0.0]] * 4
+
+
+def test_zero_dim_src_out_and_index_are_one_slice_as_in_torch(backend):
+    """torch's index_add/index_reduce take 0-d self, source and index: one slice along dim 0 (or -1)."""
+    got = call(backend, 0, torch.tensor(0), torch.tensor(5.0), "sum", dim_size=2)
+    assert got.tolist() == [5.0, 0.0]
+    for reduce, torch_reduce in (("sum", None), ("amax", "amax"), ("mean", "mean"), ("prod", "prod")):
+        for include_self in (True, False):
+            out = backend.put(torch.tensor(2.0))
+            with backend:
+                result = scatterx.index_scatter_reduce(
+                    -1, backend.put(torch.tensor([0])), backend.put(torch.tensor(5.0)), reduce, out=out,
+                    include_self=include_self,
+                )
+            assert result is out and out.dim() == 0
+            if torch_reduce is None:
+                want = torch.tensor(2.0 if include_self else 0.0).index_add(0, torch.tensor([0]), torch.tensor(5.0))
+            else:
+                want = torch.tensor(2.0).index_reduce(0, torch.tensor([0]), torch.tensor(5.0), torch_reduce,
+                                                      include_self=include_self)
+            assert out.item() == want.item(), (reduce, include_self)
+
+
+# ------------------------------------------------------------------------------- cross-check with torch's ops
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_matches_torch_index_reduce(backend, dtype, reduce, include_self):
+    g = torch.Generator().manual_seed(7)
+    src = random_values((300, 5), dtype, g, reduce)
+    index = torch.randint(0, 40, (300,), generator=g)
+    out = random_values((40, 5), dtype, g, reduce)
+    if reduce == "sum":
+        want = out.clone().index_add_(0, index, src) if include_self else torch.zeros_like(out).index_add_(0, index, src)
+        received = torch.zeros(40, dtype=torch.bool).index_fill_(0, index, True)
+        want = torch.where(received[:, None], want, out)
+    else:
+        want = out.clone().index_reduce_(0, index, src, reduce, include_self=include_self)
+    got = call(backend, 0, index, src, reduce, sorted=False, out=out.clone(), include_self=include_self)
+    assert_matches(got, want, reduce)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "amax", "amin"])
+def test_matches_torch_scatter_reduce_with_expanded_index(backend, reduce):
+    """PyG's path: scatter_reduce with the index broadcast to src's shape, include_self=False on zeros."""
+    g = torch.Generator().manual_seed(11)
+    src = torch.randn(500, 16, generator=g, dtype=torch.float64)
+    index = torch.randint(0, 60, (500,), generator=g)
+    want = torch.zeros(60, 16, dtype=torch.float64).scatter_reduce(
+        0, index[:, None].expand_as(src), src, reduce, include_self=False
+    )
+    got = call(backend, 0, index, src, reduce, sorted=False, dim_size=60)
+    assert_matches(got, want, reduce)
+
+
+# ---------------------------------------------------------------------------------------------- determinism
+@pytest.mark.parametrize("cpu_path", CPU_PATHS, indirect=True)
+def test_same_bits_whatever_the_thread_count(cpu_path):
+    """The documented guarantee, for every CPU path: results do not depend on torch.get_num_threads()."""
+    g = torch.Generator().manual_seed(5)
+    index = torch.randint(0, 1000, (200_000,), generator=g)
+    if cpu_path == "sorted":
+        index = index.sort().values
+    src = torch.randn(200_000, 4, generator=g)
+    before = torch.get_num_threads()
+    try:
+        for reduce in ("sum", "mean", "prod"):
+            results = []
+            for threads in (1, 2, 1):
+                torch.set_num_threads(threads)
+                results.append(scatterx.index_scatter_reduce(0, index, src, reduce, cpu_path == "sorted"))
+            assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2]), reduce
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("strategy", ["gather", "slices", "auto"])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_unsorted_path_equals_sorted_path_on_the_stably_sorted_input(strategy, dim, monkeypatch):
+    """The documented guarantee (CPU): each segment is reduced in original position order, from its first value
+    (or from the identity, which is exact: -0.0 for sums), so both strategies give the sorted path's bits."""
+    monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", strategy)
+    g = torch.Generator().manual_seed(6)
+    index = torch.randint(0, 500, (100_000,), generator=g)
+    src = torch.randn(100_000, 8, generator=g)
+    index[:3] = 599  # a segment that receives only -0.0: its sum is -0.0 unless a +0.0 identity sneaks in
+    src[:3] = -0.0
+    order = index.argsort(stable=True)
+    if dim == -1:
+        src = src.t().contiguous()
+    for reduce in REDUCES:
+        unsorted = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=600)
+        sorted_result = scatterx.index_scatter_reduce(dim, index[order], src.index_select(dim, order), reduce, dim_size=600)
+        assert torch.equal(unsorted, sorted_result), reduce
+        assert torch.equal(unsorted.signbit(), sorted_result.signbit()), reduce
+
+
+def test_gpu_deterministic_unsorted_sum_equals_sorted_path_on_stably_sorted_input(monkeypatch):
+    """The GPU's deterministic unsorted strategy (stable sort + segments) gives the sorted path's bits."""
+    from conftest import _backend
+
+    gpu_backend = _backend("gpu")
+    from scatterx.backends import gpu
+
+    monkeypatch.setattr(gpu, "UNSORTED_STRATEGY", "sort")
+    g = torch.Generator().manual_seed(11)
+    src = torch.randn(40, 3, generator=g)
+    index = torch.randint(0, 6, (40,), generator=g)
+    order = torch.sort(index, stable=True).indices
+    unsorted = call(gpu_backend, 0, index, src, "sum", False, dim_size=6)
+    sorted_ = call(gpu_backend, 0, index[order], src[order], "sum", True, dim_size=6)
+    assert torch.equal(unsorted, sorted_)

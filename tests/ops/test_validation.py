@@ -1,0 +1,256 @@
+"""Every bad input raises a clear Python exception before anything is written; ``out`` stays exactly as it was."""
+
+import numpy as np
+import pytest
+import torch
+
+import scatterx
+from scatterx import reference
+from conftest import _backend
+
+SRC = torch.arange(24, dtype=torch.float32).reshape(6, 4)
+GOOD_INDEX = torch.tensor([0, 0, 1, 2, 2, 3])
+
+
+def call(**overrides):
+    """index_scatter_reduce on a valid problem with ``overrides`` applied; ``out`` is always given."""
+    args = dict(dim=0, index=GOOD_INDEX, src=SRC, reduce="sum", sorted=True)
+    kwargs = dict(out=torch.full((4, 4), -1.0), include_self=True)
+    for key, value in overrides.items():
+        (kwargs if key in ("out", "dim_size", "include_self") else args)[key] = value
+    out = kwargs["out"]
+    before = out.clone() if isinstance(out, torch.Tensor) else None
+    with pytest.raises(Exception) as info:
+        scatterx.index_scatter_reduce(args["dim"], args["index"], args["src"], args["reduce"], args["sorted"], **kwargs)
+    if before is not None:
+        assert torch.equal(out, before), "out was modified by a failed call"
+    return info
+
+
+BAD_INPUTS = {
+    # name: (overrides, exception type, words the message must contain)
+    "index_out_of_range": (dict(index=torch.tensor([0, 0, 1, 2, 2, 4])), IndexError, ["index[5]=4", "dim_size=4"]),
+    "index_out_of_range_unsorted": (dict(index=torch.tensor([9, 0, 1, 2, 2, 0]), sorted=False), IndexError, ["index[0]=9"]),
+    "index_negative": (dict(index=torch.tensor([-1, 0, 1, 2, 2, 3])), IndexError, ["index[0]=-1", "negative"]),
+    "index_negative_unsorted": (dict(index=torch.tensor([0, 3, 1, -2, 2, 3]), sorted=False), IndexError, ["index[3]=-2", "negative"]),
+    "index_float": (dict(index=GOOD_INDEX.float()), TypeError, ["index", "float32"]),
+    "index_bool": (dict(index=GOOD_INDEX.bool()), TypeError, ["index", "bool"]),
+    "index_2d": (dict(index=GOOD_INDEX.view(2, 3)), ValueError, ["index", "1-D", "(2, 3)"]),
+    "index_longer_than_src": (dict(index=torch.zeros(7, dtype=torch.long)), ValueError, ["7", "src.size(0)"]),
+    "index_not_sorted": (dict(index=torch.tensor([0, 2, 1, 2, 2, 3])), ValueError, ["not sorted", "index[2]=1", "sorted=False"]),
+    "index_not_tensor": (dict(index=[0, 1]), TypeError, ["index", "list"]),
+    "dim_too_large": (dict(dim=2), IndexError, ["dim 2"]),
+    "dim_too_small": (dict(dim=-3), IndexError, ["dim -3"]),
+    "reduce_unknown": (dict(reduce="median"), ValueError, ["reduce", "'median'"]),
+    "out_wrong_dtype": (dict(out=torch.zeros(4, 4, dtype=torch.float64)), TypeError, ["out", "float64", "float32"]),
+    "out_wrong_shape": (dict(out=torch.zeros(4, 5)), ValueError, ["out", "(4, 5)"]),
+    "out_wrong_ndim": (dict(out=torch.zeros(4)), ValueError, ["out", "(4,)"]),
+    "dim_size_negative": (dict(out=None, dim_size=-1), ValueError, ["dim_size", "-1"]),
+    "dim_size_disagrees_with_out": (dict(dim_size=5), ValueError, ["dim_size=5", "out.size(0)=4"]),
+    "dim_size_too_small": (dict(out=None, dim_size=3), IndexError, ["index[5]=3", "dim_size=3"]),
+    "src_bool": (dict(src=SRC.bool(), out=None), TypeError, ["src", "bool"]),
+    "src_complex": (dict(src=SRC.to(torch.complex64), out=None), TypeError, ["src", "complex64"]),
+    # a 0-d src is one slice along dim 0 (torch's index_add takes it), so only dims 0 and -1 exist for it
+    "src_scalar_dim_out_of_range": (dict(src=torch.tensor(1.0), dim=1, out=None), IndexError, ["dim 1"]),
+    "src_not_tensor": (dict(src=[[1.0]] * 6, out=None), TypeError, ["src", "list"]),
+    "src_numpy": (dict(src=SRC.numpy(), out=None), TypeError, ["src", "ndarray"]),
+    "index_numpy": (dict(index=GOOD_INDEX.numpy()), TypeError, ["index", "ndarray"]),
+    "out_not_tensor": (dict(out=[[0.0] * 4] * 4), TypeError, ["out", "list"]),
+    "out_numpy": (dict(out=torch.zeros(4, 4).numpy()), TypeError, ["out", "ndarray"]),
+    "sorted_not_bool": (dict(sorted="yes"), TypeError, ["sorted"]),
+    "dim_size_huge": (dict(out=None, dim_size=2**40), MemoryError, ["dim_size=1099511627776", "bytes"]),
+    "dim_size_beyond_int64": (dict(out=None, dim_size=2**63), ValueError, ["dim_size=9223372036854775808", "too large"]),
+    "dim_size_float": (dict(out=None, dim_size=4.0), TypeError, ["dim_size", "float"]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_bad_input_raises_clear_error_and_leaves_out_untouched(name):
+    overrides, exc_type, words = BAD_INPUTS[name]
+    info = call(**overrides)
+    assert info.type is exc_type, f"{name}: got {info.type.__name__}: {info.value}"
+    for word in words:
+        assert word in str(info.value), f"{name}: {word!r} not in {str(info.value)!r}"
+
+
+def test_out_untouched_when_out_of_range_value_hides_behind_a_sorted_prefix():
+    """Every element of a large sorted index is checked (on every thread's chunk), not only its ends."""
+    index = torch.arange(100_000) // 10  # 0..9999, sorted; first and last values are valid
+    index[70_000] = 5_000_000
+    src = torch.randn(100_000, 2)
+    out = torch.zeros(10_000, 2)
+    with pytest.raises((IndexError, ValueError)):
+        scatterx.index_scatter_reduce(0, index, src, out=out)
+    assert not out.any()
+
+
+# ----------------------------------------------------------------------------------------------- segment ops
+SEG_SRC = torch.arange(10.0)
+
+
+@pytest.mark.parametrize(
+    "ptr, exc_type, words",
+    [
+        (torch.tensor([1, 4, 10]), ValueError, ["ptr[0]=1"]),
+        (torch.tensor([0, 4, 9]), ValueError, ["ptr[-1]=9", "src.size(0)=10"]),
+        (torch.tensor([0, 6, 4, 10]), ValueError, ["non-decreasing", "ptr[2]=4"]),
+        (torch.tensor([0.0, 10.0]), TypeError, ["ptr", "float32"]),
+        (torch.tensor([[0, 10]]), ValueError, ["ptr", "1-D"]),
+        (torch.tensor([], dtype=torch.long), ValueError, ["ptr"]),
+    ],
+)
+def test_segment_reduce_rejects_bad_ptr(ptr, exc_type, words):
+    with pytest.raises(exc_type) as info:
+        scatterx.segment_reduce(SEG_SRC, ptr)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_segment_reduce_rejects_bad_reduce_and_dim():
+    with pytest.raises(ValueError, match="reduce"):
+        scatterx.segment_reduce(SEG_SRC, torch.tensor([0, 10]), "std")
+    with pytest.raises(IndexError, match="dim 1"):
+        scatterx.segment_reduce(SEG_SRC, torch.tensor([0, 10]), dim=1)
+
+
+def test_index_to_ptr_rejects_unsorted_and_out_of_range():
+    with pytest.raises(ValueError, match="not sorted") as info:
+        scatterx.index_to_ptr(torch.tensor([0, 2, 1]), 3)
+    assert "sorted=False" not in str(info.value)  # index_to_ptr has no such argument
+    assert "index_to_ptr needs a sorted" in str(info.value)
+    with pytest.raises(IndexError, match="index\\[2\\]=3"):
+        scatterx.index_to_ptr(torch.tensor([0, 1, 3]), 3)
+    with pytest.raises(ValueError, match="dim_size"):
+        scatterx.index_to_ptr(torch.tensor([0, 1]), -2)
+
+
+def test_ptr_to_index_rejects_decreasing():
+    with pytest.raises(ValueError, match="non-decreasing"):
+        scatterx.ptr_to_index(torch.tensor([0, 3, 2]))
+
+
+def test_bad_input_raises_the_same_through_the_autograd_path():
+    """With gradients wanted, calls go through the custom op: the same checks, before anything is written."""
+    src = torch.randn(6, 4, requires_grad=True)
+    with pytest.raises(IndexError, match="index\\[5\\]=4"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 1, 2, 2, 4]), src, dim_size=4)
+    with pytest.raises(ValueError, match="not sorted"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 2, 1, 2, 2, 3]), src)
+    with pytest.raises(ValueError, match="ptr\\[0\\]=1"):
+        scatterx.segment_reduce(src, torch.tensor([1, 6]))
+
+
+# -------------------------------------------------------------------------------- arguments that are not tensors
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: scatterx.segment_reduce([1.0, 2.0], torch.tensor([0, 2])), "src"),
+        (lambda: scatterx.segment_reduce(torch.ones(2), [0, 2]), "ptr"),
+        (lambda: scatterx.segment_reduce(torch.ones(2).numpy(), torch.tensor([0, 2])), "src"),
+        (lambda: scatterx.gather_segment_reduce(torch.ones(2), [0, 1], torch.tensor([0])), "ptr"),
+        (lambda: scatterx.gather_segment_reduce(torch.ones(2), torch.tensor([0, 1]), [0]), "index"),
+        (lambda: scatterx.gather_segment_reduce(torch.ones(2), torch.tensor([0, 1]), torch.tensor([0]),
+                                                transpose=([0, 1, 1], torch.tensor([0]))), "transpose[0]"),
+        (lambda: scatterx.csr_transpose([0, 1], torch.tensor([0]), 2), "ptr"),
+        (lambda: scatterx.csr_transpose(torch.tensor([0, 1]), torch.tensor([0]).numpy(), 2), "index"),
+        (lambda: scatterx.index_to_ptr([0, 1], 2), "index"),
+        (lambda: scatterx.ptr_to_index(torch.tensor([0, 1]).numpy()), "ptr"),
+        (lambda: scatterx.segment_softmax([1.0], torch.tensor([0])), "src"),
+        (lambda: scatterx.segment_softmax(torch.ones(1), [0]), "index"),
+    ],
+)
+def test_arguments_that_are_not_tensors_raise_type_error_naming_them(call, name):
+    with pytest.raises(TypeError, match=name.replace("[", r"\[").replace("]", r"\]")):
+        call()
+
+
+# ----------------------------------------------------------------------------------------------- huge sizes
+@pytest.mark.parametrize("value", [2**31, 2**40])
+@pytest.mark.parametrize("sorted", [True, False])
+def test_an_index_value_too_large_for_memory_names_the_output_size(value, sorted):
+    """Without dim_size the output size is index.max() + 1: too large to allocate is a clear MemoryError."""
+    src = torch.ones(2, 64)
+    out_before = torch.zeros(1)
+    with pytest.raises(MemoryError, match=rf"index.max\(\) \+ 1 = {value + 1}"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, value]), src, sorted=sorted)
+    assert torch.equal(out_before, torch.zeros(1))
+
+
+def test_huge_sizes_of_the_structure_helpers_name_their_argument():
+    with pytest.raises(MemoryError, match="dim_size=1099511627776"):
+        scatterx.index_to_ptr(torch.tensor([0, 1]), 2**40)
+    with pytest.raises(MemoryError, match="num_rows=1099511627776"):
+        scatterx.csr_transpose(torch.tensor([0, 1]), torch.tensor([0]), 2**40)
+    with pytest.raises(ValueError, match="num_rows=.* too large"):
+        scatterx.csr_transpose(torch.tensor([0, 1]), torch.tensor([0]), 2**63)
+
+
+# ------------------------------------------------------------------------------------ the caller's names
+def test_messages_use_the_caller_s_names():
+    with pytest.raises(IndexError, match=r"index\[1\]=5 is out of range for num_rows=3"):
+        scatterx.csr_transpose(torch.tensor([0, 1, 2]), torch.tensor([0, 5]), 3)
+    src = torch.ones(3, 2, requires_grad=True)
+    ptr, index = torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2])
+    bad_transpose = (torch.tensor([0, 1, 1, 3]), torch.tensor([0, 7, 1]))  # index_t names segment 7 of 2
+    with pytest.raises(IndexError, match=r"transpose\[1\] \(index_t\)\[1\]=7"):
+        scatterx.gather_segment_reduce(src, ptr, index, transpose=bad_transpose)  # at the call, not in backward
+
+
+# ------------------------------------------------------------------------------------ memory shared with out
+@pytest.mark.parametrize("sorted", [True, False])
+@pytest.mark.parametrize("strategy", ["auto", "gather", "slices"])
+def test_out_sharing_memory_with_index_is_computed_from_the_original_index(strategy, sorted, monkeypatch):
+    """Found by fuzzing: out viewing the index's memory (a segfault on the slice-owner path)."""
+    from scatterx import backends
+
+    monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", strategy)
+    buf = torch.zeros(16, dtype=torch.int64)
+    out = buf.view(4, 4)
+    index = buf[4:12]
+    index.copy_(torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]) if sorted else torch.tensor([3, 0, 2, 1, 1, 0, 2, 3]))
+    src = torch.arange(32, dtype=torch.int64).view(4, 8)
+    want = reference.index_scatter_reduce(1, index.clone(), src, "sum", out=out.clone())
+    got = scatterx.index_scatter_reduce(1, index, src, "sum", sorted=sorted, out=out)
+    assert got is out
+    assert torch.equal(out, want)
+
+
+def test_out_sharing_memory_with_src_through_another_storage():
+    """Two torch.from_numpy views of one array are different storages over the same memory."""
+    array = np.arange(12, dtype=np.float64)
+    src = torch.from_numpy(array).view(6, 2)
+    out = torch.from_numpy(array[:6]).view(3, 2)  # overlaps src's first three rows
+    index = torch.tensor([2, 1, 0, 2, 1, 0])
+    for sorted_index, sorted_flag in ((index, False), (index.sort().values, True)):
+        array[:] = np.arange(12, dtype=np.float64)
+        want = reference.index_scatter_reduce(0, sorted_index, src.clone(), "sum", out=out.clone())
+        scatterx.index_scatter_reduce(0, sorted_index, src, "sum", sorted=sorted_flag, out=out)
+        assert torch.equal(out, want)
+
+
+# ----------------------------------------------------------------------------------------- the GPU backend
+def test_gpu_bad_index_without_dim_size_raises_before_anything_runs():
+    """Without dim_size the index is read on the host anyway: a Python exception, before any kernel."""
+    gpu = _backend("gpu")
+    src = gpu.put(torch.randn(3, 2))
+    with gpu:
+        with pytest.raises(IndexError, match=r"index\[1\]=-1 is negative"):
+            scatterx.index_scatter_reduce(0, gpu.put(torch.tensor([0, -1, 2])), src, "sum", False)
+        with pytest.raises(ValueError, match="not sorted"):
+            scatterx.index_scatter_reduce(0, gpu.put(torch.tensor([2, 1, 2])), src, "sum", True)
+
+
+@pytest.mark.parametrize("index", [[0, 5, 1], [0, -1, 1], [2, 1, 0]], ids=["too-large", "negative", "unsorted"])
+def test_gpu_bad_index_with_dim_size_is_checked_on_the_device_and_out_is_untouched(index):
+    gpu = _backend("gpu")
+    if not gpu.interpreted:
+        pytest.skip("on CUDA the check is a device-side assert, which ends the process's CUDA context")
+    src = torch.randn(3, 2)
+    out = torch.randn(3, 2)
+    before = out.clone()
+    with gpu:
+        with pytest.raises(RuntimeError, match="index"):
+            scatterx.index_scatter_reduce(0, torch.tensor(index), src, "sum", True, out=out)
+        assert torch.equal(out, before)
+        with pytest.raises(RuntimeError, match="index"):
+            scatterx.index_scatter_reduce(0, torch.tensor(index), src, "sum", True, dim_size=3)

@@ -1,0 +1,168 @@
+"""The package's layering, read from its source with ``ast`` (every import, function-local ones included):
+
+    frontends, pyg -> planner -> ops -> backends -> kernels -> _reductions
+
+- no import cycle between scatterx's modules;
+- imports point down (or sideways within a layer), never up;
+- a function-local import of a scatterx module only for one that needs an optional dependency (triton,
+  torch_geometric), never to dodge a cycle;
+- the reference (the tests' oracle) imports nothing of the package, and only the benchmark imports it;
+- no op, backend, kernel or planner module lists reduction names: they come from the table;
+- no module over ~350 lines without a reason at its top.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+from scatterx._reductions import REDUCTIONS
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "scatterx"
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+#: layer of each module, by prefix (longest first wins); higher may import lower
+LAYERS = [
+    ("scatterx._reductions", 0),
+    ("scatterx.kernels", 1),
+    ("scatterx.backends", 2),
+    ("scatterx.ops", 3),
+    ("scatterx.planner", 4),
+    ("scatterx._frontend", 5), ("scatterx.pytorch", 5), ("scatterx.onnx", 5), ("scatterx.tf", 5),
+    ("scatterx.paddle", 5), ("scatterx.pyg", 5),
+    ("scatterx.bench", 6), ("scatterx.cli", 6), ("scatterx.__main__", 6), ("scatterx", 6),
+]
+
+#: function-local imports allowed, and why: each needs an optional dependency
+OPTIONAL = {
+    "scatterx.backends.gpu": "triton",
+    "scatterx.pyg": "torch_geometric",
+}
+
+
+def layer(module: str) -> int:
+    if module == "scatterx.reference":
+        return -1
+    for prefix, rank in LAYERS:
+        if module == prefix or module.startswith(prefix + "."):
+            return rank
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    is_package = MODULES[module].name == "__init__.py"
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(module: str):
+    """(target module, function-local?) for every import of a scatterx module in ``module``'s source."""
+    tree = ast.parse(MODULES[module].read_text())
+    local = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local.update(id(n) for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    found = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node)
+            for alias in node.names:  # "from package import submodule" imports the submodule
+                sub = f"{base}.{alias.name}"
+                targets.append(sub if sub in MODULES else base)
+        for target in targets:
+            while target not in MODULES and "." in target:  # scatterx.x.y where y is a name in x
+                target = target.rsplit(".", 1)[0]
+            if target in MODULES and target.startswith("scatterx"):
+                found.append((target, id(node) in local))
+    # importlib.import_module(".pyg", __name__) in scatterx/__init__: the lazy optional import
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and arg.value.startswith("."):
+                found.append((module + arg.value, True))
+    return found
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+def test_no_import_cycle_counting_function_local_imports():
+    state = {}
+
+    def visit(m, path):
+        state[m] = "visiting"
+        for target, _ in GRAPH[m]:
+            if target == m:
+                continue
+            if state.get(target) == "visiting":
+                raise AssertionError("import cycle: " + " -> ".join(path + [m, target]))
+            if target not in state:
+                visit(target, path + [m])
+        state[m] = "done"
+
+    for m in MODULES:
+        if m not in state:
+            visit(m, [])
+
+
+def test_imports_point_down():
+    upward = [
+        f"{m} (layer {layer(m)}) imports {t} (layer {layer(t)})"
+        for m, edges in GRAPH.items()
+        for t, _ in edges
+        if layer(t) > layer(m) and not t.startswith(m + ".")  # a package may import its own submodules
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_function_local_imports_only_for_optional_dependencies():
+    bad = [f"{m} imports {t} inside a function" for m, edges in GRAPH.items() for t, local in edges
+           if local and not any(t == o or t.startswith(o + ".") for o in OPTIONAL)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_reference_stands_alone():
+    assert GRAPH["scatterx.reference"] == [], "the oracle must not share code with what it checks"
+    users = [m for m, edges in GRAPH.items() if any(t == "scatterx.reference" for t, _ in edges)]
+    assert all(m.startswith("scatterx.bench") for m in users), users
+
+
+_NAMES = {alias for r in REDUCTIONS for alias in r.aliases}
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if layer(m) in (1, 2, 3, 4)])
+def test_reduction_names_come_from_the_table(module):
+    """A tuple, list or set of two or more reduction names in these layers would be a second table."""
+    tree = ast.parse(MODULES[module].read_text())
+    lists = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+        and len(node.elts) >= 2
+        and all(isinstance(e, ast.Constant) and e.value in _NAMES for e in node.elts)
+    ]
+    assert not lists, f"{module} lists reductions by name: {lists}"
+
+
+@pytest.mark.parametrize("module", list(MODULES))
+def test_long_modules_say_why(module):
+    source = MODULES[module].read_text()
+    if len(source.splitlines()) <= 350:
+        return
+    docstring = ast.get_docstring(ast.parse(source)) or ""
+    assert "Why this module is long" in docstring, f"{module}: over 350 lines and no reason in its docstring"
