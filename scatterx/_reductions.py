@@ -88,7 +88,9 @@ REDUCTIONS: Tuple[Reduction, ...] = (
 NAMES: Tuple[str, ...] = tuple(r.name for r in REDUCTIONS)
 BY_CODE: Dict[int, Reduction] = {r.code: r for r in REDUCTIONS}
 BY_NAME: Dict[str, Reduction] = {r.name: r for r in REDUCTIONS}
-_BY_ALIAS: Dict[str, Reduction] = {a: r for r in REDUCTIONS for a in r.aliases}
+#: every accepted ``reduce`` string (names and aliases) -> its row
+REDUCTIONS_BY_ALIAS: Dict[str, Reduction] = {a: r for r in REDUCTIONS for a in r.aliases}
+_BY_ALIAS = REDUCTIONS_BY_ALIAS
 
 
 def resolve(reduce) -> Reduction:

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import torch
 
-from .bench import gnn
+from .bench import gnn, grid, grid_elements, grid_report
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
 from .bench.harness import ORDERS, REDUCTIONS, Config, run
@@ -38,12 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--edges", type=int, default=d.edges, help=f"number of edges (rows of src), default {d.edges:,}")
     b.add_argument("--nodes", type=int, default=d.nodes, help=f"number of target nodes, default {d.nodes:,}")
     b.add_argument("--features", type=int, default=d.features, help=f"features per edge, default {d.features}")
-    b.add_argument("--dtype", default=d.dtype, choices=["float32", "float64", "float16", "bfloat16", "int32", "int64"])
+    b.add_argument("--dtype", default=None, choices=["float32", "float64", "float16", "bfloat16", "int32", "int64"],
+                   help=f"default {d.dtype}; with --grid, the dtypes axis when --grid-dtypes is not given")
     b.add_argument("--degrees", default=d.degrees, choices=["powerlaw", "uniform"], help="in-degree distribution")
-    b.add_argument("--reductions", default=",".join(REDUCTIONS), help="comma-separated, default all")
+    b.add_argument("--reductions", default=None,
+                   help=f"comma-separated, default all (with --grid: {','.join(grid.REDUCTIONS)})")
     b.add_argument("--orders", default=",".join(ORDERS), help="sorted and/or shuffled index, default both")
     b.add_argument("--threads", type=int, default=d.threads, help=f"torch (and scatterx) threads, default {d.threads}")
-    b.add_argument("--repeat", type=int, default=d.repeat, help="timed calls per case (the median is reported)")
+    b.add_argument("--repeat", type=int, default=None,
+                   help=f"timed calls per case (the median is reported), default {d.repeat}; with --grid: the least "
+                        f"number of timed calls per implementation and cell, default {grid.GridSpec.min_calls}")
     b.add_argument("--warmup", type=int, default=d.warmup)
     b.add_argument("--seed", type=int, default=d.seed)
     b.add_argument("--no-peers", action="store_true", help="time scatterx only")
@@ -53,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
                    help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
     b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")
+    _grid_arguments(b)
 
     gd = GnnConfig()
     n = sub.add_parser(
@@ -69,6 +74,73 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--seed", type=int, default=gd.seed)
     n.add_argument("--out-dir", default="bench-results", help="where bench-gnn.csv, .json and .png go")
     return parser
+
+
+def _grid_arguments(b) -> None:
+    g = b.add_argument_group(
+        "grid (issue #13)", "scatterx bench --grid: index_scatter_reduce against the fastest torch path over a grid of "
+        "shapes, then the element plans; writes grid.csv, grid.json and grid.png")
+    s = grid.GridSpec()
+    g.add_argument("--grid", nargs="?", const="default", choices=["default", "full"],
+                   help="run the grid: 'default' (the base plane and one axis at a time, minutes) or 'full' "
+                        "(every combination, hours)")
+    g.add_argument("--grid-edges", default=_ints(s.edges), help=f"default {_ints(s.edges)}")
+    g.add_argument("--grid-features", default=_ints(s.features), help=f"default {_ints(s.features)}")
+    g.add_argument("--grid-degrees", default=_ints(s.degrees), help=f"mean in-degrees, default {_ints(s.degrees)}")
+    g.add_argument("--grid-dtypes", default=None, help=f"default {','.join(s.dtypes)}")
+    g.add_argument("--grid-dims", default=_ints(s.dims),
+                   help="0 (of an (E, F) src) and/or -1 (of an (F, E) src; write --grid-dims=-1), default 0,-1")
+    g.add_argument("--grid-elements", default=",".join(s.elements),
+                   help=f"element-plan sizes, a subset of {','.join(grid_elements.SIZES)}, or none")
+    g.add_argument("--grid-time", type=float, default=s.seconds,
+                   help=f"timing budget per implementation and cell in seconds, default {s.seconds}")
+    g.add_argument("--grid-memory", type=float, default=s.memory_fraction,
+                   help="skip cells needing more than this fraction of the available memory, default "
+                        f"{s.memory_fraction}")
+
+
+def _ints(values) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def _int_list(value: str, name: str, minimum: Optional[int] = None, allowed=None) -> tuple:
+    try:
+        items = tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        items = ()
+    if not items or (minimum is not None and min(items) < minimum) or (allowed and set(items) - set(allowed)):
+        rule = f"integers >= {minimum}" if minimum is not None else f"a subset of {_ints(allowed)}"
+        raise SystemExit(f"scatterx: --{name} takes comma-separated {rule}; got {value!r}")
+    return items
+
+
+def _grid_spec(args) -> grid.GridSpec:
+    if args.device != "cpu":
+        raise SystemExit("scatterx bench --grid runs on the CPU only")
+    floating = ("float32", "bfloat16", "float16", "float64")
+    dtypes = args.grid_dtypes or args.dtype or ",".join(grid.DTYPES)
+    elements = () if args.grid_elements == "none" else _split(args.grid_elements, grid_elements.SIZES,
+                                                                "grid-elements")
+    if args.grid_time < 0 or not 0 < args.grid_memory <= 1 or args.threads < 1 or (args.repeat is not None and args.repeat < 1):
+        raise SystemExit("scatterx bench --grid: --grid-time >= 0, 0 < --grid-memory <= 1, --threads and --repeat "
+                         ">= 1")
+    return grid.GridSpec(
+        edges=_int_list(args.grid_edges, "grid-edges", 1), features=_int_list(args.grid_features, "grid-features", 1),
+        degrees=_int_list(args.grid_degrees, "grid-degrees", 1), orders=_split(args.orders, ORDERS, "orders"),
+        reductions=_split(args.reductions or ",".join(grid.REDUCTIONS), REDUCTIONS, "reductions"),
+        dtypes=_split(dtypes, floating, "grid-dtypes"), dims=_int_list(args.grid_dims, "grid-dims", allowed=(0, -1)),
+        full=args.grid == "full", backward=not args.no_backward, elements=elements, threads=args.threads,
+        seconds=args.grid_time, min_calls=args.repeat or grid.GridSpec.min_calls,
+        memory_fraction=args.grid_memory, seed=args.seed,
+    )
+
+
+def _bench_grid(args) -> None:
+    spec = _grid_spec(args)
+    result = grid.run(spec, progress=_progress(), log=lambda msg: print(msg, file=sys.stderr))
+    print(grid_report.table(result))
+    for path in grid_report.write_files(result, args.out_dir):
+        print(f"wrote {path}")
 
 
 def _split(value: str, allowed, name: str):
@@ -88,11 +160,15 @@ def _require_cuda() -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "bench":
+    if args.command == "bench" and args.grid:
+        _bench_grid(args)
+    elif args.command == "bench":
+        d = Config()
         config = Config(
-            edges=args.edges, nodes=args.nodes, features=args.features, dtype=args.dtype, degrees=args.degrees,
-            reductions=_split(args.reductions, REDUCTIONS, "reductions"), orders=_split(args.orders, ORDERS, "orders"),
-            threads=args.threads, repeat=args.repeat, warmup=args.warmup, seed=args.seed,
+            edges=args.edges, nodes=args.nodes, features=args.features, dtype=args.dtype or d.dtype,
+            degrees=args.degrees, reductions=_split(args.reductions or ",".join(REDUCTIONS), REDUCTIONS, "reductions"),
+            orders=_split(args.orders, ORDERS, "orders"), threads=args.threads,
+            repeat=d.repeat if args.repeat is None else args.repeat, warmup=args.warmup, seed=args.seed,
             peers=not args.no_peers, latency=not args.no_latency, backward=not args.no_backward,
             softmax=not args.no_softmax,
             device=args.device,

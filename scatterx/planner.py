@@ -37,13 +37,13 @@ map and the executor that runs a plan are read together -- each step is the prev
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence, Tuple
 
 import torch
 
 from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
-from .ops import element_scatter, index_scatter_reduce_from, needs_op
+from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
 
 #: reductions of :func:`scatter`: ``"assign"`` (the last write in ``u``'s row-major order wins) and the table's
 SCATTER_REDUCTIONS = ("assign",) + NAMES
@@ -162,22 +162,32 @@ class Plan:
     """How a map runs: ``u`` seen as ``(outer, n, inner)``, the data as ``(outer, S, inner)``, and ``rows`` (1-D,
     length ``n``) naming the data row of each ``u`` row. ``kind`` is ``"slice"`` when some carried dims stayed out
     of the lookup (each row entry moves ``outer * inner`` elements) and ``"element"`` when every dim went through
-    it (``rows`` are flat offsets, one per element)."""
+    it (``rows`` are flat offsets, one per element). Element plans of a map the element kernels read directly
+    (``route`` "along" or "coords") have no ``rows``: :func:`element_rows` builds them where they are needed
+    (autograd)."""
 
     kind: str
     outer: int
     n: int
     S: int
     inner: int
-    rows: torch.Tensor
+    rows: Optional[torch.Tensor]  # None for the element routes "along" and "coords": the kernels read the index
     checked: bool  # rows validated by the planner (else the kernel's own single-pass check does it)
     region: Optional[Tuple[int, ...]]  # data is reduced only inside this leading box (carried dims smaller than data)
+    route: str = "slice"  # "slice"; for element plans "along", "coords" or "rows" (see _element_route)
 
 
 def _constant_along(index: torch.Tensor, axis: int) -> bool:
     """Whether ``index`` holds the same values at every position along ``axis`` (free for an expanded view)."""
     if index.size(axis) <= 1 or index.stride(axis) == 0:
         return True
+    if index.numel() == 0:
+        return True
+    # one line along ``axis`` first: a general index differs there, and the full comparison (a pass over the whole
+    # index, ~8 ms at 200k x 64) is then not made
+    line = index[tuple(slice(None) if d == axis else 0 for d in range(index.dim()))]
+    if not bool((line == line[0]).all()):
+        return False
     first = index.narrow(axis, 0, 1)
     return bool(torch.equal(index, first.expand_as(index)))
 
@@ -217,7 +227,7 @@ def check_coordinates(m: XMap, name: str = "index") -> None:
 def plan(m: XMap) -> Plan:
     """Choose how ``m`` runs (see the module docstring): a slice plan when a trailing block of carried dims is
     untouched by the lookup, else an element plan. Coordinates are validated here unless the kernel will."""
-    m = simplify(m)
+    original, m = m, simplify(m)
     looked_up = set(m.lookup)
     to_data = dict(m.carry)
     untouched = {s for s in to_data if s not in looked_up}
@@ -250,6 +260,11 @@ def plan(m: XMap) -> Plan:
     n = math.prod(m.shape[s] for s in mid_u)
     S = math.prod(m.data_shape[t] for t in mid_t)
 
+    # "element": every dim went through the lookup, one row per element; "slice": each row moves a group
+    kind = "slice" if lead + k > 0 else "element"
+    route = _element_route(original) if kind == "element" else "slice"
+    if route in ("along", "coords"):  # the kernels read the caller's index and validate it themselves
+        return Plan(kind, outer, n, S, inner, None, False, None, route)
     single = len(m.coords) == 1 and len(mid_t) == 1 and all(s in looked_up for s in mid_u)
     if single:
         # rows are the index itself: the kernel validates it in its own pass
@@ -259,9 +274,34 @@ def plan(m: XMap) -> Plan:
         check_coordinates(m)
         rows = _flat_rows(m, mid_u, mid_t)
         checked = True
-    # "element": every dim went through the lookup, one row per element; "slice": each row moves a group
-    kind = "slice" if lead + k > 0 else "element"
-    return Plan(kind, outer, n, S, inner, rows, checked, region)
+    return Plan(kind, outer, n, S, inner, rows, checked, region, route)
+
+
+def _element_route(m: XMap) -> str:
+    """How an element plan of the (unsimplified) map ``m`` runs without a gradient:
+
+    - ``"along"``: ``m`` is ``XMap.along_dim``'s form (``t = u`` with one coordinate replaced by ``index[u]``);
+    - ``"coords"``: every ``u`` dim is looked up in order and the coordinates fill the data dims in order
+      (``XMap.nd`` with full coordinates and no batch dims, or a scalar index into 1-D data);
+    - ``"rows"``: anything else -- flat offsets are built (:func:`element_rows`) and scattered by coordinate.
+    """
+    ndim, data_ndim = len(m.shape), len(m.data_shape)
+    in_order = tuple(m.lookup) == tuple(range(ndim))
+    if not m.vector and in_order and ndim == data_ndim:
+        d = m.coords[0]
+        if tuple(m.carry) == tuple((e, e) for e in range(ndim) if e != d):
+            return "along"
+    if in_order and not m.carry and tuple(m.coords) == tuple(range(data_ndim)):
+        return "coords"
+    return "rows"
+
+
+def element_rows(m: XMap) -> torch.Tensor:
+    """The flat data offset of every ``u`` position of an element plan (int64, ``u``'s row-major order), after
+    checking every coordinate (IndexError with its position in the caller's index)."""
+    check_coordinates(m)
+    m = simplify(m)
+    return _flat_rows(m, list(range(len(m.shape))), list(range(len(m.data_shape))))
 
 
 def _u_order(c: torch.Tensor, lookup: Sequence[int], mid_u: Sequence[int]) -> torch.Tensor:
@@ -313,6 +353,12 @@ def scatter(
     """
     reduce = reduce if reduce == "assign" else resolve(reduce).name
     p = plan(m)
+    if p.kind == "element" and updates.numel() and _element_kernels(data, updates):
+        flat = updates if p.route != "rows" else updates.reshape(-1)
+        return _element(m, p, data, lambda index, box, dim: element_scatter(
+            index, flat, box, reduce, include_self, dim)).reshape(data.shape)
+    if p.rows is None:  # with autograd: the flat offsets, on the slice path's op
+        p = replace(p, rows=element_rows(m), checked=True, route="rows")
     if p.region is not None:
         box = tuple(slice(0, r) for r in p.region)
         result = data.clone()
@@ -326,14 +372,6 @@ def _run(m: XMap, p: Plan, data, updates, reduce, include_self, torch_ties):
     base = data.reshape(p.outer, p.S, p.inner)
     if p.n == 0 or src.numel() == 0:
         return data.clone()
-    if p.kind == "element" and not needs_op(updates, data) and data.dtype in SUPPORTED_DTYPES:
-        # every dim went through the lookup: single elements, flat offsets, no autograd needed
-        try:
-            flat = element_scatter(p.rows, updates.reshape(-1), data.reshape(-1), reduce, include_self)
-        except IndexError:
-            check_coordinates(m)  # the culprit, at its position in the caller's index
-            raise
-        return flat.view(data.shape)
     if reduce == "assign":
         result = _assign(p, src, base)
     else:  # sorted=None: the sorted path when the rows happen to be sorted
@@ -351,9 +389,43 @@ def _assign(p: Plan, src, base):
     return base.index_copy(1, targets, src.index_select(1, last[targets]))
 
 
+def _element_kernels(data: torch.Tensor, *others: torch.Tensor) -> bool:
+    """Whether an element plan runs on the element kernels: no gradient wanted, nothing traced, a kernel dtype."""
+    return data.dtype in SUPPORTED_DTYPES and not needs_op(data, *others)
+
+
+def _element(m: XMap, p: Plan, data: torch.Tensor, run, scatters: bool = True) -> torch.Tensor:
+    """Run an element plan on the element kernels: ``run(index, data_or_box, dim)`` (``dim`` None: coordinates)
+    gets the caller's index as it is for the routes "along" and "coords", flat offsets for "rows". A bad index
+    is reported at its position in the caller's index; nothing of ``data`` is written."""
+    try:
+        if p.route == "along":
+            dim = m.coords[0]
+            box = [m.shape[d] if d != dim else m.data_shape[d] for d in range(len(m.shape))]
+            if box == list(m.data_shape):  # the index covers the data (else a leading box of it, as torch allows)
+                return run(m.index, data, dim)
+            inside = tuple(slice(0, b) for b in box)
+            if not scatters:
+                return run(m.index, data[inside], dim)
+            result = data.clone()
+            result[inside] = run(m.index, data[inside], dim)
+            return result
+        if p.route == "coords":
+            return run(m.index if m.vector else m.index.unsqueeze(-1), data, None)
+        rows = p.rows if p.rows is not None else element_rows(m)
+        return run(rows.view(-1, 1), data.reshape(-1), None)  # flat: the caller reshapes
+    except IndexError:
+        check_coordinates(m)  # the culprit, at its position in the caller's index
+        raise
+
+
 def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
     """``out[u] = data[t(u)]``, a new tensor of shape ``m.shape``. Differentiable w.r.t. ``data``."""
     p = plan(m)
+    if p.kind == "element" and p.route != "rows" and math.prod(m.shape) and _element_kernels(data):
+        return _element(m, p, data, lambda index, box, dim: element_gather(box, index, dim), False).reshape(m.shape)
+    if p.rows is None:  # with autograd: the flat offsets, gathered by index_select
+        p = replace(p, rows=element_rows(m), checked=True, route="rows")
     if not p.checked:
         bad = (p.rows < 0) | (p.rows >= p.S)
         if bool(bad.any()):

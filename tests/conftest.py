@@ -127,8 +127,12 @@ def backend(request):
 
 
 #: every strategy of every backend: (backend, strategy); "sorted" is the sorted path of either, the others force
-#: the unsorted strategy of that backend
-ROUTES = [("cpu", "sorted"), ("cpu", "gather"), ("cpu", "slices"), ("gpu", "sorted"), ("gpu", "atomic"), ("gpu", "sort")]
+#: the unsorted strategy of that backend; "serial" and "serial-sorted" are the CPU's path for small calls (the
+#: other CPU routes switch it off, so that the tests' small problems reach the general kernels)
+ROUTES = [
+    ("cpu", "sorted"), ("cpu", "gather"), ("cpu", "slices"), ("cpu", "serial"), ("cpu", "serial-sorted"),
+    ("gpu", "sorted"), ("gpu", "atomic"), ("gpu", "sort"),
+]
 
 
 @pytest.fixture(params=ROUTES, ids=[f"{b}-{s}" for b, s in ROUTES])
@@ -136,7 +140,12 @@ def route(request, monkeypatch):
     """A backend with one strategy forced: ``route.sorted`` says whether the test must pass a sorted index."""
     name, strategy = request.param
     b = _backend(name)
-    b.strategy, b.sorted = strategy, strategy == "sorted"
+    b.strategy, b.sorted = strategy, strategy in ("sorted", "serial-sorted")
+    if name == "cpu":
+        serial = strategy.startswith("serial")
+        monkeypatch.setattr(backends.cpu, "SMALL_CALL_ELEMENTS", 1 << 20 if serial else -1)
+        if serial:
+            return b
     if not b.sorted:
         if name == "cpu":
             monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", strategy)

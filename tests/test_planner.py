@@ -1,6 +1,8 @@
 """The planner and its engine against the reference executor of the x-transformer model, on random maps; and the
 plan chosen for the shapes the frontends produce (sliceable cases must be recognised)."""
 
+import itertools
+
 import pytest
 import torch
 from hypothesis import given
@@ -67,11 +69,38 @@ def test_gather_matches_the_reference_executor(m):
 
 @given(m=xmaps())
 def test_plan_rows_name_the_reference_targets(m):
-    """Whatever the plan, (outer, row, inner) of every u position lands where the definition says."""
+    """Whatever the plan, (outer, row, inner) of every u position lands where the definition says; element plans
+    that the kernels run from the caller's index have no rows, and ``element_rows`` gives their flat offsets."""
     p = planner.plan(m)
     assert p.outer * p.n * p.inner == torch.Size(m.shape).numel()
-    assert p.rows.numel() == p.n
-    assert (p.rows >= 0).all() and (p.rows < p.S).all()
+    assert (p.rows is None) == (p.route in ("along", "coords"))
+    rows = p.rows if p.rows is not None else planner.element_rows(m)
+    assert rows.numel() == p.n
+    assert (rows >= 0).all() and (rows < p.S).all()
+    if p.kind == "element":  # flat offsets of the reference's targets, in u's row-major order
+        strides = torch.ones(len(m.data_shape), dtype=torch.int64)
+        for d in range(len(m.data_shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * m.data_shape[d + 1]
+        want = [sum(c * int(s) for c, s in zip(reference.x_target(m, u), strides))
+                for u in itertools.product(*map(range, m.shape))]
+        assert rows.tolist() == want
+
+
+@given(m=xmaps(), reduce=st.sampled_from(planner.SCATTER_REDUCTIONS), include_self=st.booleans(),
+       dtype=st.sampled_from([torch.float32, torch.float16, torch.int32]), seed=st.integers(0, 1000))
+def test_element_kernels_equal_the_differentiable_path_bit_for_bit(m, reduce, include_self, dtype, seed):
+    """Without a gradient element plans run on the element kernels, with one on the slice path's op over flat
+    offsets: both reduce each target's values in u's order from the same start, so they agree bit for bit."""
+    g = torch.Generator().manual_seed(seed)
+    data = (torch.randn(m.data_shape, generator=g) * 100).to(dtype)
+    updates = (torch.randn(m.shape, generator=g) * 100).to(dtype)
+    got = planner.scatter(m, data, updates, reduce, include_self)
+    if dtype.is_floating_point:
+        with_grad = planner.scatter(m, data, updates.requires_grad_(), reduce, include_self).detach()
+        assert torch.equal(got, with_grad)
+        assert torch.equal(planner.gather(m, data), planner.gather(m, data.requires_grad_()).detach())
+    else:
+        assert_matches(got, reference.x_scatter(m, data, updates, reduce, include_self), reduce)
 
 
 # ------------------------------------------------------------------------------------------ recognised plans
@@ -98,9 +127,11 @@ def test_materialised_expanded_index_is_recognised_by_value():
 
 def test_index_varying_along_every_dim_is_an_element_plan():
     index = torch.tensor([[0, 1], [1, 0], [2, 2]])
-    p = planner.plan(along_dim(index, (3, 2), 0))
-    assert (p.kind, p.outer, p.n, p.S, p.inner) == ("element", 1, 6, 6, 1)
-    assert p.rows.tolist() == [0, 3, 2, 1, 4, 5]  # flat offsets: index * 2 + column
+    m = along_dim(index, (3, 2), 0)
+    p = planner.plan(m)
+    assert (p.kind, p.route, p.outer, p.n, p.S, p.inner) == ("element", "along", 1, 6, 6, 1)
+    assert p.rows is None and not p.checked  # the kernel reads and validates the index itself
+    assert planner.element_rows(m).tolist() == [0, 3, 2, 1, 4, 5]  # flat offsets: index * 2 + column
 
 
 def test_index_constant_along_trailing_dims_only_keeps_them_as_the_slice():
@@ -121,7 +152,46 @@ def test_scatter_nd_of_rows_is_a_slice_plan():
 def test_scatter_nd_of_elements_is_an_element_plan():
     m = XMap((2,), (2, 3), torch.tensor([[1, 2], [0, 1]]), (0,), (0, 1), (), vector=True)
     p = planner.plan(m)
-    assert (p.kind, p.rows.tolist()) == ("element", [5, 1])
+    assert (p.kind, p.route, p.rows) == ("element", "coords", None)
+    assert planner.element_rows(m).tolist() == [5, 1]
+
+
+def test_other_element_maps_build_flat_offsets():
+    # gather_nd with a batch dim and whole coordinates: the batch is both looked up and carried
+    m = XMap((2, 3), (2, 4), torch.tensor([[[1], [3], [0]], [[2], [2], [1]]]), (0, 1), (1,), ((0, 0),), vector=True)
+    p = planner.plan(m)
+    assert (p.kind, p.route, p.rows.tolist()) == ("element", "rows", [1, 3, 0, 6, 6, 5])
+    data = torch.arange(8.0).view(2, 4)
+    assert torch.equal(planner.gather(m, data), reference.x_gather(m, data))
+    updates = torch.ones(2, 3)
+    assert torch.equal(planner.scatter(m, data, updates, "sum"), reference.x_scatter(m, data, updates, "sum"))
+
+
+def test_element_plans_never_build_offsets_without_autograd(monkeypatch):
+    """The along-dim and coordinate routes read the caller's index (int32 here, transposed) as it is."""
+    built = []
+    real = planner._flat_rows
+    monkeypatch.setattr(planner, "_flat_rows", lambda *a: built.append(1) or real(*a))
+    index = torch.tensor([[0, 1, 2], [2, 0, 1]], dtype=torch.int32).t()  # (3, 2), strided
+    data, updates = torch.zeros(3, 2), torch.arange(6.0).view(3, 2)
+    m = along_dim(index, (3, 2), 0)
+    assert torch.equal(planner.scatter(m, data, updates, "sum"), reference.x_scatter(m, data, updates, "sum"))
+    assert torch.equal(planner.gather(m, updates), reference.x_gather(m, updates))
+    nd = XMap((2,), (3, 2), torch.tensor([[2, 1], [0, 0]], dtype=torch.int32), (0,), (0, 1), (), vector=True)
+    assert torch.equal(planner.scatter(nd, data, torch.ones(2), "assign"),
+                       reference.x_scatter(nd, data, torch.ones(2), "assign"))
+    assert not built
+    planner.scatter(m, data, updates.requires_grad_(), "sum")  # autograd: the slice path's op on flat offsets
+    assert built
+
+
+def test_index_smaller_than_the_data_scatters_into_a_leading_box():
+    index = torch.tensor([[1, 0], [1, 1], [0, 1]])  # (3, 2) into (2, 4) along dim 0: columns 2 and 3 untouched
+    data, src = torch.arange(8.0).view(2, 4), torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    m = XMap.along_dim(index, (2, 4), 0)
+    for reduce in planner.SCATTER_REDUCTIONS:
+        assert_matches(planner.scatter(m, data, src, reduce, False), reference.x_scatter(m, data, src, reduce, False))
+    assert torch.equal(planner.gather(m, data), reference.x_gather(m, data))
 
 
 def test_gather_nd_with_batch_dims_folds_the_batch_into_the_rows():
@@ -133,10 +203,37 @@ def test_gather_nd_with_batch_dims_folds_the_batch_into_the_rows():
     assert torch.equal(p.rows, (indices[..., 0] + 3 * torch.arange(2).view(2, 1)).view(-1))
 
 
-def test_out_of_range_coordinate_is_reported_where_it_is():
-    m = XMap((2,), (2, 3), torch.tensor([[1, 2], [0, 3]]), (0,), (0, 1), (), vector=True)
-    with pytest.raises(IndexError, match=r"index\[1, 1\] = 3 is out of bounds for dimension 1 with size 3"):
-        planner.plan(m)
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_out_of_range_coordinate_is_reported_where_it_is(index_dtype):
+    """Before anything is written (the data is untouched), on every route, with or without autograd."""
+    data = torch.arange(6.0).view(2, 3)
+    before = data.clone()
+    message = r"index\[1, 1\] = 3 is out of bounds for dimension 1 with size 3"
+    nd = XMap((2,), (2, 3), torch.tensor([[1, 2], [0, 3]], dtype=index_dtype), (0,), (0, 1), (), vector=True)
+    along = along_dim(torch.tensor([[0, 1, 2], [0, 3, 1]], dtype=index_dtype), (2, 3), 1)
+    for m, updates in [(nd, torch.ones(2)), (along, torch.ones(2, 3))]:
+        for grad in (False, True):
+            for reduce in ("assign", "sum", "amax"):
+                with pytest.raises(IndexError, match=message):
+                    planner.scatter(m, data, updates.clone().requires_grad_(grad), reduce)
+            with pytest.raises(IndexError, match=message):
+                planner.gather(m, data.clone().requires_grad_(grad))
+        with pytest.raises(IndexError, match=message):
+            planner.element_rows(m)
+    assert torch.equal(data, before)
+
+
+def test_element_plans_are_differentiable():
+    g = torch.Generator().manual_seed(0)
+    index = torch.randint(0, 3, (4, 3), generator=g)
+    m = along_dim(index, (3, 3), 0)
+    nd = XMap((4,), (3, 3), torch.randint(0, 3, (4, 2), generator=g), (0,), (0, 1), (), vector=True)
+    data = torch.randn(3, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    for mm, shape in [(m, (4, 3)), (nd, (4,))]:
+        updates = torch.randn(shape, dtype=torch.float64, generator=g, requires_grad=True)
+        for reduce in ("sum", "mean", "prod", "assign"):
+            torch.autograd.gradcheck(lambda d, u: planner.scatter(mm, d, u, reduce), (data, updates))
+        torch.autograd.gradcheck(lambda d: planner.gather(mm, d), (data,))
 
 
 def test_map_shapes_are_checked():

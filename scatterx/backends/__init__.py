@@ -11,11 +11,13 @@ the op layer never asks which one it has, it calls ``backend_for(tensor).<functi
 ``index_to_ptr``                CSR offsets of a sorted index, validated
 ``segments``                    ``(ptr, perm)`` of any index, validated (``perm``: a stable sort, None if sorted)
 ``index_scatter_reduce``        the core op: sorted, unsorted (each backend picks its strategy), into ``out`` or new
+``small_index_scatter_reduce``  the core op for a small call, by the cheapest route, or None (then the general path)
 ``segment_reduce``              reduce over CSR segments
 ``gather_segment_reduce``       reduce rows named by a gather list over CSR segments
 ``tie_backward``                amax/amin gradient split among ties
 ``csr_transpose``               a CSR structure read the other way
-``element_scatter``             the planner's element plans (flat, no autograd)
+``element_scatter``             the planner's element plans: along a dim or by coordinates, from the caller's index
+``element_gather``              their gathers (no autograd)
 ``segment_softmax``             softmax within segments
 ``segment_softmax_backward``    its gradient
 ==============================  =================================================================================
@@ -39,7 +41,7 @@ _GPU_ON_CPU = False  # forced by tests: the GPU backend for CPU tensors, through
 
 def backend_for(t: torch.Tensor) -> types.ModuleType:
     """The backend that runs ops on ``t``'s device: ``backends.gpu`` for CUDA tensors, else ``backends.cpu``."""
-    if t.device.type == "cuda" or _GPU_ON_CPU:
+    if t.is_cuda or _GPU_ON_CPU:
         from . import gpu  # imports triton, an optional dependency
 
         return gpu
@@ -48,7 +50,7 @@ def backend_for(t: torch.Tensor) -> types.ModuleType:
 
 def is_gpu(t: torch.Tensor) -> bool:
     """Whether ``t``'s ops run on the GPU backend (whose ops trace under torch.compile)."""
-    return t.device.type == "cuda" or _GPU_ON_CPU
+    return t.is_cuda or _GPU_ON_CPU
 
 
 @contextlib.contextmanager

@@ -23,11 +23,13 @@ import torch
 
 from .._reductions import BY_NAME, Reduction
 from ..kernels.cpu import index as index_kernels
-from ..kernels.cpu import numpy_view, storage_code, use_torch_threads
-from ..kernels.cpu.scatter import element_scatter as element_kernel
+from ..kernels.cpu import NATIVE, numpy_view, storage_code, use_torch_threads
+from ..kernels.cpu import element as element_kernels
 from ..kernels.cpu.scatter import slice_scatter
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
 from ..kernels.cpu.segment import segment_tie_backward
+from ..kernels.cpu.serial import OK as SERIAL_OK
+from ..kernels.cpu.serial import index_bound, serial_scatter
 from ..kernels.cpu.softmax import segment_softmax as softmax_kernel
 from ..kernels.cpu.softmax import segment_softmax_backward as softmax_backward_kernel
 from ._common import explain_bad_index, new_result, overlaps, shape3
@@ -215,6 +217,57 @@ def index_scatter_reduce(
     return _reduce_segments(src, dim, ptr, perm, red, out, include_self, base, index)
 
 
+#: Calls whose ``src`` and output together hold at most this many elements take the serial kernel
+#: (``kernels/cpu/serial.py``: the same bits, no offsets, no thread pool). Crossover measured in DESIGN.md.
+SMALL_CALL_ELEMENTS = 1 << 14
+_SERIAL_STORAGE = {t: storage_code(t) for t in (torch.float32, torch.float64, torch.int32, torch.int64)}
+_SERIAL_STORAGE.update({t: storage_code(t) for t in (torch.float16, torch.bfloat16)})
+_INDEX_DTYPES = (torch.int64, torch.int32)
+
+
+def small_index_scatter_reduce(
+    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: bool, num_segments: Optional[int]
+) -> Optional[torch.Tensor]:
+    """``index_scatter_reduce`` of a small call into a new tensor, on the serial kernel; None when the call is
+    not small, or not plainly valid (the caller then takes the general path, which explains any bad input).
+    ``src`` is a tensor, ``index`` a 1-D tensor no longer than ``src.size(dim)``, ``dim >= 0`` (the caller
+    checked); ``num_segments`` None: ``index.max() + 1``. Written for per-call cost: every line here is paid by
+    calls of ~10 us."""
+    storage = _SERIAL_STORAGE.get(src.dtype)
+    numel = src.numel()
+    if storage is None or numel > SMALL_CALL_ELEMENTS or not (src.is_cpu and index.is_cpu):
+        return None
+    if index.dtype not in _INDEX_DTYPES:
+        return None
+    index_np = index.contiguous().numpy()
+    if num_segments is None:
+        num_segments = int(index_bound(index_np))
+        if num_segments < 0:
+            return None
+    shape = list(src.shape)
+    n = shape[dim]
+    row = numel // n if n else 0  # outer * inner
+    if row == 0 or num_segments == 0 or row * num_segments + numel > SMALL_CALL_ELEMENTS:
+        return None
+    outer = 1
+    for size in shape[:dim]:
+        outer *= size
+    shape[dim] = num_segments
+    out = torch.empty(shape, dtype=src.dtype)
+    src = src.detach() if src.requires_grad else src
+    if storage != NATIVE:
+        src, out_view = src.view(torch.int16), out.view(torch.int16)
+    else:
+        out_view = out
+    out_np = out_view.numpy().reshape(outer, num_segments, row // outer)
+    status = serial_scatter.keyed(
+        ("serial", red.code, storage, src.dtype, index.dtype),
+        src.contiguous().numpy().reshape(outer, n, row // outer), index_np, out_np, out_np,
+        red.code, storage, sorted, False, True,
+    )
+    return out if status == SERIAL_OK else None
+
+
 def _reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: bool, base=None, index=None):
     """The segment kernel over validated ``ptr`` (rows ``perm[...]`` when given): into ``out`` in place, or a new
     tensor (empty segments 0, or ``base``'s values)."""
@@ -333,28 +386,151 @@ def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tupl
 
 
 def element_scatter(
-    src: torch.Tensor, rows: torch.Tensor, base: torch.Tensor, reduce: str, include_self: bool
+    src: torch.Tensor, index: torch.Tensor, base: torch.Tensor, dim: Optional[int], reduce: str, include_self: bool
 ) -> torch.Tensor:
-    """The element plan: a new flat tensor, ``base`` with ``src[i]`` reduced into position ``rows[i]`` (1-D, all
-    three). ``reduce``: a name of the table or ``"assign"`` (the last write wins). No sort: each thread owns a
-    range of targets and streams all of ``rows`` (``kernels/cpu/scatter.py``). IndexError for a bad row."""
-    base = base.contiguous()
-    out = torch.empty_like(base)
+    """The element plan (``ops/element_scatter.py``): a new tensor, ``base`` with ``src[u]`` reduced into the
+    target the caller's ``index`` names for ``u`` -- along ``dim``, or by coordinate vectors (``dim=None``).
+    ``reduce``: a name of the table or ``"assign"`` (the last write wins). IndexError for a bad entry, raised
+    after the kernel counted it (the kernel writes only the new tensor, never ``base``).
+
+    Along a dim with at least two carried lanes (``outer * inner``) work items own lanes and walk the index in
+    order; otherwise (one lane, or coordinates) each thread owns a range of targets and streams the whole index
+    (``kernels/cpu/element.py``)."""
     assign = reduce == "assign"
-    bad = element_kernel(
-        numpy_view(src.contiguous()),
-        numpy_view(rows.to(torch.int64).contiguous()),
-        numpy_view(base),
-        numpy_view(out),
-        0 if assign else BY_NAME[reduce].code,
-        storage_code(src.dtype),
-        assign,
-        bool(include_self) and not assign,
-        use_torch_threads(rows.numel()),
-    )
+    code = 0 if assign else BY_NAME[reduce].code
+    storage = element_kernels.NATIVE if assign else storage_code(src.dtype)  # assign moves bits: no conversion
+    include_self = include_self and not assign
+    out = torch.empty(base.shape, dtype=base.dtype)
+    if dim is not None and base.numel() // max(base.size(dim), 1) > 1:
+        bad = _along_scatter(src, index, base, out, dim, code, storage, assign, include_self)
+    else:
+        coords, sizes, strides = _coordinates(index, base, dim)
+        bad = element_kernels.coords_scatter(
+            numpy_view(coords), sizes, strides, _flat(src, False), _flat(base), numpy_view(out).reshape(-1),
+            code, storage, assign, include_self, use_torch_threads(coords.size(0)),
+        )
     if bad:
-        raise explain_bad_index(rows, base.numel(), False, "rows", "the data's size")
+        raise _explain_element(index, base.shape, dim)
     return out
+
+
+def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) -> torch.Tensor:
+    """``out[u] = data[t(u)]`` for the map of ``element_scatter``: a new tensor of ``index``'s shape (``dim``
+    given) or ``index.shape[:-1]`` (coordinates). Parallel over positions (an int64 index along the last dim:
+    torch's own gather); IndexError for a bad entry."""
+    if dim is not None:
+        outer, S, inner = shape3(data, dim)
+        n = index.size(dim)
+        if S == 0 and index.numel():  # nothing to read: every entry is bad (the kernels read row 0 for one)
+            raise _explain_element(index, data.shape, dim)
+        if inner == 1 and index.dtype == torch.int64:
+            # along the last dim torch's gather is the faster (64 x 200k from 64 x 50k float32: 15 ms against 20 ms
+            # for ``row_gather``, both into an existing output); it takes the index as it is, and checks it
+            try:
+                return torch.gather(data, dim, index)
+            except RuntimeError:
+                if not bool(((index < 0) | (index >= S)).any()):
+                    raise
+                raise _explain_element(index, data.shape, dim) from None
+        out = torch.empty(index.shape, dtype=data.dtype)
+        threads = use_torch_threads(outer * n * inner)
+        nchunks = max(1, min(n, -(-_GATHER_ITEMS_PER_THREAD * threads // max(outer, 1))))
+        data3, index3 = _strided3(data, outer, S, inner), _strided3(index, outer, n, inner)
+        if inner == 1:  # along the last dim: rows
+            rows_out = numpy_view(out).reshape(outer, n)
+            bad = element_kernels.row_gather(data3[:, :, 0], index3[:, :, 0], rows_out, nchunks)
+        else:
+            bad = element_kernels.along_gather(data3, index3, numpy_view(out).reshape(outer, n, inner), nchunks)
+    else:
+        coords, sizes, strides = _coordinates(index, data, None)
+        out = torch.empty(index.shape[:-1], dtype=data.dtype)
+        bad = element_kernels.coords_gather(
+            _flat(data), numpy_view(coords), sizes, strides, numpy_view(out).reshape(-1),
+            use_torch_threads(coords.size(0)),
+        )
+    if bad:
+        raise _explain_element(index, data.shape, dim)
+    return out
+
+
+# Work items of the along-dim kernels: a scatter item owns whole blocks of this many columns when a row is wider
+# (so that no cache line of the output is written by two threads); a gather makes this many items per thread.
+_LANE_BLOCK = 16
+_GATHER_ITEMS_PER_THREAD = 4
+# A scatter item whose accumulator block is larger than _RANGE_BYTES buffers its hits by target range (ranges of
+# at most _RANGE_BYTES, up to _MAX_RANGES of them, _BUFFER_BYTES of buffers in all) and applies a range's buffer
+# when it is full, the range then being in cache. Measured at 200k x 64 float32 into 50k x 64 (2 threads, CPU
+# time): direct 150-200 ms, buffered 110-130 ms with ranges of 512 KB; see DESIGN.md.
+_RANGE_BYTES = 512 << 10
+_MAX_RANGES = 32
+_BUFFER_BYTES = 4 << 20
+
+
+def _along_scatter(src, index, base, out, dim, code, storage, assign, include_self) -> int:
+    outer, S, inner = shape3(base, dim)
+    n = index.size(dim)
+    threads = use_torch_threads(outer * n * inner)
+    nblocks = min(inner, -(-threads // outer))
+    block = -(-inner // nblocks)
+    if block > _LANE_BLOCK:
+        block = -(-block // _LANE_BLOCK) * _LANE_BLOCK
+        nblocks = -(-inner // block)
+    out_np = numpy_view(out).reshape(outer, S, inner)
+    acc = out_np if storage == element_kernels.NATIVE else np.empty((outer, S, inner), np.float32)
+    mean = code == BY_NAME["mean"].code and not assign
+    if mean:
+        track, seen = element_kernels.TRACK_COUNT, np.empty((outer, S, inner), np.int32 if n < 2**31 else np.int64)
+    elif assign or include_self:
+        track, seen = element_kernels.TRACK_NONE, np.empty((outer, 0, 0), np.uint8)
+    else:
+        track, seen = element_kernels.TRACK_FLAG, np.empty((outer, S, inner), np.uint8)
+    entry = acc.itemsize + seen.itemsize * (track != element_kernels.TRACK_NONE)
+    rows = max(1, _RANGE_BYTES // (block * entry))
+    shift = rows.bit_length() - 1  # ranges of 2**shift target rows
+    ranges = -(-S // (1 << shift))
+    capacity = 1
+    if 1 < ranges <= _MAX_RANGES and not assign:  # assign writes without reading: direct stores are faster
+        capacity = max(1, min(_BUFFER_BYTES // (ranges * (4 + acc.itemsize)), n * block))
+    else:
+        shift = 62  # one range: direct updates (the block fits in cache, or the buffers would not pay)
+    return element_kernels.along_scatter(
+        _strided3(index, outer, n, inner), _strided3(src, outer, n, inner), _strided3(base, outer, S, inner),
+        out_np, acc, seen, code, storage, assign, include_self, track, nblocks, block, shift, capacity,
+    )
+
+
+def _strided3(t: torch.Tensor, outer: int, rows: int, inner: int) -> np.ndarray:
+    """``t`` as a 3-D NumPy array, strided as it is when its dims merge that way (else a copy)."""
+    return numpy_view(t.reshape(outer, rows, inner))
+
+
+def _flat(t: torch.Tensor, contiguous: bool = True) -> np.ndarray:
+    """``t`` as a 1-D NumPy array in row-major order: C-contiguous (a copy if need be), or strided if allowed."""
+    return numpy_view(t.contiguous().view(-1) if contiguous else t.reshape(-1))
+
+
+def _coordinates(index: torch.Tensor, data: torch.Tensor, dim: Optional[int]):
+    """``(coords, sizes, strides)`` of the coordinate kernels: ``index`` as ``(n, k)`` rows of coordinates, the
+    sizes of the dims they index and those dims' strides in the flat (C-contiguous) data. An index along ``dim``
+    with a single lane is a coordinate into the flat data."""
+    if dim is not None:
+        return index.reshape(-1, 1), np.array([data.numel()], np.int64), np.ones(1, np.int64)
+    strides = np.cumprod([1] + list(data.shape[:0:-1]), dtype=np.int64)[::-1].copy()
+    return index.reshape(-1, index.size(-1)), np.array(data.shape, np.int64), strides
+
+
+def _explain_element(index: torch.Tensor, shape, dim: Optional[int]) -> IndexError:
+    """The IndexError for an element-plan index a kernel rejected: the first bad entry, at its position in
+    ``index`` (the failure path only)."""
+    if dim is not None:
+        bad, sizes = (index < 0) | (index >= shape[dim]), None
+    else:
+        sizes = torch.tensor(list(shape), dtype=torch.int64)
+        bad = (index < 0) | (index >= sizes)
+    where = tuple(int(i) for i in torch.nonzero(bad)[0])
+    d = dim if dim is not None else where[-1]
+    return IndexError(f"index{list(where)} = {int(index[where])} is out of bounds for dimension {d} with size "
+                      f"{shape[d]}")
 
 
 def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int) -> torch.Tensor:

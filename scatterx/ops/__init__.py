@@ -1,7 +1,7 @@
 """The op layer: one module per public op family -- its argument checks, its ``torch.library`` op (``_library``),
 fake implementation and autograd. Backward formulas several ops share are in ``_backward.py``."""
 
-from .element_scatter import element_scatter
+from .element_scatter import element_gather, element_scatter
 from .gather_segment_reduce import csr_transpose, gather_segment_reduce
 from .index_scatter_reduce import index_scatter_reduce, index_scatter_reduce_from
 from .segment_reduce import index_to_ptr, ptr_to_index, segment_reduce
@@ -16,6 +16,7 @@ __all__ = [
     "csr_transpose",
     "segment_softmax",
     "element_scatter",
+    "element_gather",
     "index_to_ptr",
     "ptr_to_index",
     "needs_op",

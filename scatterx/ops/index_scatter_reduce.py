@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from .._reductions import Reduction, resolve
+from .._reductions import REDUCTIONS_BY_ALIAS, Reduction, resolve
 from ..backends import backend_for
 from . import _backward
 from ._checks import (
@@ -60,6 +60,10 @@ def index_scatter_reduce(
     >>> index_scatter_reduce(0, torch.tensor([0, 0, 2]), torch.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
+    if out is None and type(src) is Tensor and type(index) is Tensor:
+        result = _small_call(dim, index, src, reduce, sorted, dim_size)
+        if result is not None:
+            return result
     if not isinstance(sorted, bool):
         raise TypeError(f"sorted must be a bool, got {type(sorted).__name__}")
     call = _Call(dim, index, src, reduce, sorted, dim_size, out)
@@ -98,6 +102,26 @@ def index_scatter_reduce_from(
     return index_scatter_reduce_op(
         call.src, call.index, call.dim, call.red.name, sorted, call.num_segments, call.out, include_self, torch_ties
     )
+
+
+def _small_call(dim, index: Tensor, src: Tensor, reduce, sorted, dim_size) -> Optional[Tensor]:
+    """The result of a small, plainly valid call by the backend's cheapest route, or None (then the general
+    path runs, with every check). Only checks that cost attribute reads happen here: at a few thousand elements
+    the general path's Python bookkeeping costs several times the kernel (measured in DESIGN.md)."""
+    red = REDUCTIONS_BY_ALIAS.get(reduce) if type(reduce) is str else None
+    if red is None or type(sorted) is not bool or type(dim) is not int or index.dim() != 1:
+        return None
+    if dim_size is not None and (type(dim_size) is not int or dim_size < 0):
+        return None
+    ndim = src.dim()
+    if not -ndim <= dim < ndim:
+        return None
+    dim %= ndim
+    if index.shape[0] > src.shape[dim] or (src.requires_grad and torch.is_grad_enabled()):
+        return None
+    if torch.compiler.is_compiling():
+        return None
+    return backend_for(src).small_index_scatter_reduce(src, index, dim, red, sorted, dim_size)
 
 
 class _Call:

@@ -15,8 +15,9 @@ from scatterx.kernels.gpu import available
 
 INTERFACE = [
     "output_size", "check_index", "check_ptr", "index_to_ptr", "segments", "index_scatter_reduce",
+    "small_index_scatter_reduce",
     "segment_reduce", "gather_segment_reduce", "tie_backward", "csr_transpose", "element_scatter",
-    "segment_softmax", "segment_softmax_backward",
+    "element_gather", "segment_softmax", "segment_softmax_backward",
 ]
 
 

@@ -1,6 +1,5 @@
-"""kernels/cpu/scatter.py called directly: the slice-owner kernel and the element kernel against plain loops, on
-any number of work chunks (so chunk boundaries are exercised on small inputs), and the element kernel's count
-of bad rows (which it never writes)."""
+"""kernels/cpu/scatter.py called directly: the slice-owner kernel against plain loops (the element plans' kernels
+are in ``test_cpu_element.py``)."""
 
 import numpy as np
 from hypothesis import given
@@ -8,7 +7,7 @@ from hypothesis import strategies as st
 
 from scatterx._reductions import REDUCTIONS
 from scatterx.kernels.cpu import NATIVE
-from scatterx.kernels.cpu.scatter import element_scatter, slice_scatter
+from scatterx.kernels.cpu.scatter import slice_scatter
 
 NAMES = [r.name for r in REDUCTIONS]
 
@@ -28,33 +27,6 @@ def _loop(src, rows, base, name, include_self, assign=False):
             continue
         out[t] = members[-1] if assign else _reduce(([base[t]] if include_self else []) + members, name)
     return out
-
-
-@given(st.lists(st.integers(0, 6), max_size=30), st.integers(1, 6), st.sampled_from(NAMES), st.booleans(),
-       st.booleans(), st.integers(0, 2**31 - 1))
-def test_element_kernel_matches_a_loop(rows, nchunks, name, include_self, assign, seed):
-    g = np.random.default_rng(seed)
-    rows = np.array(rows, dtype=np.int64)
-    src = g.integers(-4, 5, rows.size).astype(np.float64)
-    base = g.integers(-4, 5, 7).astype(np.float64)
-    out = np.empty_like(base)
-    code = next(r.code for r in REDUCTIONS if r.name == name)
-    bad = element_scatter(src, rows, base, out, code, NATIVE, assign, include_self and not assign, nchunks)
-    assert bad == 0
-    np.testing.assert_allclose(out, _loop(src, rows, base, name, include_self and not assign, assign))
-
-
-@given(st.lists(st.integers(-3, 9), max_size=20), st.integers(1, 6))
-def test_element_kernel_counts_bad_rows_and_never_writes_them(rows, nchunks):
-    rows = np.array(rows, dtype=np.int64)
-    src = np.ones(rows.size)
-    base = np.zeros(7)
-    out = np.full(9, -5.0)  # two guard cells after the 7 targets
-    bad = element_scatter(src, rows, base, out[:7], 0, NATIVE, False, False, nchunks)
-    assert bad == int(((rows < 0) | (rows >= 7)).sum())
-    assert (out[7:] == -5.0).all()
-    good = rows[(rows >= 0) & (rows < 7)]
-    np.testing.assert_array_equal(out[:7], np.bincount(good, minlength=7).astype(np.float64))
 
 
 @given(st.lists(st.integers(0, 4), max_size=12), st.integers(1, 3), st.integers(1, 3), st.sampled_from(NAMES),

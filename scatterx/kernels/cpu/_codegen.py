@@ -229,7 +229,13 @@ class LiteralKernel:
         self.__doc__ = dispatcher.py_func.__doc__
 
     def __call__(self, *args):
-        key = tuple(self._key(i, a) for i, a in enumerate(args))
+        return self.keyed(tuple(self._key(i, a) for i, a in enumerate(args)), *args)
+
+    def keyed(self, key, *args):
+        """Call with a key made by the caller, which must determine the Numba type of every argument (e.g. the
+        literal values and the dtypes, when every array is C-contiguous, writable and aligned): a small call's
+        dispatch then costs a dict lookup instead of ``_key`` on each argument. Keep such keys apart from
+        ``_key``'s tuples (e.g. start them with a string)."""
         entry = self._entries.get(key)
         if entry is None:
             sig = tuple(

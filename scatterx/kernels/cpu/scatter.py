@@ -13,7 +13,6 @@ whatever the number of threads. No bounds checks: the op layer validated ``index
 
 from __future__ import annotations
 
-import numpy as np
 from numba import literally, njit, prange
 
 from ._codegen import PRANGE_ONLY, LiteralKernel, acc_buffer, combine, finalize, identity, load, store
@@ -61,59 +60,3 @@ def slice_scatter_kernel(src, index, counts, out, reduce, storage, include_self,
 
 
 slice_scatter = LiteralKernel(slice_scatter_kernel, ("reduce", "storage"))
-
-
-@njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
-def element_scatter_kernel(src, rows, base, out, reduce, storage, assign, include_self, nchunks):
-    """The element plan's kernel: out[t] = reduce(base[t] with include_self, then src[i] for every i with
-    rows[i] == t, in order of i); ``assign`` keeps the last src[i] instead. Targets that receive nothing get
-    base[t].
-
-    src, rows: (n,); base, out: (S,) of src's element type. The targets are split into ``nchunks`` ranges, one per
-    thread; each thread streams all of ``rows`` and combines the hits in its own range into a private buffer --
-    no sort, no atomics, and every target sees its values in position order (so the result is the sorted path's,
-    whatever the thread count). Returns the number of rows outside ``[0, S)``; those are never written.
-    """
-    literally(reduce)
-    literally(storage)
-    literally(assign)
-    n = rows.shape[0]
-    S = out.shape[0]
-    step = (S + nchunks - 1) // nchunks
-    bad = np.zeros(nchunks, np.int64)
-    for c in prange(nchunks):
-        lo = min(S, c * step)
-        hi = min(S, lo + step)
-        acc = acc_buffer(storage, src, hi - lo)
-        count = np.zeros(hi - lo, np.int64)
-        neutral = identity(reduce, acc)
-        for k in range(hi - lo):
-            if include_self:
-                acc[k] = load(storage, base[lo + k])
-            else:
-                acc[k] = neutral
-        nbad = 0
-        for i in range(n):
-            t = rows[i]
-            if t >= lo and t < hi:
-                k = t - lo
-                if assign:
-                    acc[k] = load(storage, src[i])
-                else:
-                    acc[k] = combine(reduce, acc[k], load(storage, src[i]))
-                count[k] += 1
-            elif c == 0 and (t < 0 or t >= S):
-                nbad += 1
-        bad[c] = nbad
-        for k in range(hi - lo):
-            if count[k] == 0:
-                out[lo + k] = base[lo + k]
-                continue
-            value = acc[k]
-            if not assign:
-                value = finalize(reduce, value, count[k] + (1 if include_self else 0))
-            out[lo + k] = store(storage, value)
-    return bad.sum()
-
-
-element_scatter = LiteralKernel(element_scatter_kernel, ("reduce", "storage", "assign"))

@@ -1,0 +1,180 @@
+"""``scatterx bench --grid``'s outputs: the table (every cell, the element plans, the worst cells and the goals
+missed), ``grid.csv``, ``grid.json`` and the heat map ``grid.png``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import asdict
+from typing import List, Optional
+
+from .grid import GridReport, GridRow, missed
+
+WORST = 15
+_DEFAULT = ("default: the base plane (first degree, dtype, dim) up to E x F = 2^28, one of degree/dtype/dim changed "
+            "at E x F = 1k,100k,1M x 1,16,256 up to 2^26, fwd+bwd up to 2^26; --grid full runs every combination")
+_HEADER = (f"{'shape':<20} {'deg':>3} {'order':<8} {'reduce':<6} {'dtype':<8} {'dim':>3} {'pass':<7} "
+           f"{'scatterx':>10} {'fastest torch':<16} {'torch':>10} {'speedup':>8} {'goal':>6}")
+
+
+def fmt_time(seconds: Optional[float]) -> str:
+    if seconds is None or math.isnan(seconds):
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _verdict(ok: Optional[bool]) -> str:
+    return "-" if ok is None else ("ok" if ok else "MISSED")
+
+
+def cell_line(row: GridRow) -> str:
+    c = row.cell
+    shape = "(" + ", ".join(f"{s:,}" for s in c.shape) + ")"
+    head = (f"{shape:<20} {c.degree:>3} {c.order:<8} {c.reduce:<6} {c.dtype:<8} {c.dim:>3} {c.mode:<7} ")
+    if row.skipped:
+        return head + row.skipped
+    speed = f"{row.speedup:.2f}x"
+    return (head + f"{fmt_time(row.scatterx_s):>10} {row.torch_peer:<16} {fmt_time(row.torch_s):>10} "
+            f"{speed:>8} {'>=' + format(row.goal, '.1f'):>6} {_verdict(row.ok)}")
+
+
+def _margin(row) -> float:
+    return row.speedup / row.goal
+
+
+def table(report: GridReport) -> str:
+    s = report.spec
+    lines = [
+        f"scatterx bench --grid ({'full' if s.full else _DEFAULT}): {len(report.rows)} cells, {s.threads} "
+        f"thread(s), {report.wall_s:.0f} s",
+        "speedup = fastest torch path / scatterx (medians of back-to-back calls in blocks taking turns, one run); "
+        "goal: issue #13 "
+        "(>= 2.0x from 100k edges, >= 1.0x from 1k, >= 0.8x below)",
+        _HEADER,
+        "-" * len(_HEADER),
+    ]
+    lines += [cell_line(r) for r in report.rows]
+    if report.elements:
+        lines += ["", "element plans (an index that differs per feature):",
+                  f"{'op':<26} {'size':<28} {'scatterx':>10} {'peer':<22} {'peer time':>10} {'speedup':>8} {'goal':>6}"]
+        for r in report.elements:
+            goal = "-" if r.goal is None else f">={r.goal:.1f}"
+            lines.append(f"{r.op:<26} {r.size:<28} {fmt_time(r.scatterx_s):>10} {r.peer:<22} {fmt_time(r.peer_s):>10} "
+                         f"{r.speedup:>7.2f}x {goal:>6} {_verdict(r.ok)}")
+    lines += [""] + [f"note: {n}" for n in report.notes]
+    lines += worst(report)
+    return "\n".join(lines)
+
+
+def worst(report: GridReport) -> List[str]:
+    """The worst cells by speedup / goal, the cells skipped, and every goal missed."""
+    timed = sorted((r for r in report.rows if r.speedup is not None), key=_margin)
+    lines = [f"worst {min(WORST, len(timed))} cells (by speedup / goal):", _HEADER]
+    lines += [cell_line(r) for r in timed[:WORST]]
+    skipped = [r for r in report.rows if r.skipped]
+    if skipped:
+        lines.append(f"{len(skipped)} cell(s) skipped for memory (limit {report.limit_bytes / 2**30:.1f} GiB)")
+    misses = missed(report)
+    cells_missed = [r for r in misses if isinstance(r, GridRow)]
+    lines.append(f"goals missed: {len(misses)} of {len(timed) + sum(r.goal is not None for r in report.elements)} "
+                 f"({len(cells_missed)} cells, {len(misses) - len(cells_missed)} element rows)")
+    for r in misses:
+        lines.append("  MISSED " + (cell_line(r) if isinstance(r, GridRow) else
+                                    f"{r.op} {r.size} vs {r.peer}: {r.speedup:.2f}x (goal >= {r.goal:.1f})"))
+    return lines
+
+
+_FIELDS = ["section", "edges", "features", "nodes", "degree", "dtype", "dim", "order", "reduce", "pass", "op",
+           "size", "scatterx_us", "peer", "peer_us", "speedup", "goal", "ok", "calls", "skipped"]
+
+
+def _csv_rows(report: GridReport):
+    def us(t):
+        return "" if t is None else f"{t * 1e6:.3f}"
+
+    for r in report.rows:
+        c = r.cell
+        yield ["cell", c.edges, c.features, c.nodes, c.degree, c.dtype, c.dim, c.order, c.reduce, c.mode,
+               "index_scatter_reduce", "", us(r.scatterx_s), r.torch_peer, us(r.torch_s),
+               "" if r.speedup is None else f"{r.speedup:.4f}", r.goal, "" if r.ok is None else r.ok, r.calls,
+               r.skipped]
+    for r in report.elements:
+        yield ["element", "", "", "", "", "float32", 0, "", "", "fwd", r.op, r.size, us(r.scatterx_s), r.peer,
+               us(r.peer_s), f"{r.speedup:.4f}", "" if r.goal is None else r.goal, "" if r.ok is None else r.ok,
+               r.calls, ""]
+
+
+def write_files(report: GridReport, out_dir: str) -> List[str]:
+    os.makedirs(out_dir, exist_ok=True)
+    csv_path, json_path = os.path.join(out_dir, "grid.csv"), os.path.join(out_dir, "grid.json")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(_FIELDS)
+        writer.writerows(_csv_rows(report))
+    with open(json_path, "w") as f:
+        json.dump(dict(spec=asdict(report.spec), wall_s=report.wall_s, limit_bytes=report.limit_bytes,
+                       environment=report.environment, notes=report.notes,
+                       cells=[r.to_dict() for r in report.rows], elements=[r.to_dict() for r in report.elements],
+                       missed=len(missed(report))), f, indent=1)
+    paths = [csv_path, json_path]
+    png = heat_map(report, os.path.join(out_dir, "grid.png"))
+    return paths + ([png] if png else [])
+
+
+def heat_map(report: GridReport, path: str) -> Optional[str]:
+    """One panel per (order, reduction): x = features, y = edges, colour = the lowest speedup over the other
+    axes (degree, dtype, dim, pass) -- the worst case of each shape; a cell that misses its goal is starred.
+    None if matplotlib is missing or nothing was timed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.colors import LogNorm
+    except ImportError:
+        return None
+    s = report.spec
+    timed = [r for r in report.rows if r.speedup is not None or r.skipped]
+    if not timed:
+        return None
+    edges = sorted({r.cell.edges for r in timed})
+    feats = sorted({r.cell.features for r in timed})
+    panels = [(o, red) for o in s.orders for red in s.reductions]
+    fig, axes = plt.subplots(len(s.orders), len(s.reductions), squeeze=False, layout="constrained",
+                             figsize=(2.2 + 0.75 * len(feats) * len(s.reductions), 1.2 + 0.55 * len(edges) * len(s.orders)))
+    norm = LogNorm(vmin=0.25, vmax=4.0)
+    image = None
+    for k, (ax, (order, reduce)) in enumerate(zip(axes.flat, panels)):
+        grid = [[math.nan] * len(feats) for _ in edges]
+        for i, e in enumerate(edges):
+            for j, f in enumerate(feats):
+                here = [r for r in timed if (r.cell.edges, r.cell.features, r.cell.order, r.cell.reduce)
+                        == (e, f, order, reduce)]
+                done = [r for r in here if r.speedup is not None]
+                if done:
+                    low = min(done, key=lambda r: r.speedup)
+                    grid[i][j] = low.speedup
+                    star = "*" if any(r.ok is False for r in done) else ""
+                    ax.text(j, i, f"{low.speedup:.2f}{star}", ha="center", va="center", fontsize=7)
+                elif here:
+                    ax.text(j, i, "skip", ha="center", va="center", fontsize=7, color="grey")
+        image = ax.imshow(grid, cmap="RdYlGn", norm=norm, origin="lower", aspect="auto")
+        ax.set_xticks(range(len(feats)), [str(f) for f in feats], fontsize=7)
+        ax.set_yticks(range(len(edges)), [f"{e:,}" for e in edges], fontsize=7)
+        if k >= len(panels) - len(s.reductions):
+            ax.set_xlabel("features F", fontsize=8)
+        if k % len(s.reductions) == 0:
+            ax.set_ylabel("edges E", fontsize=8)
+        ax.set_title(f"{order} {reduce}", fontsize=9)
+    fig.suptitle("scatterx speedup over the fastest torch path (lowest over degree, dtype, dim and pass; "
+                 f"* = a goal missed; {s.threads} threads)", fontsize=9)
+    bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="speedup (log scale)")
+    bar.set_ticks([0.25, 0.5, 1, 2, 4], labels=["<=0.25", "0.5", "1", "2", ">=4"])
+    bar.minorticks_off()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

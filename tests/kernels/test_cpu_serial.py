@@ -1,0 +1,133 @@
+"""The serial kernel for small calls (``kernels/cpu/serial.py``), called directly and through the backend: the
+segment kernel's bits for every reduction x dtype x sorted/unsorted, nothing written on a bad index."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scatterx
+from scatterx import backends
+from scatterx._reductions import BY_NAME
+from scatterx.kernels.cpu import numpy_view, storage_code
+from scatterx.kernels.cpu.serial import NOT_SORTED, OK, OUT_OF_RANGE, index_bound, serial_scatter
+from scatterx.kernels.cpu.segment import segment_reduce
+from strategies import REDUCES, SUPPORTED_DTYPES, random_values
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bit patterns, so that -0.0 and NaN payloads compare exactly."""
+    if t.dtype.is_floating_point:
+        return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return t
+
+
+def run_serial(src, index, base, reduce, sorted, include_self, fill_empty):
+    out = torch.full_like(base, 7)
+    storage = storage_code(src.dtype)
+    status = serial_scatter(
+        numpy_view(src).reshape(1, *src.shape), numpy_view(index), numpy_view(base).reshape(1, *base.shape),
+        numpy_view(out).reshape(1, *out.shape), BY_NAME[reduce].code, storage, sorted, include_self, fill_empty,
+    )
+    return status, out
+
+
+def run_segments(src, index, base, reduce, include_self, fill_empty):
+    """The segment kernel on the stably sorted index: the general path's result."""
+    order = torch.sort(index, stable=True).indices
+    ptr = torch.zeros(base.size(0) + 1, dtype=torch.int64)
+    ptr[1:] = torch.bincount(index, minlength=base.size(0)).cumsum(0)
+    out = torch.full_like(base, 7)
+    segment_reduce(
+        numpy_view(src).reshape(1, *src.shape), order.numpy(), ptr.numpy(), np.array([0, base.size(0)]),
+        numpy_view(base).reshape(1, *base.shape), numpy_view(out).reshape(1, *out.shape),
+        BY_NAME[reduce].code, storage_code(src.dtype), True, include_self, fill_empty, 8,
+    )
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    reduce=st.sampled_from(REDUCES), dtype=st.sampled_from(SUPPORTED_DTYPES), n=st.integers(0, 12),
+    num_targets=st.integers(1, 6), inner=st.integers(1, 4), include_self=st.booleans(), fill_empty=st.booleans(),
+    sorted=st.booleans(), seed=st.integers(0, 2**31 - 1),
+)
+def test_kernel_gives_the_segment_kernel_s_bits(reduce, dtype, n, num_targets, inner, include_self, fill_empty,
+                                                 sorted, seed):
+    g = torch.Generator().manual_seed(seed)
+    src = random_values((n, inner), dtype, g, reduce)
+    if dtype.is_floating_point and n:
+        src[torch.rand(n, inner, generator=g) < 0.2] = -0.0  # signed zeros: an identity of +0.0 would show
+    base = random_values((num_targets, inner), dtype, g, reduce)
+    index = torch.randint(0, num_targets, (n,), generator=g)
+    if sorted:
+        index = index.sort().values
+    status, got = run_serial(src, index, base, reduce, sorted, include_self, fill_empty and not include_self)
+    assert status == OK
+    want = run_segments(src, index, base, reduce, include_self, fill_empty and not include_self)
+    assert torch.equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("index, sorted, status", [
+    ([0, 3, 1], False, OUT_OF_RANGE),
+    ([0, -1, 1], False, OUT_OF_RANGE),
+    ([0, 2, 1], True, NOT_SORTED),
+    ([0, 1, 5], True, OUT_OF_RANGE),
+])
+def test_bad_index_returns_its_status_before_writing(index, sorted, status):
+    src = torch.ones(3, 2)
+    base = torch.zeros(3, 2)
+    got, out = run_serial(src, torch.tensor(index), base, "sum", sorted, False, True)
+    assert got == status
+    assert torch.equal(out, torch.full((3, 2), 7.0))  # untouched
+
+
+def test_index_bound():
+    assert index_bound(np.array([3, 0, 7, 2])) == 8
+    assert index_bound(np.array([], dtype=np.int64)) == 0
+    assert index_bound(np.array([1, -2], dtype=np.int32)) == -1
+
+
+def test_small_calls_take_the_serial_kernel_and_large_ones_do_not(monkeypatch):
+    calls = []
+    real = backends.cpu.serial_scatter
+
+    class Counting:
+        def keyed(self, *args):
+            calls.append(args[0])
+            return real.keyed(*args)
+
+    monkeypatch.setattr(backends.cpu, "serial_scatter", Counting())
+    index = torch.tensor([0, 0, 2])
+    scatterx.index_scatter_reduce(0, index, torch.ones(3, 4), "sum")
+    assert len(calls) == 1
+    big = torch.ones(backends.cpu.SMALL_CALL_ELEMENTS, 2)
+    scatterx.index_scatter_reduce(0, torch.zeros(big.size(0), dtype=torch.int64), big, "sum")
+    assert len(calls) == 1  # the general path
+
+
+@pytest.mark.parametrize("dtype", SUPPORTED_DTYPES)
+@pytest.mark.parametrize("sorted", [True, False])
+def test_backend_small_path_equals_general_path_on_every_dim(dtype, sorted, monkeypatch):
+    g = torch.Generator().manual_seed(1)
+    src = random_values((3, 5, 4), dtype, g, "sum")
+    for dim in (0, 1, 2, -1):
+        index = torch.randint(0, 3, (src.size(dim) - 1,), generator=g)
+        index = index.sort().values if sorted else index
+        for reduce in REDUCES:
+            small = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=sorted)
+            with monkeypatch.context() as m:
+                m.setattr(backends.cpu, "SMALL_CALL_ELEMENTS", -1)
+                general = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=sorted)
+            assert torch.equal(bits(small), bits(general)), (dim, reduce)
+
+
+def test_small_call_bad_input_raises_as_the_general_path():
+    src = torch.ones(3, 2)
+    with pytest.raises(IndexError, match="out of range|out of bounds"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 5, 1]), src, "sum", sorted=False, dim_size=3)
+    with pytest.raises(ValueError, match="not sorted"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 2, 1]), src, "sum")
+    with pytest.raises(IndexError, match="negative|out of"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, -1, 1]), src, "sum", sorted=False)
