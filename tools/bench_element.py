@@ -9,7 +9,9 @@ The table gives, per version, the median and the minimum over all rounds, and to
 process) for the speed-up ``torch / scatterx`` of the medians. Cases: 200k x 64 float32 into 50k x 64 with a
 random general index (``torch.randint(0, 50_000, (200_000, 64))``) along dim 0 and, transposed, along dim 1; the
 same at 1,000 x 16 into 250 x 16; ``scatter_reduce`` sum/amax with and without ``include_self``, ``scatter``
-(assign) and ``gather``; ``--threads`` (default 2) torch and Numba threads.
+(assign) and ``gather``; ONNX ScatterND (add) and GatherND with one whole coordinate pair per update (200k and
+1k pairs into the same data) against ``index_put(accumulate=True)`` and advanced indexing; ``--threads``
+(default 2) torch and Numba threads.
 """
 
 from __future__ import annotations
@@ -43,12 +45,21 @@ def cases(torch, scatterx):
                    lambda z=zeros, i=index, x=src, d=dim: torch.scatter(z, d, i, x))
             yield (f"{label} gather", lambda y=data, i=index, d=dim: scatterx.gather(y, d, i),
                    lambda y=data, i=index, d=dim: torch.gather(y, d, i))
+        # ScatterND / GatherND with whole coordinates: one (row, column) pair per update
+        coords = torch.stack([torch.randint(0, N, (E,), generator=g), torch.randint(0, F, (E,), generator=g)], 1)
+        updates, data = torch.randn(E, generator=g), torch.randn(N, F, generator=g)
+        yield (f"{size} coordinates ScatterND add ({E} x 2)",
+               lambda y=data, c=coords, u=updates: scatterx.onnx.scatter_nd(y, c, u, "add"),
+               lambda y=data, c=coords, u=updates: y.index_put((c[:, 0], c[:, 1]), u, accumulate=True))
+        yield (f"{size} coordinates GatherND ({E} x 2)", lambda y=data, c=coords: scatterx.onnx.gather_nd(y, c),
+               lambda y=data, c=coords: y[c[:, 0], c[:, 1]])
 
 
 def child(reps: int, threads: int, only) -> None:
     import torch
 
     import scatterx
+    import scatterx.onnx
 
     torch.set_num_threads(threads)
     for name, ours, theirs in cases(torch, scatterx):

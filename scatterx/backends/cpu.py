@@ -23,7 +23,7 @@ import torch
 
 from .._reductions import BY_NAME, Reduction
 from ..kernels.cpu import index as index_kernels
-from ..kernels.cpu import NATIVE, numpy_view, storage_code, use_torch_threads
+from ..kernels.cpu import NATIVE, launches, numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import element as element_kernels
 from ..kernels.cpu.scatter import slice_scatter
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
@@ -88,6 +88,7 @@ def check_ptr(ptr: torch.Tensor, length: int, what: str) -> torch.Tensor:
     return ptr.to(torch.int64).contiguous()
 
 
+@launches
 def index_to_ptr(
     index: torch.Tensor, num_segments: int, name: str = "index", size_name: str = "dim_size",
     unsorted_hint: str = "pass sorted=False for an unsorted index",
@@ -122,6 +123,7 @@ def _sorted_or_none(index: torch.Tensor, num_segments: int) -> Optional[torch.Te
     return None if bad else torch.from_numpy(ptr)
 
 
+@launches
 def segments(
     index: torch.Tensor, num_segments: int, sorted: bool, name: str = "index", size_name: str = "dim_size"
 ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
@@ -145,25 +147,8 @@ def _bounds(ptr_np: np.ndarray, outer: int, n: int, inner: int) -> np.ndarray:
     return balanced_bounds(ptr_np, chunks)
 
 
-def balanced_bounds(ptr: np.ndarray, nchunks: int) -> np.ndarray:
-    """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``.
-
-    Plain Python: a few binary searches over ``ptr`` (microseconds), not worth a Numba compile (0.2 s cold)."""
-    num_segments = len(ptr) - 1
-    total = int(ptr[num_segments]) + num_segments
-    bounds = [0]
-    for c in range(1, nchunks):
-        target = total * c // nchunks
-        lo, hi = bounds[-1], num_segments
-        while lo < hi:  # first s with ptr[s] + s >= target
-            mid = (lo + hi) // 2
-            if int(ptr[mid]) + mid < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        bounds.append(lo)
-    bounds.append(num_segments)
-    return np.array(bounds, dtype=np.int64)
+#: Split segments ``0..S`` into contiguous chunks of about equal ``rows + segments`` (``kernels/cpu/index.py``).
+balanced_bounds = index_kernels.balanced_bounds
 
 
 def _perm_np(perm: Optional[torch.Tensor]) -> np.ndarray:
@@ -190,6 +175,7 @@ def _finish(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@launches
 def index_scatter_reduce(
     src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: Optional[bool], num_segments: int,
     base: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None, include_self: bool = True,
@@ -219,7 +205,7 @@ def index_scatter_reduce(
 
 #: Calls whose ``src`` and output together hold at most this many elements take the serial kernel
 #: (``kernels/cpu/serial.py``: the same bits, no offsets, no thread pool). Crossover measured in DESIGN.md.
-SMALL_CALL_ELEMENTS = 1 << 14
+SMALL_CALL_ELEMENTS = 81_920
 _SERIAL_STORAGE = {t: storage_code(t) for t in (torch.float32, torch.float64, torch.int32, torch.int64)}
 _SERIAL_STORAGE.update({t: storage_code(t) for t in (torch.float16, torch.bfloat16)})
 _INDEX_DTYPES = (torch.int64, torch.int32)
@@ -281,9 +267,13 @@ def _reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: boo
     if outer * inner * num_segments > 0:
         ptr_np = ptr.numpy()
         row_bytes = max(inner * src.element_size(), 1)
-        segment_kernel(
+        perm_np = _perm_np(perm)
+        # every array here is C-contiguous, aligned and writable (``_view3``, ``numpy_view`` of contiguous
+        # tensors, fresh arrays): the dtypes and literals determine the Numba signature
+        segment_kernel.keyed(
+            ("segment", red.code, src.dtype, initial.dtype, target.dtype, perm_np.dtype, perm is not None),
             _view3(src, outer, n, inner),
-            _perm_np(perm),
+            perm_np,
             ptr_np,
             _bounds(ptr_np, outer, n, inner),
             numpy_view(initial).reshape(outer, num_segments, inner),
@@ -337,16 +327,19 @@ def _run_slices(src, dim, index, num_segments: int, red: Reduction, out, include
     return result if out is None else _finish(out, target)
 
 
+@launches
 def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reduction) -> torch.Tensor:
     """Reduce ``src`` over the CSR segments ``ptr`` (checked by ``check_ptr``) along ``dim``: a new tensor."""
     return _reduce_segments(src, dim, ptr, None, red, None, include_self=False)
 
 
+@launches
 def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction):
     """Segment ``s`` reduces the rows ``index[ptr[s]:ptr[s+1]]`` of ``src`` (both checked): a new tensor."""
     return _reduce_segments(src, dim, ptr, index, red, None, include_self=False)
 
 
+@launches
 def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_base: bool):
     """amax/amin backward on the forward's segments: ``(grad_src, ties)``, ``ties`` being the number of members
     equal to each result (``base``'s value counted when ``count_base``). ``index`` was validated by the forward."""
@@ -376,6 +369,7 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
     return grad_src, ties
 
 
+@launches
 def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(ptr_t, index_t)``: the entries grouped by the row they read (a stable counting sort of ``index``, which
     validates it against ``num_rows``), each naming its segment. ``ptr`` was checked."""
@@ -385,6 +379,7 @@ def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tupl
     return ptr_t, segment_of[perm.long()]
 
 
+@launches
 def element_scatter(
     src: torch.Tensor, index: torch.Tensor, base: torch.Tensor, dim: Optional[int], reduce: str, include_self: bool
 ) -> torch.Tensor:
@@ -396,6 +391,7 @@ def element_scatter(
     Along a dim with at least two carried lanes (``outer * inner``) work items own lanes and walk the index in
     order; otherwise (one lane, or coordinates) each thread owns a range of targets and streams the whole index
     (``kernels/cpu/element.py``)."""
+    index = _int64(index)
     assign = reduce == "assign"
     code = 0 if assign else BY_NAME[reduce].code
     storage = element_kernels.NATIVE if assign else storage_code(src.dtype)  # assign moves bits: no conversion
@@ -414,10 +410,12 @@ def element_scatter(
     return out
 
 
+@launches
 def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) -> torch.Tensor:
     """``out[u] = data[t(u)]`` for the map of ``element_scatter``: a new tensor of ``index``'s shape (``dim``
     given) or ``index.shape[:-1]`` (coordinates). Parallel over positions (an int64 index along the last dim:
     torch's own gather); IndexError for a bad entry."""
+    index = _int64(index)
     if dim is not None:
         outer, S, inner = shape3(data, dim)
         n = index.size(dim)
@@ -499,6 +497,13 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
     )
 
 
+def _int64(index: torch.Tensor) -> torch.Tensor:
+    """The element kernels take int64 indices only: each index dtype doubles their compiled variants (literal
+    reduction x storage x dtype), and a cold compile of them dominated the test suite; an int32 general index is
+    rare, and its copy costs one pass."""
+    return index if index.dtype == torch.int64 else index.to(torch.int64)
+
+
 def _strided3(t: torch.Tensor, outer: int, rows: int, inner: int) -> np.ndarray:
     """``t`` as a 3-D NumPy array, strided as it is when its dims merge that way (else a copy)."""
     return numpy_view(t.reshape(outer, rows, inner))
@@ -533,6 +538,7 @@ def _explain_element(index: torch.Tensor, shape, dim: Optional[int]) -> IndexErr
                       f"{shape[d]}")
 
 
+@launches
 def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int) -> torch.Tensor:
     """Softmax of ``src`` along ``dim`` within each segment (rows ``perm[ptr[s]:ptr[s+1]]``, or positions): a
     new tensor of ``src``'s shape."""
@@ -547,6 +553,7 @@ def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.T
     return out
 
 
+@launches
 def segment_softmax_backward(
     out: torch.Tensor, grad: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int
 ) -> torch.Tensor:

@@ -20,6 +20,10 @@ second-long one. Why blocks, not single calls in turn: on a busy machine torch's
 between two calls that are apart, and waking it can cost tens of milliseconds (measured: 15 µs calls back to
 back, 60 ms with another op between them); back-to-back calls are also what a training loop makes. A cell whose tensors would take over ``memory_fraction`` of the memory
 available when the grid starts is skipped, and says so.
+
+Why this module is long: it is the grid's spec, its cells and their torch peers, the timing loop and the run;
+the element rows (``grid_elements.py``) and the outputs (``grid_report.py``) are already apart, and what remains
+shares the cell type and the timing loop.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from scatterx.ops._checks import _free_bytes, _human
 
 from . import grid_elements
 from .graphs import make_graph
-from .harness import ORDERS, check, environment
+from .harness import ORDERS, OtherLoad, check, environment
 
 EDGES = (100, 1_000, 10_000, 100_000, 1_000_000, 4_000_000)
 FEATURES = (1, 4, 16, 64, 256, 1433)
@@ -223,6 +227,7 @@ def run(spec: GridSpec, progress: Callable = lambda it, **kw: it, log: Callable 
     before = torch.get_num_threads()
     torch.set_num_threads(spec.threads)
     start = time.perf_counter()
+    others = OtherLoad()
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="index_reduce\\(\\) is in beta")
@@ -234,7 +239,7 @@ def run(spec: GridSpec, progress: Callable = lambda it, **kw: it, log: Callable 
             notes: List[str] = []  # the element plans first: a minute, and an abort there costs little
             elements = grid_elements.rows(spec, measure, progress, notes.append) if spec.elements else []
             rows = _run_cells(spec, cells(spec), limit, progress)
-        env = environment("cpu")
+        env = {**environment("cpu"), "other processes": others.describe()}
         return GridReport(spec, rows, elements, time.perf_counter() - start, limit, env, notes)
     finally:
         torch.set_num_threads(before)

@@ -66,6 +66,7 @@ def table(report: GridReport) -> str:
             lines.append(f"{r.op:<26} {r.size:<28} {fmt_time(r.scatterx_s):>10} {r.peer:<22} {fmt_time(r.peer_s):>10} "
                          f"{r.speedup:>7.2f}x {goal:>6} {_verdict(r.ok)}")
     lines += [""] + [f"note: {n}" for n in report.notes]
+    lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in report.environment.items()))
     lines += worst(report)
     return "\n".join(lines)
 

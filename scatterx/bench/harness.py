@@ -6,6 +6,7 @@ noisy, bare times alone mean little.
 
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import time
@@ -15,6 +16,11 @@ from typing import Callable, Dict, List, Optional
 
 import numba
 import torch
+
+try:
+    import resource  # Unix only: OtherLoad's own CPU time
+except ImportError:  # pragma: no cover
+    resource = None
 
 import scatterx
 from scatterx._reductions import NAMES
@@ -153,6 +159,41 @@ def environment(device: str = "cpu") -> Dict[str, str]:
     }
 
 
+class OtherLoad:
+    """What else took the CPUs while a benchmark ran (Linux ``/proc/stat``), as shares of one core: other
+    processes, and the hypervisor's steal (time a virtual CPU was runnable but not running). On a machine with few
+    cores either makes a parallel region wait at its barrier for a descheduled thread, ~8 ms at a time here
+    (DESIGN.md, "Threading layer"); the ratios then measure the neighbours, not the kernels. A serial torch op
+    does not wait for a second thread, so this bias is against the parallel side."""
+
+    def __init__(self):
+        self._start = (self._sample(), time.perf_counter())
+
+    @staticmethod
+    def _sample():
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        if resource is None:
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq, steal = fields + [0] * (8 - len(fields))
+        tick = os.sysconf("SC_CLK_TCK")
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        others = (user + nice + system + irq + softirq) / tick - own.ru_utime - own.ru_stime
+        return others, steal / tick
+
+    def describe(self) -> str:
+        (start, t0), now = self._start, self._sample()
+        if start is None or now is None:
+            return "not measured (no /proc/stat)"
+        wall = max(time.perf_counter() - t0, 1e-9)
+        others, steal = (max(b - a, 0.0) / wall for a, b in zip(start, now))
+        verdict = "ratios may include scheduler stalls" if others + steal > 0.1 else "otherwise idle"
+        return f"{others:.0%} of a core, hypervisor steal {steal:.0%} of a core ({verdict})"
+
+
 def _threading_layer() -> str:
     try:
         return numba.threading_layer()
@@ -177,6 +218,7 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     graph = make_graph(config.edges, config.nodes, config.features, dtype, config.degrees, config.seed)
     graph = graph.to(config.device)
     device = config.device
+    others = OtherLoad()
     log(f"graph: {graph.describe()}")
     src_bytes = graph.src.numel() * graph.src.element_size()
     probe = lambda: torch.sum(graph.src)  # noqa: E731  (the bandwidth probe: read src once)
@@ -211,9 +253,8 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
         ours = find(rows, row.reduce, row.order, mine, row.mode)
         if row.implementation != mine and ours is not None:
             row.scatterx_speedup = row.ms / ours.ms
-    report = Report(
-        config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=environment(device)
-    )
+    env = {**environment(device), "other processes": others.describe()}
+    report = Report(config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=env)
     if config.latency and device == "cpu":  # Numba's JIT and disk cache; Triton's are not measured
         log("measuring first-call latency in fresh processes (cold and cached Numba cache)...")
         report.latency = first_call_latency()

@@ -61,13 +61,16 @@ def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include
     """sum / mean: ``(grad_src, grad_base or None)`` from differentiable torch ops."""
     ndim, dim_size = len(src_shape), grad.size(dim)
     idx = index.long()
-    n = counts(idx, dim_size, grad.dtype)
+    divide = resolve(reduce).divide_by_count
+    n = counts(idx, dim_size, grad.dtype) if divide or base is not None else None  # sum without base: not needed
     takes_self = base is not None and include_self
-    if resolve(reduce).divide_by_count:
+    if divide:
         scale = 1.0 / (n + (1.0 if takes_self else 0.0)).clamp(min=1.0)
         grad_in = grad * per_segment(scale, dim, ndim)
     else:
-        grad_in = grad
+        # a gradient often arrives expanded (``.sum().backward()``): index_select reads a stride-0 tensor ~10x
+        # slower than a copy costs (Cora's 2,708 x 16 into 10,556 rows: 364 us against 7 + 32 us)
+        grad_in = grad.contiguous()
     grad_src = pad_rows(grad_in.index_select(dim, idx), src_shape, dim)
     grad_base = None
     if base is not None:

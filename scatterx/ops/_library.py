@@ -11,8 +11,12 @@ schema):
   twin, GPU tensors run ``impl`` itself -- torch ops and ``wrap_triton`` launches only, no host sync -- so that
   ``torch.compile`` traces into the Triton kernels. ``triton_op`` uses that same body as the fake implementation.
 
-Autograd is registered on the public op by the op's module (``torch.library.register_autograd``), so both
-backends share one backward formula.
+Autograd is registered on the public op by the op's module (``register_autograd`` here), so both backends share
+one backward formula. The same formula also drives an eager twin: a ``torch.autograd.Function`` with the op's
+forward, ``setup_context`` and backward, which the public functions call when a gradient is wanted outside
+``torch.compile``. The custom op's own eager path costs ~100 us a call in Python (schema defaults, two op
+layers, the dispatcher's autograd and dynamo-disable wrappers), more than the whole kernel of a small graph's
+step; the Function costs a few microseconds, and computes the same tensors (DESIGN.md, "The op path").
 """
 
 from __future__ import annotations
@@ -79,3 +83,32 @@ def define_op(name: str, impl: Callable, fake: Callable):
     op = torch.library.custom_op(f"scatterx::{name}", body, mutates_args=())
     op.register_fake(body)
     return op
+
+
+def register_autograd(op, impl: Callable, backward: Callable, setup_context: Callable) -> Callable:
+    """Register ``backward`` / ``setup_context`` as ``op``'s autograd formula; return ``differentiable(*args)``,
+    which calls ``op`` under ``torch.compile`` and, in eager mode, an ``autograd.Function`` computing ``impl`` with
+    the same formula (so both give the same values and gradients, and only the cost differs)."""
+    torch.library.register_autograd(op, backward, setup_context=setup_context)
+
+    def forward(ctx, *args):
+        # old-style forward (ctx first): with a separate setup_context, Function.apply binds the arguments to
+        # forward's signature through ``inspect`` on every call (~20 us)
+        output = impl(*args)
+        setup_context(ctx, args, output)
+        return output
+
+    eager = type(
+        f"{impl.__module__.rsplit('.', 1)[-1]}_eager",
+        (torch.autograd.Function,),
+        {"forward": staticmethod(forward), "backward": staticmethod(backward)},
+    )
+
+    def differentiable(*args):
+        if torch.compiler.is_compiling():
+            return op(*args)
+        return eager.apply(*args)
+
+    differentiable.__doc__ = f"``{op}`` with its gradient: the op under torch.compile, else its eager twin."
+    differentiable.eager = eager.apply  # for callers that know they are not tracing
+    return differentiable

@@ -25,7 +25,7 @@ from .._reductions import resolve
 from ..backends import backend_for
 from ._backward import per_segment
 from ._checks import check_allocation, check_integer_vector, check_size, check_src, check_tensor, normalize_dim
-from ._library import define_op, needs_op
+from ._library import define_op, needs_op, register_autograd
 from .index_scatter_reduce import index_scatter_reduce
 
 
@@ -61,7 +61,7 @@ def gather_segment_reduce(
     if not needs_op(src):
         return _forward(src, ptr, index, red.name, dim, None, None)
     if red.linear:
-        return gather_segment_reduce_op(src, ptr, index, red.name, dim, ptr_t, index_t)
+        return gather_segment_reduce_differentiable(src, ptr, index, red.name, dim, ptr_t, index_t)
     # prod/amax/amin with a gradient: no transposed form, so gather the rows and take index_scatter_reduce's
     # exact backward (ties split, zeros in products)
     ptr, index = _checked_structure(src, ptr, index, dim)
@@ -161,8 +161,8 @@ def _autograd_backward(ctx, grad):
     return grad_src.reshape(ctx.given_shape), None, None, None, None, None, None
 
 
-torch.library.register_autograd(
-    "scatterx::gather_segment_reduce", _autograd_backward, setup_context=_setup_context
+gather_segment_reduce_differentiable = register_autograd(
+    gather_segment_reduce_op, _forward, _autograd_backward, _setup_context
 )
 
 

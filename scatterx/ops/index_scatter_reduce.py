@@ -25,7 +25,7 @@ from ._checks import (
     check_tensor,
     normalize_dim,
 )
-from ._library import define_op, needs_op
+from ._library import define_op, needs_op, register_autograd
 
 
 def index_scatter_reduce(
@@ -60,12 +60,17 @@ def index_scatter_reduce(
     >>> index_scatter_reduce(0, torch.tensor([0, 0, 2]), torch.tensor([1., 2., 3.]))
     tensor([3., 0., 3.])
     """
+    if not isinstance(sorted, bool):
+        raise TypeError(f"sorted must be a bool, got {type(sorted).__name__}")
     if out is None and type(src) is Tensor and type(index) is Tensor:
+        if src.requires_grad and torch.is_grad_enabled() and not torch.compiler.is_compiling():
+            # the eager autograd twin takes the caller's arguments: its forward (``_forward``) checks them, and
+            # takes the serial kernel for a small call, as below
+            return index_scatter_reduce_differentiable.eager(src, index, dim, reduce, sorted, dim_size, None, True,
+                                                             False)
         result = _small_call(dim, index, src, reduce, sorted, dim_size)
         if result is not None:
             return result
-    if not isinstance(sorted, bool):
-        raise TypeError(f"sorted must be a bool, got {type(sorted).__name__}")
     call = _Call(dim, index, src, reduce, sorted, dim_size, out)
     if not needs_op(call.src, out):
         # the kernels, called directly: no copy of out and of the result (the op is functional), and no
@@ -75,7 +80,7 @@ def index_scatter_reduce(
     # the op reads out's values (base) and may save them for backward: give it a copy, since out is then
     # overwritten with the result
     base = None if out is None else call.out.clone()
-    result = index_scatter_reduce_op(
+    result = index_scatter_reduce_differentiable(
         call.src, call.index, call.dim, call.red.name, sorted, call.num_segments, base, include_self, False
     )
     if out is None:
@@ -99,7 +104,7 @@ def index_scatter_reduce_from(
         return call.run(base=call.out, include_self=include_self)
     if sorted is None:
         sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
-    return index_scatter_reduce_op(
+    return index_scatter_reduce_differentiable(
         call.src, call.index, call.dim, call.red.name, sorted, call.num_segments, call.out, include_self, torch_ties
     )
 
@@ -184,7 +189,12 @@ def _forward(
     torch_ties: bool,
 ) -> Tensor:
     """A new result, ``base`` untouched (validation included: the op may be called directly). ``torch_ties``
-    only changes the gradient."""
+    only changes the gradient. A small call takes the serial kernel here too (same bits), so that a small
+    graph's training step does not pay the general path's bookkeeping."""
+    if base is None and type(src) is Tensor and type(index) is Tensor:
+        result = _small_call(dim, index, src, reduce, sorted, dim_size)
+        if result is not None:
+            return result
     call = _Call(dim, index, src, reduce, sorted, dim_size, base, out_name="base")
     return call.run(base=call.out, include_self=include_self)
 
@@ -262,4 +272,6 @@ def _autograd_backward(ctx, grad):
     return grad_src, None, None, None, None, None, grad_base, None, None
 
 
-torch.library.register_autograd("scatterx::index_scatter_reduce", _autograd_backward, setup_context=_setup_context)
+index_scatter_reduce_differentiable = register_autograd(
+    index_scatter_reduce_op, _forward, _autograd_backward, _setup_context
+)

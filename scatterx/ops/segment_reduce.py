@@ -11,7 +11,7 @@ from .._reductions import resolve
 from ..backends import backend_for
 from . import _backward
 from ._checks import check_allocation, check_integer_vector, check_size, check_src, check_tensor, normalize_dim
-from ._library import define_op, needs_op
+from ._library import define_op, needs_op, register_autograd
 from .index_scatter_reduce import index_scatter_reduce_backward_op, index_scatter_reduce_op
 
 
@@ -27,7 +27,7 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
     red, src, ptr, dim = _checked(src, ptr, reduce, dim)
     if not needs_op(src):
         return _forward(src, ptr, red.name, dim)
-    return segment_reduce_op(src, ptr, red.name, dim)
+    return segment_reduce_differentiable(src, ptr, red.name, dim)
 
 
 def _checked(src, ptr, reduce, dim):
@@ -90,7 +90,7 @@ def _autograd_backward(ctx, grad):
     return grad_src.reshape(ctx.given_shape), None, None, None
 
 
-torch.library.register_autograd("scatterx::segment_reduce", _autograd_backward, setup_context=_setup_context)
+segment_reduce_differentiable = register_autograd(segment_reduce_op, _forward, _autograd_backward, _setup_context)
 
 
 # ------------------------------------------------------------------------------------------------ conversions

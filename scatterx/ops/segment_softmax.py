@@ -21,7 +21,7 @@ from torch import Tensor
 
 from ..backends import backend_for
 from ._checks import check_integer_vector, check_size, check_src, check_tensor, normalize_dim
-from ._library import define_op, needs_op
+from ._library import define_op, needs_op, register_autograd
 from .index_scatter_reduce import index_scatter_reduce_op
 from .segment_reduce import segment_reduce_op
 
@@ -52,7 +52,7 @@ def segment_softmax(
     src, index, ptr, dim, num_segments = _checked(src, index, ptr, dim, num_segments, sorted)
     if not needs_op(src):
         return _forward(src, index, ptr, dim, num_segments, sorted)
-    return segment_softmax_op(src, index, ptr, dim, num_segments, sorted)
+    return segment_softmax_differentiable(src, index, ptr, dim, num_segments, sorted)
 
 
 def _checked(src, index, ptr, dim, num_segments, sorted):
@@ -143,4 +143,4 @@ def _autograd_backward(ctx, grad):
     return out * (grad - dot), None, None, None, None, None
 
 
-torch.library.register_autograd("scatterx::segment_softmax", _autograd_backward, setup_context=_setup_context)
+segment_softmax_differentiable = register_autograd(segment_softmax_op, _forward, _autograd_backward, _setup_context)

@@ -41,6 +41,7 @@ def test_cli_grid_writes_table_csv_json_png(tmp_path, capsys):
     data = json.loads((tmp_path / "grid.json").read_text())
     assert len(data["cells"]) == 24 and data["spec"]["reductions"] == ["sum", "amax"]
     assert data["missed"] == sum(c["ok"] is False for c in data["cells"])
+    assert "hypervisor steal" in out or "not measured" in out  # the environment line says what else ran
     pytest.importorskip("matplotlib")
     assert (tmp_path / "grid.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -123,3 +123,27 @@ def _scatter_positions(index, offsets, perm, step):
             v = index[i]
             perm[row[v]] = i
             row[v] += 1
+
+
+@njit(cache=True, nogil=True)
+def balanced_bounds(ptr, nchunks):
+    """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``: int64
+    ``(nchunks + 1,)`` bounds, a binary search over ``ptr`` per chunk (in Python this cost ~25 us a call, a
+    quarter of a 64k-edge call)."""
+    num_segments = ptr.shape[0] - 1
+    total = np.int64(ptr[num_segments]) + num_segments
+    bounds = np.empty(nchunks + 1, np.int64)
+    bounds[0] = 0
+    for c in range(1, nchunks):
+        target = total * c // nchunks
+        lo = bounds[c - 1]
+        hi = np.int64(num_segments)
+        while lo < hi:  # first s with ptr[s] + s >= target
+            mid = (lo + hi) // 2
+            if ptr[mid] + mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        bounds[c] = lo
+    bounds[nchunks] = num_segments
+    return bounds

@@ -7,8 +7,9 @@ in position order, so it needs no offsets and no permutation.
 
 **Bit for bit the segment kernel's result.** For every target the rows are combined in position order (the
 segment kernel's order for a sorted index, and for an unsorted one after its *stable* sort), starting from the
-first row (or from ``base`` with ``include_self``), with the same ``combine``, ``finalize`` (mean's divide by
-``rows + include_self``) and float32 accumulation of half types rounded once on store. So the choice between the
+table's identity (which the table guarantees is bit for bit the same as starting from the first row) or from
+``base`` with ``include_self``, with the same ``combine``, ``finalize`` (mean's divide by ``rows +
+include_self``) and float32 accumulation of half types rounded once on store. So the choice between the
 two paths, made by size only, never changes a result; ``tests/kernels/test_cpu_serial.py`` checks it bitwise.
 
 **Nothing written on bad input.** A first pass over the index checks every value against ``[0, S)`` and, when
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
-from ._codegen import LiteralKernel, acc_buffer, combine, finalize, load, store
+from ._codegen import LiteralKernel, acc_buffer, combine, finalize, identity, load, store
 
 OK, OUT_OF_RANGE, NOT_SORTED = 0, 1, 2
 
@@ -56,6 +57,7 @@ def serial_scatter_kernel(src, index, base, out, reduce, storage, sorted, includ
     inner = src.shape[2]
     num_targets = out.shape[1]
     m = index.shape[0]
+    counts = np.zeros(num_targets, np.int64)
     previous = np.int64(0)
     for i in range(m):
         t = np.int64(index[i])
@@ -64,26 +66,23 @@ def serial_scatter_kernel(src, index, base, out, reduce, storage, sorted, includ
         if sorted and t < previous:
             return NOT_SORTED
         previous = t
-    counts = np.zeros(num_targets, np.int64)
-    for i in range(m):
-        counts[index[i]] += 1
+        counts[t] += 1  # t was checked: a private buffer, written in bounds
     acc = acc_buffer(storage, src, num_targets * inner)
     for o in range(outer):
         if include_self:
             for t in range(num_targets):
                 for j in range(inner):
                     acc[t * inner + j] = load(storage, base[o, t, j])
-        started = np.zeros(num_targets, np.bool_)
+        else:
+            # the table's identity: combine(identity, x) == x bit for bit, so starting from it equals starting
+            # from the first row -- without a branch per row on whether the target has started
+            start = identity(reduce, acc)
+            for k in range(num_targets * inner):
+                acc[k] = start
         for i in range(m):
-            t = index[i]
-            row = t * inner
-            if include_self or started[t]:
-                for j in range(inner):
-                    acc[row + j] = combine(reduce, acc[row + j], load(storage, src[o, i, j]))
-            else:
-                started[t] = True
-                for j in range(inner):
-                    acc[row + j] = load(storage, src[o, i, j])
+            row = index[i] * inner
+            for j in range(inner):
+                acc[row + j] = combine(reduce, acc[row + j], load(storage, src[o, i, j]))
         for t in range(num_targets):
             if counts[t] == 0:
                 for j in range(inner):
