@@ -391,7 +391,9 @@ def element_scatter(
     Along a dim with at least two carried lanes (``outer * inner``) work items own lanes and walk the index in
     order; otherwise (one lane, or coordinates) each thread owns a range of targets and streams the whole index
     (``kernels/cpu/element.py``)."""
-    index = _int64(index)
+    # int64 indices only: each index dtype doubles the element kernels' compiled variants, whose cold compile
+    # dominated the test suite; an int32 general index is rare, and its copy costs one pass
+    index = index.long()
     assign = reduce == "assign"
     code = 0 if assign else BY_NAME[reduce].code
     storage = element_kernels.NATIVE if assign else storage_code(src.dtype)  # assign moves bits: no conversion
@@ -415,7 +417,7 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
     """``out[u] = data[t(u)]`` for the map of ``element_scatter``: a new tensor of ``index``'s shape (``dim``
     given) or ``index.shape[:-1]`` (coordinates). Parallel over positions (an int64 index along the last dim:
     torch's own gather); IndexError for a bad entry."""
-    index = _int64(index)
+    index = index.long()  # int64 only, as element_scatter
     if dim is not None:
         outer, S, inner = shape3(data, dim)
         n = index.size(dim)
@@ -495,13 +497,6 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
         _strided3(index, outer, n, inner), _strided3(src, outer, n, inner), _strided3(base, outer, S, inner),
         out_np, acc, seen, code, storage, assign, include_self, track, nblocks, block, shift, capacity,
     )
-
-
-def _int64(index: torch.Tensor) -> torch.Tensor:
-    """The element kernels take int64 indices only: each index dtype doubles their compiled variants (literal
-    reduction x storage x dtype), and a cold compile of them dominated the test suite; an int32 general index is
-    rare, and its copy costs one pass."""
-    return index if index.dtype == torch.int64 else index.to(torch.int64)
 
 
 def _strided3(t: torch.Tensor, outer: int, rows: int, inner: int) -> np.ndarray:
