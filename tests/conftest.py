@@ -128,7 +128,8 @@ def backend(request):
 
 #: every strategy of every backend: (backend, strategy); "sorted" is the sorted path of either, the others force
 #: the unsorted strategy of that backend; "serial" and "serial-sorted" are the CPU's path for small calls (the
-#: other CPU routes switch it off, so that the tests' small problems reach the general kernels)
+#: other CPU routes switch it off, so that the tests' small problems reach the general kernels, and the unsorted
+#: ones its use for narrow unsorted rows of any size)
 ROUTES = [
     ("cpu", "sorted"), ("cpu", "gather"), ("cpu", "slices"), ("cpu", "serial"), ("cpu", "serial-sorted"),
     ("gpu", "sorted"), ("gpu", "atomic"), ("gpu", "sort"),
@@ -149,6 +150,7 @@ def route(request, monkeypatch):
     if not b.sorted:
         if name == "cpu":
             monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", strategy)
+            monkeypatch.setattr(backends.cpu, "SERIAL_UNSORTED_MAX_WORK", 0)  # the strategy, not the serial kernel
         else:
             from scatterx.backends import gpu
 

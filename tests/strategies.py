@@ -18,6 +18,21 @@ def random_values(shape, dtype, generator, reduce):
     return torch.randint(-high, high + 1, shape, generator=generator, dtype=torch.int64).to(dtype)
 
 
+def count_launches(monkeypatch, module, name):
+    """Replace the ``LiteralKernel`` ``module.name`` by one that records the key of each ``keyed`` launch (and
+    launches): the list of keys, for tests of which route a call took."""
+    keys = []
+    real = getattr(module, name)
+
+    class Counting:
+        def keyed(self, key, *args):
+            keys.append(key)
+            return real.keyed(key, *args)
+
+    monkeypatch.setattr(module, name, Counting())
+    return keys
+
+
 OUT_MODES = ["none", "dim_size", "out_self", "out_noself"]
 
 

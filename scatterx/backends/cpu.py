@@ -25,6 +25,8 @@ from .._reductions import BY_NAME, Reduction
 from ..kernels.cpu import index as index_kernels
 from ..kernels.cpu import NATIVE, launches, numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import element as element_kernels
+from ..kernels.cpu import runs as runs_kernels
+from ..kernels.cpu.runs import sorted_runs
 from ..kernels.cpu.scatter import slice_scatter
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
 from ..kernels.cpu.segment import segment_tie_backward
@@ -188,6 +190,17 @@ def index_scatter_reduce(
     values take part when ``include_self``; their slices that receive nothing keep their values.
     ``sorted=None``: not known -- the sorted path if the index turns out sorted. The index is validated here
     (``index_checked`` is the GPU's business: its host read may have done it)."""
+    if sorted is not False and out is None and base is None and _runs_pay(src, dim, index, num_segments):
+        result = _sorted_runs(src, index, dim, red, num_segments)
+        if result is not None:
+            return result
+        if sorted:
+            raise explain_bad_index(index, num_segments, True)
+        sorted = False  # not known and not sorted (or bad: the unsorted path's checks explain it)
+    if sorted is False and out is None and base is None:
+        result = _serial_unsorted(src, index, dim, red, num_segments)
+        if result is not None:
+            return result
     if sorted is None:
         ptr = _sorted_or_none(index, num_segments)
         if ptr is not None:
@@ -238,6 +251,12 @@ def small_index_scatter_reduce(
     outer = 1
     for size in shape[:dim]:
         outer *= size
+    return _serial_into_new(src, index, index_np, dim, red, sorted, num_segments, outer, n, row // outer, storage)
+
+
+def _serial_into_new(src, index, index_np, dim, red, sorted, num_segments, outer, n, inner, storage):
+    """The serial kernel into a new tensor; None if the index is bad (nothing was computed)."""
+    shape = list(src.shape)
     shape[dim] = num_segments
     out = torch.empty(shape, dtype=src.dtype)
     src = src.detach() if src.requires_grad else src
@@ -245,13 +264,37 @@ def small_index_scatter_reduce(
         src, out_view = src.view(torch.int16), out.view(torch.int16)
     else:
         out_view = out
-    out_np = out_view.numpy().reshape(outer, num_segments, row // outer)
+    out_np = out_view.numpy().reshape(outer, num_segments, inner)
     status = serial_scatter.keyed(
         ("serial", red.code, storage, src.dtype, index.dtype),
-        src.contiguous().numpy().reshape(outer, n, row // outer), index_np, out_np, out_np,
+        src.contiguous().numpy().reshape(outer, n, inner), index_np, out_np, out_np,
         red.code, storage, sorted, False, True,
     )
     return out if status == SERIAL_OK else None
+
+
+#: An unsorted index into a new tensor with one outer slice and rows of ``inner`` elements takes the serial
+#: kernel at any size while ``inner x threads`` is at most this: sorting positions by target and then gathering
+#: costs more than one thread's direct scatter there. Measured on 2 threads (1M entries into 100k targets: x 1:
+#: 11.5 ms sorted + gathered, 2.6 ms serial; x 4: 15.6 against 13.1 ms; x 16: the sort wins, 26.8 against 42.9
+#: ms); the sort scales with threads and the serial kernel does not, hence the product (an extrapolation beyond
+#: 2 threads: DESIGN.md "Unsorted narrow rows").
+SERIAL_UNSORTED_MAX_WORK = 8
+
+
+def _serial_unsorted(src, index, dim: int, red: Reduction, num_segments: int) -> Optional[torch.Tensor]:
+    """``index_scatter_reduce`` of an unsorted index on the serial kernel when it pays (see above), else None;
+    None too on a bad index (the general path explains it)."""
+    storage = _SERIAL_STORAGE.get(src.dtype)
+    outer, n, inner = shape3(src, dim)
+    if storage is None or outer != 1 or inner == 0 or num_segments == 0:
+        return None
+    if inner * torch.get_num_threads() > SERIAL_UNSORTED_MAX_WORK:
+        return None
+    if index.dtype not in _INDEX_DTYPES:
+        return None
+    index = index.contiguous()
+    return _serial_into_new(src, index, index.numpy(), dim, red, False, num_segments, outer, n, inner, storage)
 
 
 def _reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: bool, base=None, index=None):
@@ -288,6 +331,41 @@ def _reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: boo
     elif base is not None:
         target.copy_(base)
     return result if out is None else _finish(out, target)
+
+
+#: Sorted index into a new tensor with single-element rows: the one-pass runs kernel (``kernels/cpu/runs.py``);
+#: tests switch it off to compare with the segment kernel.
+SORTED_RUNS = True
+
+
+def _runs_pay(src: torch.Tensor, dim: int, index: torch.Tensor, num_segments: int) -> bool:
+    """The runs kernel where it was measured faster than offsets + the segment kernel: rows of one element
+    (1M edges x 1 feature, 2 threads: 1.1 ms against 3.0 ms; the last dim of a (16, 1M) tensor: 17 ms against
+    33 ms). With wider rows the segment kernel's loops are amortised and it stays (4 features: 3.3 ms against
+    4.0 ms)."""
+    return SORTED_RUNS and index.numel() > 0 and num_segments > 0 and shape3(src, dim)[2] == 1
+
+
+def _sorted_runs(src, index, dim: int, red: Reduction, num_segments: int) -> Optional[torch.Tensor]:
+    """``index_scatter_reduce`` of a sorted index into a new tensor in one pass; None if the index is not
+    non-decreasing and in range (the new tensor is then dropped, half written)."""
+    outer, n, _ = shape3(src, dim)  # rows of one element (``_runs_pay``)
+    m = index.numel()
+    result = new_result(src, dim, num_segments)
+    if outer == 0:
+        return result
+    threads = use_torch_threads(outer * (m + num_segments))
+    nchunks = 1 if threads == 1 else _CHUNKS_PER_THREAD * threads
+    if outer > 1:
+        nchunks = max(nchunks, -(-m // runs_kernels.CHUNK_POSITIONS))
+    nchunks = min(m, nchunks)
+    index_np = numpy_view(index.contiguous())
+    bad = sorted_runs.keyed(
+        ("runs", red.code, src.dtype, index_np.dtype),
+        numpy_view(src.contiguous()).reshape(outer, n), index_np, numpy_view(result).reshape(outer, num_segments),
+        red.code, storage_code(src.dtype), nchunks,
+    )
+    return None if bad else result
 
 
 def _slices_pay(src: torch.Tensor, dim: int, num_segments: int) -> bool:

@@ -13,7 +13,7 @@ from scatterx._reductions import BY_NAME
 from scatterx.kernels.cpu import numpy_view, storage_code
 from scatterx.kernels.cpu.serial import NOT_SORTED, OK, OUT_OF_RANGE, index_bound, serial_scatter
 from scatterx.kernels.cpu.segment import segment_reduce
-from strategies import REDUCES, SUPPORTED_DTYPES, random_values
+from strategies import REDUCES, SUPPORTED_DTYPES, count_launches, random_values
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
@@ -90,15 +90,7 @@ def test_index_bound():
 
 
 def test_small_calls_take_the_serial_kernel_and_large_ones_do_not(monkeypatch):
-    calls = []
-    real = backends.cpu.serial_scatter
-
-    class Counting:
-        def keyed(self, *args):
-            calls.append(args[0])
-            return real.keyed(*args)
-
-    monkeypatch.setattr(backends.cpu, "serial_scatter", Counting())
+    calls = count_launches(monkeypatch, backends.cpu, "serial_scatter")
     index = torch.tensor([0, 0, 2])
     scatterx.index_scatter_reduce(0, index, torch.ones(3, 4), "sum")
     assert len(calls) == 1
@@ -131,3 +123,30 @@ def test_small_call_bad_input_raises_as_the_general_path():
         scatterx.index_scatter_reduce(0, torch.tensor([0, 2, 1]), src, "sum")
     with pytest.raises(IndexError, match="negative|out of"):
         scatterx.index_scatter_reduce(0, torch.tensor([0, -1, 1]), src, "sum", sorted=False)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape, dim", [((300,), 0), ((1, 300, 3), 1), ((300, 4), 0), ((300, 5), 0), ((4, 300), 1)])
+def test_narrow_unsorted_rows_take_the_serial_kernel_at_any_size(shape, dim, threads, monkeypatch):
+    """Beyond the small-call size, an unsorted index into one outer slice of rows of ``inner`` elements takes
+    the serial kernel while ``inner x threads <= SERIAL_UNSORTED_MAX_WORK``, with the gather path's bits."""
+    calls = count_launches(monkeypatch, backends.cpu, "serial_scatter")
+    monkeypatch.setattr(backends.cpu, "SMALL_CALL_ELEMENTS", -1)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    g = torch.Generator().manual_seed(4)
+    src = random_values(shape, torch.float32, g, "sum")
+    index = torch.randint(0, 40, (300,), generator=g)
+    inner = src[0].numel() if dim == 0 else (shape[2] if len(shape) == 3 else 1)
+    outer = shape[0] if dim == 1 else 1
+    for reduce in REDUCES:
+        got = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=45)
+        with monkeypatch.context() as m:
+            m.setattr(backends.cpu, "SERIAL_UNSORTED_MAX_WORK", 0)
+            want = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=45)
+        assert torch.equal(bits(got), bits(want)), reduce
+    taken = outer == 1 and inner * threads <= backends.cpu.SERIAL_UNSORTED_MAX_WORK
+    assert len(calls) == (len(REDUCES) if taken else 0)
+    bad = index.clone()
+    bad[7] = 45
+    with pytest.raises(IndexError, match="out of range"):
+        scatterx.index_scatter_reduce(dim, bad, src, "sum", sorted=False, dim_size=45)

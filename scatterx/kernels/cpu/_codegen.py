@@ -13,11 +13,14 @@ in registers and ``store`` rounds back to nearest-even, so no float32 copy of ``
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from llvmlite import ir
 from numba import njit, typeof, types
 from numba.core import cgutils
+from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from ..._reductions import BY_CODE
@@ -138,6 +141,11 @@ def acc_buffer(storage, like, n):
     """A scratch array of ``n`` accumulators for elements stored like the array ``like``."""
 
 
+def accumulator_for(storage, rows):
+    """Accumulators for the C-contiguous ``rows`` (flat): ``rows`` itself for native types, a float32 buffer
+    for half types."""
+
+
 def identity(reduce, acc):
     """The reduction's neutral element, typed like the elements of the accumulator array ``acc``."""
 
@@ -210,6 +218,16 @@ def _ov_acc_buffer(storage, like, n):
     return None
 
 
+@overload(accumulator_for, inline="always")
+def _ov_accumulator_for(storage, rows):
+    kind = _literal(storage)
+    if kind == NATIVE:
+        return lambda storage, rows: rows.reshape(rows.size)
+    if kind in (F16, BF16):
+        return lambda storage, rows: np.empty(rows.size, np.float32)
+    return None
+
+
 # ------------------------------------------------------------------------------------------------------ launching
 class LiteralKernel:
     """Calls a Numba kernel specialised on some literal arguments, without Numba's literal dispatch per call.
@@ -241,7 +259,11 @@ class LiteralKernel:
             sig = tuple(
                 types.literal(a) if i in self._literal_positions else typeof(a) for i, a in enumerate(args)
             )
-            self.dispatcher.compile(sig)
+            with warnings.catch_warnings():
+                # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns
+                # on correct kernels; a user should not see it on a first call
+                warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
+                self.dispatcher.compile(sig)
             entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
         return entry(*args)
 

@@ -20,9 +20,11 @@ general path, whose checks explain the failure.
 from __future__ import annotations
 
 import numpy as np
-from numba import literally, njit
+from numba import literally, njit, types
+from numba.extending import overload
 
-from ._codegen import LiteralKernel, acc_buffer, combine, finalize, identity, load, store
+from ..._reductions import BY_CODE
+from ._codegen import LiteralKernel, accumulator_for, combine, finalize, identity, load, store
 
 OK, OUT_OF_RANGE, NOT_SORTED = 0, 1, 2
 
@@ -50,6 +52,8 @@ def serial_scatter_kernel(src, index, base, out, reduce, storage, sorted, includ
     include_self: ``base``'s value takes part (and counts for mean). fill_empty: targets that receive nothing are
     set to 0, else to ``base``'s value. reduce, storage: literal codes (``_reductions``, ``_codegen``).
     Returns OK, or OUT_OF_RANGE / NOT_SORTED (``sorted``: the index must not decrease) before writing anything.
+    Native types accumulate in ``out``: ``base`` may be ``out`` itself only with ``include_self`` or
+    ``fill_empty``.
     """
     literally(reduce)
     literally(storage)
@@ -57,18 +61,20 @@ def serial_scatter_kernel(src, index, base, out, reduce, storage, sorted, includ
     inner = src.shape[2]
     num_targets = out.shape[1]
     m = index.shape[0]
-    counts = np.zeros(num_targets, np.int64)
     previous = np.int64(0)
-    for i in range(m):
+    bad = False
+    for i in range(m):  # checks first, in a loop without stores
         t = np.int64(index[i])
-        if t < 0 or t >= num_targets:
-            return OUT_OF_RANGE
-        if sorted and t < previous:
-            return NOT_SORTED
-        previous = t
-        counts[t] += 1  # t was checked: a private buffer, written in bounds
-    acc = acc_buffer(storage, src, num_targets * inner)
+        bad |= (t < 0) | (t >= num_targets)
+        if sorted:
+            bad |= t < previous
+            previous = t
+    if bad:
+        return NOT_SORTED if sorted and _in_range(index, num_targets) else OUT_OF_RANGE
+    tallies = tally_buffer(reduce, num_targets)
     for o in range(outer):
+        # native types accumulate in ``out`` itself (no buffer to allocate and copy); half types in float32
+        acc = accumulator_for(storage, out[o])
         if include_self:
             for t in range(num_targets):
                 for j in range(inner):
@@ -79,19 +85,93 @@ def serial_scatter_kernel(src, index, base, out, reduce, storage, sorted, includ
             start = identity(reduce, acc)
             for k in range(num_targets * inner):
                 acc[k] = start
-        for i in range(m):
-            row = index[i] * inner
-            for j in range(inner):
-                acc[row + j] = combine(reduce, acc[row + j], load(storage, src[o, i, j]))
+        if inner == 1:  # a loop of its own, on 1-D views: the loop over one feature cost 2x at 1M rows
+            values = src[o].reshape(src.shape[1])
+            for i in range(m):
+                t = np.int64(index[i])  # checked above: in bounds
+                if o == 0:
+                    tally(reduce, tallies, t)
+                acc[t] = combine(reduce, acc[t], load(storage, values[i]))
+        else:
+            for i in range(m):
+                t = np.int64(index[i])
+                if o == 0:
+                    tally(reduce, tallies, t)
+                row = t * inner
+                for j in range(inner):
+                    acc[row + j] = combine(reduce, acc[row + j], load(storage, src[o, i, j]))
         for t in range(num_targets):
-            if counts[t] == 0:
+            received = tallied(reduce, tallies, t)
+            if received == 0:
                 for j in range(inner):
                     out[o, t, j] = 0 if fill_empty else base[o, t, j]
             else:
-                count = counts[t] + (1 if include_self else 0)
+                count = received + (1 if include_self else 0)
                 for j in range(inner):
                     out[o, t, j] = store(storage, finalize(reduce, acc[t * inner + j], count))
     return OK
+
+
+def tally_buffer(reduce, n):
+    """What the kernel records of the targets it saw: a count per target for a reduction that divides by it
+    (mean), else one bit per target (a byte array of counts cost 2x at 1M rows into 500k targets: the bits of
+    a cache line cover 512 targets)."""
+
+
+def tally(reduce, tallies, t):
+    """Record one entry for target ``t``."""
+
+
+def tallied(reduce, tallies, t):
+    """Entries recorded for target ``t`` (mean), or 1 / 0 for seen / not seen."""
+
+
+def _divides(reduce):
+    code = reduce.literal_value if isinstance(reduce, types.IntegerLiteral) else None
+    return None if code is None else BY_CODE[code].divide_by_count
+
+
+@overload(tally_buffer, inline="always")
+def _ov_tally_buffer(reduce, n):
+    divides = _divides(reduce)
+    if divides is None:
+        return None
+    if divides:
+        return lambda reduce, n: np.zeros(n, np.int64)
+    return lambda reduce, n: np.zeros((n >> 6) + 1, np.uint64)
+
+
+@overload(tally, inline="always")
+def _ov_tally(reduce, tallies, t):
+    divides = _divides(reduce)
+    if divides is None:
+        return None
+    if divides:
+        def count(reduce, tallies, t):
+            tallies[t] += 1
+        return count
+
+    def mark(reduce, tallies, t):
+        tallies[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+    return mark
+
+
+@overload(tallied, inline="always")
+def _ov_tallied(reduce, tallies, t):
+    divides = _divides(reduce)
+    if divides is None:
+        return None
+    if divides:
+        return lambda reduce, tallies, t: np.int64(tallies[t])
+    return lambda reduce, tallies, t: np.int64((tallies[t >> 6] >> np.uint64(t & 63)) & np.uint64(1))
+
+
+@njit(cache=True, nogil=True)
+def _in_range(index, num_targets):
+    for i in range(index.shape[0]):
+        if index[i] < 0 or index[i] >= num_targets:
+            return False
+    return True
 
 
 serial_scatter = LiteralKernel(serial_scatter_kernel, ("reduce", "storage"))
