@@ -99,6 +99,25 @@ def test_small_calls_take_the_serial_kernel_and_large_ones_do_not(monkeypatch):
     assert len(calls) == 1  # the general path
 
 
+@pytest.mark.parametrize("threads", [1, 2, 16])
+def test_wide_rows_take_the_serial_kernel_up_to_a_larger_size(threads, monkeypatch):
+    calls = count_launches(monkeypatch, backends.cpu, "serial_scatter")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    limit = backends.cpu.SMALL_CALL_ELEMENTS
+    wide = max(limit, limit * backends.cpu.SMALL_WIDE_FACTOR * 2 // threads)
+    row = backends.cpu.SMALL_WIDE_ROW
+    for features, size, taken in [
+        (row, (limit - 4 * row) // row, True),  # src and output within the plain limit
+        (row, 2 * limit // row, 2 * limit + 4 * row <= wide),  # beyond it: wide rows only while threads are few
+        (row - 1, 2 * limit // (row - 1), False),  # narrower rows: the plain limit
+        (row, wide // row, False),  # src alone fills the wide limit: with the output, over it
+    ]:
+        calls.clear()
+        index = torch.arange(size) % 4
+        scatterx.index_scatter_reduce(0, index, torch.ones(size, features), "sum", sorted=False, dim_size=4)
+        assert bool(calls) == taken, (features, size)
+
+
 @pytest.mark.parametrize("dtype", SUPPORTED_DTYPES)
 @pytest.mark.parametrize("sorted", [True, False])
 def test_backend_small_path_equals_general_path_on_every_dim(dtype, sorted, monkeypatch):
