@@ -222,8 +222,9 @@ SMALL_CALL_ELEMENTS = 81_920
 #: ... and ``SMALL_WIDE_FACTOR`` times as many with rows of at least ``SMALL_WIDE_ROW`` elements, whose inner loop
 #: vectorises (on 2 threads; the factor shrinks as threads are added, since the general path scales with them and
 #: this one does not: an extrapolation, this VM has 2 cores). Measured: 1000 x 256 sorted sum 66 us serial, 116 us
-#: general; 4000 x 64 73 against 117 us; near even at 2000 x 256 and 8000 x 64 (~512k).
-SMALL_WIDE_FACTOR = 3
+#: general; 4000 x 64 73 against 117 us; near even at 2000 x 256 and 8000 x 64 (~512k); 4x (327,680) lets
+#: 1000 x 256 and its output in.
+SMALL_WIDE_FACTOR = 4
 SMALL_WIDE_ROW = 16
 _SERIAL_STORAGE = {t: storage_code(t) for t in (torch.float32, torch.float64, torch.int32, torch.int64)}
 _SERIAL_STORAGE.update({t: storage_code(t) for t in (torch.float16, torch.bfloat16)})

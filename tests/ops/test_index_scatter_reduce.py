@@ -97,6 +97,7 @@ CPU_PATHS = ["sorted", "gather", "slices"]
 def cpu_path(request, monkeypatch):
     if request.param != "sorted":
         monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", request.param)
+        monkeypatch.setattr(backends.cpu, "SERIAL_UNSORTED_MAX_WORK", 0)  # the strategy, not the serial kernel
     return request.param
 
 
