@@ -31,7 +31,7 @@ from ..kernels.cpu.scatter import slice_scatter
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
 from ..kernels.cpu.segment import segment_tie_backward
 from ..kernels.cpu.serial import OK as SERIAL_OK
-from ..kernels.cpu.serial import index_bound, serial_scatter
+from ..kernels.cpu.serial import MARKS_EMPTY, index_bound, narrow_scatter, serial_scatter
 from ..kernels.cpu.softmax import segment_softmax as softmax_kernel
 from ..kernels.cpu.softmax import segment_softmax_backward as softmax_backward_kernel
 from ._common import explain_bad_index, new_result, overlaps, shape3
@@ -277,6 +277,14 @@ def _serial_into_new(src, index, index_np, dim, red, sorted, num_segments, outer
         src, out_view = src.view(torch.int16), out.view(torch.int16)
     else:
         out_view = out
+    if not sorted and outer == 1 and inner == 1 and red.name in MARKS_EMPTY:
+        # one-element rows of an unsorted index: the same bits without a record of the targets seen
+        out_np = out_view.numpy().reshape(num_segments)
+        status = narrow_scatter.keyed(
+            ("narrow", red.code, storage, src.dtype, index.dtype),
+            src.contiguous().numpy().reshape(n), index_np, out_np, red.code, storage,
+        )
+        return out if status == SERIAL_OK else None
     out_np = out_view.numpy().reshape(outer, num_segments, inner)
     status = serial_scatter.keyed(
         ("serial", red.code, storage, src.dtype, index.dtype),

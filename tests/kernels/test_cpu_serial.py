@@ -11,7 +11,9 @@ import scatterx
 from scatterx import backends
 from scatterx._reductions import BY_NAME
 from scatterx.kernels.cpu import numpy_view, storage_code
-from scatterx.kernels.cpu.serial import NOT_SORTED, OK, OUT_OF_RANGE, index_bound, serial_scatter
+from scatterx.kernels.cpu.serial import (
+    MARKS_EMPTY, NOT_SORTED, OK, OUT_OF_RANGE, index_bound, narrow_scatter, serial_scatter,
+)
 from scatterx.kernels.cpu.segment import segment_reduce
 from strategies import REDUCES, SUPPORTED_DTYPES, count_launches, random_values
 
@@ -67,6 +69,48 @@ def test_kernel_gives_the_segment_kernel_s_bits(reduce, dtype, n, num_targets, i
     assert status == OK
     want = run_segments(src, index, base, reduce, include_self, fill_empty and not include_self)
     assert torch.equal(bits(got), bits(want))
+
+
+def special_values(dtype):
+    """Values that have an identity's bits (the ones the narrow kernel must not take for an empty target)."""
+    if dtype.is_floating_point:
+        return [-0.0, 0.0, float("inf"), -float("inf"), float("nan")]
+    info = torch.iinfo(dtype)
+    return [0, info.min, info.max]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    reduce=st.sampled_from(sorted(MARKS_EMPTY)), dtype=st.sampled_from(SUPPORTED_DTYPES), n=st.integers(0, 16),
+    num_targets=st.integers(1, 8), special=st.floats(0, 1), seed=st.integers(0, 2**31 - 1),
+)
+def test_narrow_kernel_gives_the_serial_kernel_s_bits(reduce, dtype, n, num_targets, special, seed):
+    """One-element rows, a new result: identity-valued members (-0.0 sums, -inf maxima, integer extremes) and
+    targets that receive nothing both come out as the serial kernel's, with or without the bitmap."""
+    g = torch.Generator().manual_seed(seed)
+    src = random_values((n,), dtype, g, reduce)
+    if n:
+        choices = torch.tensor(special_values(dtype), dtype=dtype)
+        pick = torch.randint(0, len(choices), (n,), generator=g)
+        mask = torch.rand(n, generator=g) < special
+        src[mask] = choices[pick][mask]
+    index = torch.randint(0, num_targets, (n,), generator=g)
+    out = torch.full((num_targets,), 7, dtype=dtype)
+    status = narrow_scatter(numpy_view(src), numpy_view(index), numpy_view(out), BY_NAME[reduce].code,
+                            storage_code(dtype))
+    assert status == OK
+    base = torch.zeros(num_targets, 1, dtype=dtype)
+    _, want = run_serial(src.reshape(n, 1), index, base, reduce, False, False, True)
+    assert torch.equal(bits(out), bits(want.reshape(num_targets))), (src, index)
+
+
+def test_narrow_kernel_leaves_out_untouched_on_a_bad_index():
+    for index in ([0, 3, 1], [0, -1, 1]):
+        out = torch.full((3,), 7.0)
+        status = narrow_scatter(numpy_view(torch.ones(3)), numpy_view(torch.tensor(index)), numpy_view(out),
+                                BY_NAME["sum"].code, storage_code(torch.float32))
+        assert status == OUT_OF_RANGE
+        assert torch.equal(out, torch.full((3,), 7.0))
 
 
 @pytest.mark.parametrize("index, sorted, status", [
@@ -148,8 +192,10 @@ def test_small_call_bad_input_raises_as_the_general_path():
 @pytest.mark.parametrize("shape, dim", [((300,), 0), ((1, 300, 3), 1), ((300, 4), 0), ((300, 5), 0), ((4, 300), 1)])
 def test_narrow_unsorted_rows_take_the_serial_kernel_at_any_size(shape, dim, threads, monkeypatch):
     """Beyond the small-call size, an unsorted index into one outer slice of rows of ``inner`` elements takes
-    the serial kernel while ``inner x threads <= SERIAL_UNSORTED_MAX_WORK``, with the gather path's bits."""
+    the serial kernel while ``inner x threads <= SERIAL_UNSORTED_MAX_WORK`` (one-element rows of sum, amax and
+    amin: the narrow kernel), with the gather path's bits."""
     calls = count_launches(monkeypatch, backends.cpu, "serial_scatter")
+    narrow = count_launches(monkeypatch, backends.cpu, "narrow_scatter")
     monkeypatch.setattr(backends.cpu, "SMALL_CALL_ELEMENTS", -1)
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     g = torch.Generator().manual_seed(4)
@@ -164,7 +210,9 @@ def test_narrow_unsorted_rows_take_the_serial_kernel_at_any_size(shape, dim, thr
             want = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=45)
         assert torch.equal(bits(got), bits(want)), reduce
     taken = outer == 1 and inner * threads <= backends.cpu.SERIAL_UNSORTED_MAX_WORK
-    assert len(calls) == (len(REDUCES) if taken else 0)
+    one_element = [r for r in REDUCES if r in MARKS_EMPTY] if inner == 1 else []
+    assert len(narrow) == (len(one_element) if taken else 0)  # its own kernel, with the same bits
+    assert len(calls) == (len(REDUCES) - len(one_element) if taken else 0)
     bad = index.clone()
     bad[7] = 45
     with pytest.raises(IndexError, match="out of range"):
