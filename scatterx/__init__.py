@@ -13,6 +13,7 @@ from .ops import (
     index_to_ptr,
     ptr_to_index,
     segment_reduce,
+    sddmm,
     segment_softmax,
 )
 from .pytorch import gather, scatter, scatter_reduce
@@ -26,6 +27,7 @@ __all__ = [
     "gather_segment_reduce",
     "csr_transpose",
     "segment_softmax",
+    "sddmm",
     "scatter_reduce",
     "scatter",
     "gather",

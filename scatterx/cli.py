@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
     b.add_argument("--no-softmax", action="store_true", help="skip the segment softmax rows")
+    b.add_argument("--no-weighted", action="store_true",
+                   help="skip the weighted gather-segment sum rows (forward+backward)")
     b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
                    help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
     b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")
@@ -62,13 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
     gd = GnnConfig()
     n = sub.add_parser(
         "bench-gnn",
-        help="train GCN/GraphSAGE/GIN/GAT on an ogbn-arxiv-like graph: PyG's default path against scatterx.pyg",
+        help="train GCN/GraphSAGE/GIN/GAT/GATv2/GraphConv on a built-in graph shape: PyG's default path against "
+        "scatterx.pyg",
     )
+    n.add_argument("--graph", default=gd.graph, choices=sorted(gnn.GRAPHS),
+                   help="a built-in graph shape (synthetic, built in code), default arxiv")
     n.add_argument("--models", default=",".join(MODELS), help="comma-separated, default all")
     n.add_argument("--epochs", type=int, default=gd.epochs, help=f"epochs per model and path, default {gd.epochs}")
-    n.add_argument("--nodes", type=int, default=gd.nodes, help=f"default {gd.nodes:,} (ogbn-arxiv)")
-    n.add_argument("--edges", type=int, default=gd.edges, help=f"default {gd.edges:,} (ogbn-arxiv)")
-    n.add_argument("--features", type=int, default=gd.features, help=f"default {gd.features}")
+    n.add_argument("--nodes", type=int, default=None, help="default: the graph's (arxiv: 169,343)")
+    n.add_argument("--edges", type=int, default=None, help="default: the graph's (arxiv: 1,166,243)")
+    n.add_argument("--features", type=int, default=None, help="default: the graph's (arxiv: 128)")
+    n.add_argument("--no-memory", action="store_true", help="skip the peak-memory steps")
     n.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
     n.add_argument("--threads", type=int, default=gd.threads, help=f"torch (and scatterx) threads, default {gd.threads}")
     n.add_argument("--seed", type=int, default=gd.seed)
@@ -171,6 +177,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             repeat=d.repeat if args.repeat is None else args.repeat, warmup=args.warmup, seed=args.seed,
             peers=not args.no_peers, latency=not args.no_latency, backward=not args.no_backward,
             softmax=not args.no_softmax,
+            weighted=not args.no_weighted,
             device=args.device,
         )
         if args.device == "cuda":
@@ -192,15 +199,16 @@ def _bench_gnn(args) -> None:
 
     for name, value in (("epochs", args.epochs), ("nodes", args.nodes), ("features", args.features),
                         ("hidden", args.hidden), ("threads", args.threads)):
-        if value < 1:
+        if value is not None and value < 1:
             raise SystemExit(f"scatterx bench-gnn: --{name} must be >= 1, got {value}")
-    if args.edges < 0:
+    if args.edges is not None and args.edges < 0:
         raise SystemExit(f"scatterx bench-gnn: --edges must be >= 0, got {args.edges}")
     if args.hidden % 4:
         raise SystemExit(f"scatterx bench-gnn: --hidden must be a multiple of 4 (GAT's 4 heads), got {args.hidden}")
-    config = gnn.GnnConfig(
-        nodes=args.nodes, edges=args.edges, features=args.features, hidden=args.hidden, epochs=args.epochs,
-        models=_split(args.models, gnn.MODELS, "models"), threads=args.threads, seed=args.seed,
+    config = gnn.GnnConfig.for_graph(
+        args.graph, nodes=args.nodes, edges=args.edges, features=args.features, hidden=args.hidden,
+        epochs=args.epochs, models=_split(args.models, gnn.MODELS, "models"), threads=args.threads, seed=args.seed,
+        memory=not args.no_memory,
     )
     report = gnn.run(config, log=lambda msg: print(msg, file=sys.stderr))
     print(gnn.table(report))

@@ -89,11 +89,34 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
 
 
 def gather_segment_reduce(
-    src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, reduce: str = "sum", dim: int = 0
+    src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, reduce: str = "sum", dim: int = 0,
+    weight: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
-    """Reference for ``scatterx.gather_segment_reduce``: gather the rows, then reduce them segment by segment."""
+    """Reference for ``scatterx.gather_segment_reduce``: gather the rows (scaled by their weights: the whole row,
+    or head ``h`` at ``dim + 1``), then reduce them segment by segment."""
     dim = dim % src.dim()
-    return segment_reduce(src.index_select(dim, index.to(torch.int64)), ptr, reduce, dim)
+    rows = src.index_select(dim, index.to(torch.int64))
+    if weight is not None:
+        shape = [1] * rows.dim()
+        shape[dim] = weight.size(0)
+        if weight.dim() == 2:
+            shape[dim + 1] = weight.size(1)
+        wide = _wide(rows.dtype)
+        return segment_reduce(rows.to(wide) * weight.to(wide).reshape(shape), ptr, reduce, dim).to(src.dtype)
+    return segment_reduce(rows, ptr, reduce, dim)
+
+
+def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str = "dot") -> torch.Tensor:
+    """Reference for ``scatterx.sddmm``: both ends gathered per edge, then combined."""
+    counts = (ptr[1:] - ptr[:-1]).to(torch.int64)
+    targets = torch.repeat_interleave(torch.arange(counts.numel(), device=ptr.device), counts)
+    x, y = a.index_select(0, index.to(torch.int64)), b.index_select(0, targets)
+    if op == "add":
+        return x + y
+    if op == "mul":
+        return x * y
+    wide = _wide(a.dtype)
+    return (x.to(wide) * y.to(wide)).sum(-1).to(a.dtype)
 
 
 def segment_softmax(

@@ -34,6 +34,9 @@ from ..kernels.cpu.serial import OK as SERIAL_OK
 from ..kernels.cpu.serial import MARKS_EMPTY, index_bound, narrow_scatter, serial_scatter
 from ..kernels.cpu.softmax import segment_softmax as softmax_kernel
 from ..kernels.cpu.softmax import segment_softmax_backward as softmax_backward_kernel
+from ..kernels.cpu.weighted import SDDMM_OPS
+from ..kernels.cpu.weighted import sddmm as sddmm_kernel
+from ..kernels.cpu.weighted import weighted_gather_segment
 from ._common import explain_bad_index, new_result, overlaps, shape3
 
 NAME = "cpu"
@@ -436,6 +439,39 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reductio
 def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction):
     """Segment ``s`` reduces the rows ``index[ptr[s]:ptr[s+1]]`` of ``src`` (both checked): a new tensor."""
     return _reduce_segments(src, dim, ptr, index, red, None, include_self=False)
+
+
+@launches
+def weighted_gather_segment_reduce(
+    src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, red: Reduction
+) -> torch.Tensor:
+    """Segment ``s`` reduces ``weight[k, h] * src[index[k], h, :]`` over its edges ``k``: src ``(N, H, C)``,
+    weight ``(E, H)``, both checked, as are ``ptr`` and ``index``. A new ``(S, H, C)`` tensor."""
+    n, heads, channels = src.shape
+    out = torch.empty((ptr.numel() - 1, heads, channels), dtype=src.dtype)
+    if out.numel() > 0:
+        ptr_np = ptr.numpy()
+        weighted_gather_segment(
+            numpy_view(src.contiguous()), numpy_view(weight.contiguous()), numpy_view(index.contiguous()), ptr_np,
+            _bounds(ptr_np, 1, index.numel(), heads * channels), numpy_view(out), red.code, storage_code(src.dtype),
+        )
+    return out
+
+
+@launches
+def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:
+    """Per edge ``k`` of segment ``s``: ``a[index[k]] op b[s]`` over ``(H, C)`` rows (``(E, H, C)``), or the dot
+    product over ``C`` (``(E, H, 1)``). Everything checked."""
+    edges = index.numel()
+    _, heads, channels = a.shape
+    out = torch.empty((edges, heads, 1 if op == "dot" else channels), dtype=a.dtype)
+    if out.numel() > 0:
+        ptr_np = ptr.numpy()
+        sddmm_kernel(
+            numpy_view(a.contiguous()), numpy_view(b.contiguous()), numpy_view(index.contiguous()), ptr_np,
+            _bounds(ptr_np, 1, edges, heads * channels), numpy_view(out), SDDMM_OPS[op], storage_code(a.dtype),
+        )
+    return out
 
 
 @launches

@@ -15,6 +15,9 @@ into. That shapes two choices:
 Strategies (``strategy``): sorted -> segment kernel; unsorted -> atomics for the reductions the table marks
 ``atomic`` (sum, mean), unless ``torch.are_deterministic_algorithms_enabled()``; the others (prod, amax, amin) ->
 stable sort + segment kernel (exact, NaN-propagating and deterministic, which atomic max/min are not).
+
+Why this module is long: it is the whole GPU side of the backend interface (``backends/__init__.py`` lists it),
+one function per entry, each a thin launch, as ``backends/cpu.py`` is for the CPU.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from .._reductions import BY_NAME, Reduction, accumulator_dtype
 from ..kernels.gpu import scatter as scatter_kernels
 from ..kernels.gpu import segment as segment_kernels
 from ..kernels.gpu import softmax as softmax_kernels
+from ..kernels.gpu import weighted as weighted_kernels
 from ._common import explain_bad_index, new_result, shape3
 
 NAME = "gpu"
@@ -237,6 +241,58 @@ def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Ten
     if out.numel() > 0:
         _launch_segments(src.contiguous(), ptr, index.contiguous(), index.numel(), red, None, False, out,
                       (outer, n, inner))
+    return out
+
+
+def weighted_gather_segment_reduce(
+    src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, red: Reduction
+) -> torch.Tensor:
+    """As ``backends.cpu.weighted_gather_segment_reduce``: src ``(N, H, C)``, weight ``(E, H)``; ``(S, H, C)``."""
+    _, heads, channels = src.shape
+    num_segments = ptr.numel() - 1
+    out = torch.empty((num_segments, heads, channels), dtype=src.dtype, device=src.device)
+    inner = heads * channels
+    if out.numel() > 0:
+        acc = accumulator_dtype(src.dtype)
+        block_e, block_f = weighted_kernels.launch_config(index.numel(), num_segments, inner)
+        wrap_triton(weighted_kernels.weighted_segment_kernel)[(num_segments * _cdiv(inner, block_f),)](
+            src.contiguous(), index.contiguous(), weight.contiguous(), ptr, out,
+            num_segments, heads, channels,
+            REDUCE=red.code,
+            IDENTITY=red.identity(acc),
+            ACC=_TL_DTYPE[acc],
+            IS_INT=not src.dtype.is_floating_point,
+            BLOCK_E=block_e,
+            BLOCK_F=block_f,
+        )
+    return out
+
+
+_SDDMM_OPS = {"add": 0, "mul": 1, "dot": 2}
+
+
+def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:
+    """As ``backends.cpu.sddmm``: ``(E, H, C)``, or ``(E, H, 1)`` for dot."""
+    edges = index.numel()
+    _, heads, channels = a.shape
+    out = torch.empty((edges, heads, 1 if op == "dot" else channels), dtype=a.dtype, device=a.device)
+    if out.numel() > 0:
+        num_segments = ptr.numel() - 1
+        targets = torch.repeat_interleave(
+            torch.arange(num_segments, device=ptr.device), ptr.diff(), output_size=edges
+        )
+        acc = accumulator_dtype(a.dtype)
+        width = channels if op == "dot" else heads * channels
+        block_e, block_f = weighted_kernels.launch_config(edges, max(edges // 8, 1), width)
+        per_block = heads if op == "dot" else _cdiv(heads * channels, block_f)
+        wrap_triton(weighted_kernels.sddmm_kernel)[(_cdiv(edges, block_e) * per_block,)](
+            a.contiguous(), b.contiguous(), index.contiguous(), targets, out,
+            edges, heads, channels,
+            OP=_SDDMM_OPS[op],
+            ACC=_TL_DTYPE[acc],
+            BLOCK_E=block_e,
+            BLOCK_F=block_f,
+        )
     return out
 
 

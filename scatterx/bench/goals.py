@@ -4,6 +4,7 @@ GPU (#5). Ratios taken within one run, never bare times."""
 from __future__ import annotations
 
 from .harness import BACKWARD_REDUCTIONS, ORDERS, PYG_BACKWARD, REDUCTIONS, SCATTERX, SCATTERX_SCATTER_REDUCE
+from .harness import WEIGHTED, WEIGHTED_IMPLEMENTATIONS
 from .harness import Report, best, find
 
 
@@ -50,6 +51,10 @@ def goals(report: Report):
             torch_row = find(rows, reduce, order, "torch.scatter_reduce (expanded index)")
             value = None if compat is None or torch_row is None else torch_row.ms / compat.ms
             out.append((f"{order} {reduce}: scatter_reduce speedup over torch's (#4)", ">", 1.0, value))
+    ours = find(rows, WEIGHTED, "sorted", WEIGHTED_IMPLEMENTATIONS[0].name, "forward+backward")
+    pyg = find(rows, WEIGHTED, "sorted", WEIGHTED_IMPLEMENTATIONS[1].name, "forward+backward")
+    value = None if ours is None or pyg is None else pyg.ms / ours.ms
+    out.append(("weighted gather-segment sum: forward+backward speedup over PyG's path (#14)", ">=", 3.0, value))
     out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
     out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
     return _checked(out)

@@ -38,6 +38,8 @@ from .peers import (
     SCATTERX_SEGMENT,
     SCATTERX_SOFTMAX,
     SOFTMAX_IMPLEMENTATIONS,
+    WEIGHTED,
+    WEIGHTED_IMPLEMENTATIONS,
     torch_scatter_version,
 )
 
@@ -62,6 +64,7 @@ class Config:
     latency: bool = True
     backward: bool = True  # forward+backward rows for sum, mean, amax (floating dtypes)
     softmax: bool = True  # segment softmax rows (floating dtypes)
+    weighted: bool = True  # weighted gather-segment sum rows, forward+backward (floating dtypes)
     device: str = "cpu"  # or "cuda": the Triton kernels, timed with CUDA events
 
     def is_default_shape(self) -> bool:
@@ -246,10 +249,14 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
         rows += _backward_rows(graph, config, progress, src_bytes)
     if config.softmax and graph.src.dtype.is_floating_point:
         rows += _softmax_rows(graph, config, progress, src_bytes)
+    if config.weighted and graph.src.dtype.is_floating_point:
+        rows += _weighted_rows(graph, config, progress, src_bytes)
     probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5, device)
     for row in rows:
         row.probe_ratio = row.ms / (probe_s * 1e3)
-        mine = SCATTERX_SOFTMAX.name if row.reduce == "softmax" else SCATTERX.name
+        mine = {"softmax": SCATTERX_SOFTMAX.name, WEIGHTED: WEIGHTED_IMPLEMENTATIONS[0].name}.get(
+            row.reduce, SCATTERX.name
+        )
         ours = find(rows, row.reduce, row.order, mine, row.mode)
         if row.implementation != mine and ours is not None:
             row.scatterx_speedup = row.ms / ours.ms
@@ -302,6 +309,22 @@ def _softmax_rows(graph: Graph, config: Config, progress: Callable, src_bytes: i
         check(f"{impl.name} ({order})", fn(), expected[order])
         seconds = median_seconds(fn, config.warmup, config.repeat, config.device)
         rows.append(Row("softmax", order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0))
+    return rows
+
+
+def _weighted_rows(graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
+    """GCN-style weighted aggregation, forward+backward (gradients of node features and edge weights):
+    ``gather_segment_reduce(weight=)`` against PyG's unfused path, gradients checked against it first."""
+    impls = WEIGHTED_IMPLEMENTATIONS if config.peers else WEIGHTED_IMPLEMENTATIONS[:1]
+    rows, expected = [], None
+    for impl in progress(list(impls), desc="bench weighted", unit="case"):
+        fn = impl.build(graph)
+        if expected is None:
+            expected = WEIGHTED_IMPLEMENTATIONS[-1].build(graph)().clone()
+        check(f"{impl.name} gradients", fn(), expected)
+        seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
+        rows.append(Row(WEIGHTED, "sorted", impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9,
+                        0.0, mode="forward+backward"))
     return rows
 
 

@@ -2,10 +2,12 @@
 fake implementation and autograd. Backward formulas several ops share are in ``_backward.py``."""
 
 from .element_scatter import element_gather, element_scatter
-from .gather_segment_reduce import csr_transpose, gather_segment_reduce
+from .csr_transpose import csr_order, csr_transpose
+from .gather_segment_reduce import gather_segment_reduce
 from .index_scatter_reduce import index_scatter_reduce, index_scatter_reduce_from
 from .segment_reduce import index_to_ptr, ptr_to_index, segment_reduce
 from .segment_softmax import segment_softmax
+from .sddmm import sddmm
 from ._library import needs_op
 
 __all__ = [
@@ -14,7 +16,9 @@ __all__ = [
     "segment_reduce",
     "gather_segment_reduce",
     "csr_transpose",
+    "csr_order",
     "segment_softmax",
+    "sddmm",
     "element_scatter",
     "element_gather",
     "index_to_ptr",

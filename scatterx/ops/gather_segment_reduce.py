@@ -1,4 +1,4 @@
-"""``gather_segment_reduce``: message passing without materializing the messages; and ``csr_transpose``.
+"""``gather_segment_reduce``: message passing without materializing the messages.
 
 ``out[s] = reduce(src[index[k]] for k in ptr[s]:ptr[s+1])`` along ``dim``. For a graph whose edges are grouped by
 target, ``ptr`` is the CSR offsets by target and ``index`` the source of each edge: the sum is ``A @ x`` (a
@@ -12,6 +12,13 @@ The backward of the linear reductions (sum, mean) is the same op on the transpos
 for each source row, the segments that read it), so double backward works too. Pass
 ``transpose=csr_transpose(...)`` to reuse it across calls on one graph. prod/amax/amin have no such form: with a
 gradient wanted they take the exact, slower path of an ``index_select`` followed by ``index_scatter_reduce``.
+
+With ``weight`` (GCN's normalised edge weights, GAT's attention per head) each gathered slice is scaled by its
+entry's weight before the reduction: its own op (``weighted_gather_segment_reduce``, kernels in
+``kernels/*/weighted.py``) on a ``(rows, heads, channels)`` view. Its backward is the weighted op on the
+transposed structure for ``src`` and an SDDMM for ``weight`` (both ops in ``_message_passing.py``); it derives the
+transposed structure itself, with the order of its entries (``transpose_with_order``), so ``transpose`` is not
+used there.
 """
 
 from __future__ import annotations
@@ -24,8 +31,10 @@ from torch import Tensor
 from .._reductions import resolve
 from ..backends import backend_for
 from ._backward import per_segment
-from ._checks import check_allocation, check_integer_vector, check_size, check_src, check_tensor, normalize_dim
+from ._checks import check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
+from ._message_passing import checked_structure, weighted_forward, weighted_gather_segment_reduce_differentiable
+from .csr_transpose import csr_transpose_op
 from .index_scatter_reduce import index_scatter_reduce
 
 
@@ -36,6 +45,7 @@ def gather_segment_reduce(
     reduce: str = "sum",
     dim: int = 0,
     *,
+    weight: Optional[torch.Tensor] = None,
     transpose: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
 ) -> torch.Tensor:
     """Reduce the ``src`` slices that ``index`` names, segment by segment: segment ``s`` covers the entries
@@ -46,9 +56,13 @@ def gather_segment_reduce(
         ptr: CSR offsets, ``num_segments + 1`` non-decreasing entries from 0 to ``index.numel()``.
         index: int32/int64, entries in ``[0, src.size(dim))``, in any order and with repeats.
         reduce: ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` (aliases add, mul, max, min).
+        weight: optional per-entry weights, src's dtype and device: ``(E,)`` scales the whole slice
+            ``src[index[k]]``; ``(E, H)`` scales head ``h`` of it, ``src`` then having ``H`` at ``dim + 1``
+            (``(N, H, C)`` for dim 0). The reduction is of ``weight[k] * src[index[k]]`` (a mean divides by the
+            number of entries, not by the weights' sum). Differentiable in both ``src`` and ``weight``.
         transpose: ``csr_transpose(ptr, index, src.size(dim))`` when the caller keeps it; else the backward of
             sum/mean computes it (a counting sort of ``index``). It must be exactly that: its sizes and bounds
-            are checked here, and another structure gives other gradients.
+            are checked here, and another structure gives other gradients. (Unused with ``weight``.)
 
     Same as ``index_scatter_reduce(dim, ptr_to_index(ptr), src.index_select(dim, index), reduce)``, without the
     gathered copy.
@@ -57,6 +71,8 @@ def gather_segment_reduce(
     tensor([101., 100.])
     """
     red, src, ptr, index, dim = _checked(src, ptr, index, reduce, dim)
+    if weight is not None:
+        return _weighted(src, ptr, index, red, dim, weight, transpose)
     ptr_t, index_t = _checked_transpose(transpose, src, dim, ptr, index)
     if not needs_op(src):
         return _forward(src, ptr, index, red.name, dim, None, None)
@@ -64,7 +80,7 @@ def gather_segment_reduce(
         return gather_segment_reduce_differentiable(src, ptr, index, red.name, dim, ptr_t, index_t)
     # prod/amax/amin with a gradient: no transposed form, so gather the rows and take index_scatter_reduce's
     # exact backward (ties split, zeros in products)
-    ptr, index = _checked_structure(src, ptr, index, dim)
+    ptr, index = checked_structure(src, ptr, index, dim)
     targets = torch.repeat_interleave(
         torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=index.numel()
     )
@@ -82,15 +98,6 @@ def _checked(src, ptr, index, reduce, dim):
     src = src.view(1) if src.dim() == 0 else src
     dim = normalize_dim(dim, src.dim())
     return red, src, check_integer_vector(ptr, "ptr", src), check_integer_vector(index, "index", src), dim
-
-
-def _checked_structure(src: Tensor, ptr: Tensor, index: Tensor, dim: int):
-    """``(ptr, index)`` with their values checked against ``src`` (raised at once on the CPU, asserted on the
-    device on the GPU)."""
-    backend = backend_for(src)
-    ptr = backend.check_ptr(ptr, index.numel(), "index.numel()")
-    backend.check_index(index, src.size(dim), "index", f"src.size({dim})")
-    return ptr, index.contiguous()
 
 
 def _checked_transpose(transpose, src, dim, ptr, index):
@@ -124,7 +131,7 @@ def _forward(
     """What the op runs: validation, then the segment kernel with ``index`` as its gather list. ``ptr_t`` /
     ``index_t``: the transposed structure for the backward, or None (checked here, used by the backward)."""
     red, src, ptr, index, dim = _checked(src, ptr, index, reduce, dim)
-    ptr, index = _checked_structure(src, ptr, index, dim)
+    ptr, index = checked_structure(src, ptr, index, dim)
     if ptr_t is not None and index_t is not None:
         _check_transpose_values(src, ptr_t, index_t, ptr.numel() - 1)
     return backend_for(src).gather_segment_reduce(src, ptr, index, dim, red)
@@ -166,36 +173,52 @@ gather_segment_reduce_differentiable = register_autograd(
 )
 
 
-# ------------------------------------------------------------------------------------------------ the transpose
-def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The structure read the other way: ``(ptr_t, index_t)`` with, for each row ``r`` in ``[0, num_rows)``, the
-    segments that read it, ``index_t[ptr_t[r]:ptr_t[r+1]]``, in increasing order (once per reading). Both int64.
-
-    >>> csr_transpose(torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2]), 3)
-    (tensor([0, 1, 1, 3]), tensor([0, 0, 1]))
-    """
-    check_tensor(ptr, "ptr")
-    check_tensor(index, "index")
-    index = check_integer_vector(index, "index", index)
-    ptr = check_integer_vector(ptr, "ptr", index)
-    num_rows = check_size(num_rows, "num_rows")
-    if num_rows is None:
-        raise TypeError("num_rows must be an int, got None")
-    check_allocation(num_rows + 1, 8, index.device, f"num_rows={num_rows}")
-    backend_for(index).check_ptr(ptr, index.numel(), "index.numel()")
-    return csr_transpose_op(ptr, index, num_rows)
-
-
-def _transpose(ptr: Tensor, index: Tensor, num_rows: int) -> Tuple[Tensor, Tensor]:
-    """What the op runs: group the entries by row (a stable sort, which checks ``index`` against ``num_rows``),
-    then name each entry's segment."""
-    backend = backend_for(index)
-    ptr = backend.check_ptr(ptr, index.numel(), "index.numel()")
-    return backend.csr_transpose(ptr, index, num_rows)
-
-
-def _transpose_fake(ptr, index, num_rows):
-    return ptr.new_empty(num_rows + 1, dtype=torch.int64), index.new_empty(index.numel(), dtype=torch.int64)
+# ------------------------------------------------------------------------------------------------ weighted
+def _weighted(src: Tensor, ptr: Tensor, index: Tensor, red, dim: int, weight, transpose) -> Tensor:
+    """The weighted form on a ``(rows, heads, channels)`` view of ``src`` with the reduced dim first."""
+    heads = _checked_weight(weight, src, index, dim)
+    _checked_transpose(transpose, src, dim, ptr, index)  # a wrong argument is an error, though it is not used
+    # the reduced dim first and the heads (if any) second; every other dim is a channel
+    lead = (dim, dim + 1)[: weight.dim()]
+    moved = src.movedim(lead, tuple(range(len(lead))))
+    channels = 1
+    for size in moved.shape[len(lead):]:
+        channels *= size
+    rows = moved.reshape(moved.size(0), heads, channels)
+    weight = weight.reshape(index.numel(), heads)
+    if not needs_op(rows, weight):
+        out = weighted_forward(rows, ptr, index, weight, red.name)
+    elif red.linear:
+        out = weighted_gather_segment_reduce_differentiable(rows, ptr, index, weight, red.name)
+    else:
+        # prod/amax/amin with a gradient: the messages, then index_scatter_reduce's exact backward
+        ptr, index = checked_structure(rows, ptr, index, 0)
+        targets = torch.repeat_interleave(
+            torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=index.numel()
+        )
+        messages = rows.index_select(0, index) * weight.unsqueeze(-1)
+        out = index_scatter_reduce(0, targets, messages, red.name, sorted=True, dim_size=ptr.numel() - 1)
+    out = out.reshape(out.size(0), *moved.shape[1:]).movedim(tuple(range(len(lead))), lead)
+    return out if out.is_contiguous() else out.contiguous()
 
 
-csr_transpose_op = define_op("csr_transpose", _transpose, _transpose_fake)
+def _checked_weight(weight, src: Tensor, index: Tensor, dim: int) -> int:
+    """Check ``weight`` against ``src`` and ``index``; the number of heads it has (1 for a ``(E,)`` weight)."""
+    check_tensor(weight, "weight")
+    if weight.dtype != src.dtype:
+        raise TypeError(f"weight has dtype {weight.dtype} but src has dtype {src.dtype}; they must match")
+    if weight.device != src.device:
+        raise ValueError(f"weight is on {weight.device} but src is on {src.device}")
+    if weight.dim() not in (1, 2) or weight.size(0) != index.numel():
+        raise ValueError(
+            f"weight must have shape (E,) or (E, heads) with E = index.numel() = {index.numel()}, got "
+            f"{tuple(weight.shape)}"
+        )
+    if weight.dim() == 1:
+        return 1
+    if src.dim() <= dim + 1 or src.size(dim + 1) != weight.size(1):
+        raise ValueError(
+            f"weight of shape {tuple(weight.shape)} has {weight.size(1)} heads: src needs them at dim "
+            f"{dim + 1}, got src of shape {tuple(src.shape)}"
+        )
+    return weight.size(1)

@@ -5,21 +5,21 @@ from __future__ import annotations
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
-import torch
 from torch import Tensor
 from torch_geometric import EdgeIndex
 
 from ..backends import backend_for
-from ..ops import csr_transpose, gather_segment_reduce
+from ..ops import csr_order, csr_transpose, gather_segment_reduce
 from ._common import REDUCE
 
 
 class Adjacency:
-    """Edges grouped by target (CSR): ``ptr`` over targets, ``col`` the source of each edge. What the fused
-    ``propagate`` hands a layer's ``message_and_aggregate``; only the routed ``spmm`` reads it."""
+    """Edges grouped by target (CSR): ``ptr`` over targets, ``col`` the source of each edge, ``edges`` the
+    position of each in the caller's edge list (None: the same order), to put per-edge weights in CSR order.
+    What the fused ``propagate`` hands a layer's ``message_and_aggregate``; only the routed ``spmm`` reads it."""
 
-    def __init__(self, ptr: Tensor, col: Tensor, node_dim: int):
-        self.ptr, self.col, self.node_dim = ptr, col, node_dim
+    def __init__(self, ptr: Tensor, col: Tensor, node_dim: int, edges: Optional[Tensor] = None):
+        self.ptr, self.col, self.node_dim, self.edges = ptr, col, node_dim, edges
         self._transposes: Dict[int, Tuple[Tensor, Tensor]] = {}
 
     def transpose(self, num_sources: int) -> Tuple[Tensor, Tensor]:
@@ -29,12 +29,21 @@ class Adjacency:
         return self._transposes[num_sources]
 
     def with_node_dim(self, node_dim: int) -> "Adjacency":
-        view = Adjacency(self.ptr, self.col, node_dim)
+        view = Adjacency(self.ptr, self.col, node_dim, self.edges)
         view._transposes = self._transposes
         return view
 
-    def matmul(self, x: Tensor, reduce: str) -> Tensor:
+    def in_csr_order(self, per_edge: Tensor) -> Tensor:
+        """Per-edge values (dim 0) reordered to this adjacency's edge order."""
+        return per_edge if self.edges is None else per_edge.index_select(0, self.edges)
+
+    def matmul(self, x: Tensor, reduce: str, weight: Optional[Tensor] = None) -> Tensor:
+        """``reduce`` over each target's edges of ``x[source]``, times ``weight[edge]`` (caller's edge order;
+        ``(E,)`` or ``(E, heads)``) when given."""
         dim = self.node_dim % x.dim()
+        if weight is not None:
+            # the weighted backward derives its transpose itself (with the entries' order, which it needs)
+            return gather_segment_reduce(x, self.ptr, self.col, REDUCE[reduce], dim, weight=self.in_csr_order(weight))
         return gather_segment_reduce(x, self.ptr, self.col, REDUCE[reduce], dim, transpose=self.transpose(x.size(dim)))
 
 
@@ -66,10 +75,8 @@ def adjacency(edge_index: Tensor, num_sources: int, num_targets: int, node_dim: 
     backend.check_index(target, num_targets, "edge_index[1]", "the number of target nodes")
     built = edge_index_csc(edge_index, num_targets, node_dim)
     if built is None:
-        each_edge = torch.arange(target.numel() + 1, device=target.device)
-        # grouping the edges by target is the transpose of "edge e reads target[e]"
-        ptr, edges = csr_transpose(each_edge, target, num_targets)
-        built = Adjacency(ptr, source[edges].contiguous(), node_dim)
+        ptr, edges = csr_order(target, num_targets)  # the edges grouped by target, in their order within it
+        built = Adjacency(ptr, source.index_select(0, edges), node_dim, edges)
     if not cacheable:
         return built
     if len(CACHE) >= CACHE_SIZE:
@@ -84,8 +91,9 @@ def edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optio
     """A sorted ``EdgeIndex`` keeps its own CSC (edges grouped by target): use it rather than sorting again."""
     if not isinstance(edge_index, EdgeIndex) or not edge_index.is_sorted:
         return None
-    (colptr, row), _ = edge_index.get_csc()
+    (colptr, row), perm = edge_index.get_csc()
     colptr, row = colptr.as_subclass(Tensor), row.as_subclass(Tensor)
     if colptr.numel() != num_targets + 1:  # its sparse size does not say how many targets there are
         return None
-    return Adjacency(colptr, row.contiguous(), node_dim)
+    edges = None if perm is None else perm.as_subclass(Tensor)
+    return Adjacency(colptr, row.contiguous(), node_dim, edges)

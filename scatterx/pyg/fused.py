@@ -1,6 +1,16 @@
-"""Fused message passing: the ``propagate`` of the layers whose message is the neighbour's features unchanged
-(``FUSED_CONVS``: ``SAGEConv``, ``GINConv``) runs the layer's own ``message_and_aggregate`` on a CSR adjacency, so
-the messages are reduced by ``gather_segment_reduce`` without being materialized.
+"""Fused message passing: ``propagate`` reduces the messages with ``gather_segment_reduce`` on a CSR adjacency,
+without materializing them.
+
+- The layers whose message is the neighbour's features unchanged (``SAGEConv``, ``GINConv``) run their own
+  ``message_and_aggregate`` on the adjacency.
+- The layers whose message is the neighbour's features times a per-edge weight (``WEIGHTED_CONVS``: ``GCNConv``
+  and ``GraphConv`` with ``edge_weight``, ``GATConv`` with its attention ``alpha`` per head) run the weighted
+  ``gather_segment_reduce``, the weights put in CSR order: the ``edges x features`` messages and their gradient
+  are never built. Everything before ``propagate`` -- GCN's normalisation and self-loops, GAT's logits, softmax
+  and attention dropout -- is the layer's own code (its softmax goes through the routed one), so dropout draws
+  from the same RNG stream as PyG's.
+
+``FUSED_CONVS`` lists them all.
 
 PyG compiles a per-class ``propagate`` from a jinja template on first instantiation, unless the class's
 ``propagate.__module__`` already carries the template's name; the wrapper takes that name, so PyG keeps it.
@@ -15,15 +25,22 @@ from typing import Dict, Optional
 
 import torch
 from torch import Tensor
-from torch_geometric.nn import GINConv, SAGEConv
+from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv
 
-from ._common import ABSENT, is_enabled, message_passing, runs_here
+from ._common import ABSENT, REDUCE, is_enabled, message_passing, runs_here
 from .adjacency import adjacency
 
 #: Layers whose ``message(x_j)`` returns ``x_j`` and whose ``message_and_aggregate`` is ``spmm(adj_t, x[0], aggr)``:
 #: their propagate may run fused. Only the exact methods of these classes qualify (a subclass that overrides
 #: either runs PyG's propagate).
-FUSED_CONVS = (SAGEConv, GINConv)
+PLAIN_CONVS = (SAGEConv, GINConv)
+
+#: Layers whose ``message(x_j, w)`` is ``w * x_j`` for the per-edge ``propagate`` argument named here, reduced by
+#: their ``aggr``: ``(E,)`` weights scaling rows (GCN, GraphConv), ``(E, heads)`` scaling heads (GAT). Their
+#: ``message``, ``aggregate`` and ``update`` must be these classes' own.
+WEIGHTED_CONVS = {GCNConv: "edge_weight", GraphConv: "edge_weight", GATConv: "alpha"}
+
+FUSED_CONVS = PLAIN_CONVS + tuple(WEIGHTED_CONVS)
 
 _HOOKS = (
     "_propagate_forward_pre_hooks",
@@ -41,15 +58,29 @@ WRAPPERS: set = set()
 _SCRIPTABLE: Dict[type, type] = {}
 
 
+def _weighted_base(cls):
+    """The ``WEIGHTED_CONVS`` class whose message ``cls`` has unchanged, or None."""
+    for base in WEIGHTED_CONVS:
+        if (
+            issubclass(cls, base)
+            and cls.message is base.message
+            and cls.aggregate is message_passing.MessagePassing.aggregate
+            and cls.update is message_passing.MessagePassing.update
+        ):
+            return base
+    return None
+
+
 def fusable(conv) -> bool:
     cls = type(conv)
-    if not any(
+    weighted = _weighted_base(cls) is not None
+    if not weighted and not any(
         cls.message is base.message and cls.message_and_aggregate is base.message_and_aggregate
-        for base in FUSED_CONVS
+        for base in PLAIN_CONVS
     ):
         return False
     return (
-        conv.fuse
+        (conv.fuse or weighted)  # PyG's switch for its own fused path; GAT has none, and is fused here
         and not conv.explain
         and conv.decomposed_layers == 1
         and conv.flow == "source_to_target"
@@ -63,6 +94,9 @@ def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     """PyG's fused branch of ``propagate`` on a plain edge list, or None when it does not apply."""
     if not (fusable(conv) and isinstance(edge_index, Tensor) and edge_index.layout == torch.strided):
         return None
+    base = _weighted_base(type(conv))
+    if base is not None:
+        return weighted_propagate(conv, edge_index, size, kwargs, WEIGHTED_CONVS[base])
     x = kwargs.get("x")
     if not (isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], Tensor)):
         return None
@@ -79,6 +113,46 @@ def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     coll = conv._collect(conv._fused_user_args, edge_index, mutable_size, kwargs)
     out = conv.message_and_aggregate(adj, **conv.inspector.collect_param_data("message_and_aggregate", coll))
     return conv.update(out, **conv.inspector.collect_param_data("update", coll))
+
+
+def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Optional[Tensor]:
+    """``aggr`` over each target's edges of ``weight[e] * x_j[e]``: the weighted ``gather_segment_reduce`` on the
+    CSR adjacency, or None when the call is not the plain case (PyG's propagate then runs, and raises its own
+    errors)."""
+    x = kwargs.get("x")
+    if isinstance(x, Tensor):
+        x_j, x_i = x, x
+    elif isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], Tensor):
+        x_j, x_i = x
+    else:
+        return None
+    weight = kwargs.get(weight_name)
+    aggr = conv.aggr
+    if not (isinstance(aggr, str) and aggr in REDUCE and runs_here(x_j, edge_index if edge_index.dim() == 2 else None)):
+        return None
+    heads = weight_name == "alpha"
+    if x_j.dim() != (3 if heads else 2):  # PyG's broadcast of view(-1, 1) / unsqueeze(-1) is this shape's
+        return None
+    if weight is not None:
+        if not (
+            isinstance(weight, Tensor) and runs_here(weight) and weight.dtype == x_j.dtype
+            and weight.dim() == (2 if heads else 1) and weight.size(0) == edge_index.size(-1)
+            and (not heads or weight.size(1) == x_j.size(1))
+        ):
+            return None
+    elif heads:
+        return None
+    mutable_size = conv._check_input(edge_index, size)  # PyG's own checks of edge_index and size
+    conv._set_size(mutable_size, 0, x_j)
+    if isinstance(x_i, Tensor):
+        conv._set_size(mutable_size, 1, x_i)
+    num_sources = mutable_size[0]
+    num_targets = mutable_size[1] if mutable_size[1] is not None else mutable_size[0]
+    node_dim = conv.node_dim % x_j.dim()
+    if node_dim != 0:
+        return None
+    adj = adjacency(edge_index, num_sources, num_targets, node_dim)
+    return adj.matmul(x_j, aggr, weight)
 
 
 def routed_propagate(cls):
@@ -109,5 +183,8 @@ def prepare_scriptable(self):
         )
     clone = copy.copy(self)
     clone.__class__ = _SCRIPTABLE[cls]
+    # an instance-level propagate (set by decomposed layers or explain mode) is not what TorchScript compiles:
+    # it compiles the class's, as PyG's own scripting does
+    clone.__dict__.pop("propagate", None)
     clone._set_jittable_templates(raise_on_error=True)
     return clone

@@ -8,7 +8,7 @@ import sys
 import types
 
 from . import fused, routed
-from ._common import ABSENT, ORIGINAL, PATCHED, aggr_base, is_enabled
+from ._common import ABSENT, ORIGINAL, PATCHED, aggr_base, is_enabled, message_passing
 
 __all__ = ["enable", "disable", "enabled", "is_enabled"]
 
@@ -50,7 +50,15 @@ def enable() -> None:
     for name, (owner, attr, replacement) in _METHODS.items():
         _patch(owner, attr, replacement)
     for cls in fused.FUSED_CONVS:
-        _, wrapper = fused.routed_propagate(cls)
+        had, wrapper = fused.routed_propagate(cls)
+        if had is ABSENT:
+            # a class PyG has not compiled yet: it will take the wrapper for its compiled propagate and skip
+            # compiling, so it never records the generic propagate that decomposed layers and explain mode
+            # switch an instance to (and the fused one to switch back to): record them as PyG would
+            for attr, value in (("_orig_propagate", message_passing.MessagePassing.propagate),
+                                ("_jinja_propagate", wrapper)):
+                if attr not in vars(cls):
+                    _patch(cls, attr, value)
         _patch(cls, "propagate", wrapper)
         fused.WRAPPERS.add(wrapper)
         _patch(cls, "__prepare_scriptable__", fused.prepare_scriptable)

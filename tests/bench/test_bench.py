@@ -90,3 +90,21 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
     result.config.device = "cuda"
     text = report.table(result)
     assert "goals of issue #5" in text and "sorted sum: bandwidth / probe bandwidth" in text
+
+
+def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
+    from scatterx.bench import peers
+
+    report = run(Config(reductions=("sum",), orders=("sorted",), **TINY), log=lambda *_: None)
+    weighted = {r.implementation: r for r in report.rows if r.reduce == peers.WEIGHTED}
+    assert set(weighted) == {p.name for p in peers.WEIGHTED_IMPLEMENTATIONS}
+    ours, pyg = (weighted[p.name] for p in peers.WEIGHTED_IMPLEMENTATIONS)
+    table = {what: value for what, op, limit, value, ok in goals(report)}
+    assert table["weighted gather-segment sum: forward+backward speedup over PyG's path (#14)"] == pytest.approx(
+        pyg.ms / ours.ms)
+    # a wrong gradient aborts the run
+    real = scatterx.gather_segment_reduce
+    monkeypatch.setattr(scatterx, "gather_segment_reduce", lambda *a, **k: real(*a, **k) * 2)
+    with pytest.raises(AssertionError, match="wrong result"):
+        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY),
+            log=lambda *_: None)

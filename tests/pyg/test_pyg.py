@@ -432,7 +432,7 @@ def test_layers_on_a_sorted_edge_index_match_pyg(name, sort_order, monkeypatch):
         return value_and_grads(lambda: layer(x, edge_index), x, *params)
 
     assert_same(*both_paths(run))
-    assert bool(built) == (name in ("sage-mean", "gin"))
+    assert built  # every one of these layers is fused (GCN and GAT: weighted), and asks the EdgeIndex first
 
 
 def test_ptr_reductions_along_a_later_dim():
@@ -517,3 +517,127 @@ def test_gradient_penalty_through_layers_matches_pyg(name):
         return torch.autograd.grad(gx.pow(2).sum(), [x, *layer.parameters()])
 
     assert_same(*both_paths(run))
+
+
+# ------------------------------------------------------------------------------------------ weighted layers, fused
+def awkward_graph(seed, num_nodes=12, num_edges=50):
+    """Isolated nodes (the last three), self-loops and repeated edges, in random order."""
+    g = torch.Generator().manual_seed(seed)
+    edge_index = torch.randint(0, num_nodes - 3, (2, num_edges), generator=g)
+    edge_index[1, :5] = edge_index[0, :5]  # self-loops
+    edge_index = torch.cat([edge_index, edge_index[:, :6]], 1)  # multi-edges
+    return g, edge_index[:, torch.randperm(edge_index.size(1), generator=g)]
+
+
+WEIGHTED_LAYERS = {
+    "gcn": lambda: GCNConv(8, 5),
+    "gcn-no-self-loops": lambda: GCNConv(8, 5, add_self_loops=False),
+    "gcn-unnormalized": lambda: GCNConv(8, 5, normalize=False),
+    "gcn-cached": lambda: GCNConv(8, 5, cached=True),
+    "gcn-mean": lambda: GCNConv(8, 5, aggr="mean"),
+    "gat": lambda: GATConv(8, 5, heads=3),
+    "gat-mean-heads": lambda: GATConv(8, 5, heads=2, concat=False, add_self_loops=False),
+    "gat-max": lambda: GATConv(8, 5, heads=2, aggr="max"),
+    "graphconv": lambda: GraphConv(8, 5),
+    "graphconv-max": lambda: GraphConv(8, 5, aggr="max"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED_LAYERS))
+@pytest.mark.parametrize("with_weight", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_weighted_layers_are_fused_and_match_pyg(name, with_weight, seed, monkeypatch):
+    """GCN, GAT and GraphConv with the switch on reduce ``weight * x_j`` in gather_segment_reduce (never a
+    scatter of materialized messages), with PyG's values and gradients, edge weights' gradients included."""
+    g, edge_index = awkward_graph(seed)
+    torch.manual_seed(seed)
+    layer = WEIGHTED_LAYERS[name]().double()
+    x = torch.randn(12, 8, generator=g, dtype=torch.float64).requires_grad_()
+    inputs = [x]
+    kwargs = {}
+    if with_weight and not name.startswith("gat"):
+        kwargs["edge_weight"] = torch.rand(edge_index.size(1), generator=g, dtype=torch.float64)
+        if name != "gcn-cached":  # a cached normalisation keeps the first call's weights, and their graph
+            inputs.append(kwargs["edge_weight"].requires_grad_())
+    calls = []
+    real = adjacency.gather_segment_reduce
+    monkeypatch.setattr(adjacency, "gather_segment_reduce",
+                        lambda *a, **k: calls.append(k.get("weight") is not None) or real(*a, **k))
+    real_scatter = routed.scatter_pyg
+
+    def scatter_no_messages(src, *args):
+        assert src.dim() == 1, "messages were scattered"  # GCN's degree count scatters (E,) weights: fine
+        return real_scatter(src, *args)
+
+    monkeypatch.setattr(routed, "scatter_pyg", scatter_no_messages)
+
+    def run():
+        return value_and_grads(lambda: layer(x, edge_index, **kwargs), *inputs, *layer.parameters())
+
+    default = run()
+    with sxpyg.enabled():
+        fused_out = run()
+        if name == "gcn-cached":
+            fused_out = run()  # the cached normalisation: the same edge_index tensor, the adjacency reused
+    assert_same(default, fused_out)
+    weighted = with_weight or name.startswith("gat") or (name.startswith("gcn") and name != "gcn-unnormalized")
+    assert calls and all(c == weighted for c in calls), calls
+
+
+def test_gat_attention_dropout_draws_pyg_s_random_stream():
+    _, edge_index = awkward_graph(3)
+    layer = GATConv(8, 4, heads=2, dropout=0.5).double().train()
+    x = torch.randn(12, 8, dtype=torch.float64, requires_grad=True)
+
+    def run():
+        torch.manual_seed(123)
+        return value_and_grads(lambda: layer(x, edge_index), x, *layer.parameters())
+
+    assert_same(*both_paths(run))
+
+
+def test_bipartite_gat_and_graphconv_with_size_match_pyg():
+    g = torch.Generator().manual_seed(4)
+    edge_index = torch.stack([torch.randint(0, 7, (25,), generator=g), torch.randint(0, 4, (25,), generator=g)])
+    x_src = torch.randn(7, 6, generator=g, dtype=torch.float64).requires_grad_()
+    x_dst = torch.randn(4, 3, generator=g, dtype=torch.float64).requires_grad_()
+    weight = torch.rand(25, generator=g, dtype=torch.float64).requires_grad_()
+    for layer, kwargs in [
+        (GATConv((6, 3), 5, heads=2, add_self_loops=False).double(), {}),
+        (GraphConv((6, 3), 5).double(), {"edge_weight": weight}),
+    ]:
+        def run():
+            return value_and_grads(lambda: layer((x_src, x_dst), edge_index, size=(7, 4), **kwargs),
+                                   x_src, x_dst, weight, *layer.parameters())
+
+        assert_same(*both_paths(run))
+
+
+def test_weighted_layer_gradient_penalty_matches_pyg():
+    g, edge_index = awkward_graph(6)
+    torch.manual_seed(0)
+    layer = GATConv(8, 5, heads=2).double()
+    x0 = torch.randn(12, 8, generator=g, dtype=torch.float64)
+
+    def run():
+        x = x0.clone().requires_grad_()
+        (gx,) = torch.autograd.grad(layer(x, edge_index).pow(2).sum(), x, create_graph=True)
+        return torch.autograd.grad(gx.pow(2).sum(), [x, *layer.parameters()])
+
+    assert_same(*both_paths(run))
+
+
+def test_weighted_layers_fall_back_where_the_fused_path_does_not_apply(monkeypatch):
+    """A weight of another dtype (PyG promotes), 3-D node features, a subclass with its own message: PyG's code."""
+    monkeypatch.setattr(adjacency, "gather_segment_reduce", lambda *a, **k: pytest.fail("fused path taken"))
+    _, edge_index = awkward_graph(2)
+    x = torch.randn(12, 8)
+
+    class Scaled(GCNConv):
+        def message(self, x_j, edge_weight):
+            return 2 * super().message(x_j, edge_weight)
+
+    with sxpyg.enabled():
+        GCNConv(8, 5, normalize=False)(x, edge_index, torch.rand(edge_index.size(1), dtype=torch.float64))
+        Scaled(8, 5)(x, edge_index)
+        GraphConv(8, 5)(torch.randn(2, 12, 8), edge_index)

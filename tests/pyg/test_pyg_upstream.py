@@ -32,8 +32,9 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parent  # where pyg_switch_plugin.py is
 REPO_ROOT = TESTS_DIR.parents[1]
 
-#: PyG's tests of scatter/segment/softmax/spmm, of every aggregation module, and of the two layers whose
-#: propagate runs fused with the switch on.
+#: PyG's tests of scatter/segment/softmax/spmm, of every aggregation module, and of the layers whose propagate
+#: runs fused with the switch on (GATv2 is not fused -- its attention needs the messages -- but its softmax and
+#: aggregation are routed).
 PYG_TESTS = [
     "test/utils/test_scatter.py",
     "test/utils/test_segment.py",
@@ -42,6 +43,10 @@ PYG_TESTS = [
     "test/nn/aggr",
     "test/nn/conv/test_sage_conv.py",
     "test/nn/conv/test_gin_conv.py",
+    "test/nn/conv/test_gcn_conv.py",
+    "test/nn/conv/test_gat_conv.py",
+    "test/nn/conv/test_gatv2_conv.py",
+    "test/nn/conv/test_graph_conv.py",
 ]
 
 #: PyG test id (a prefix, as ``--deselect`` takes it) -> why it is left out. Only tests that fail WITHOUT the switch
@@ -51,9 +56,16 @@ _FLAKY_SEGMENT = (
     "unseeded torch.randn(20, 16), segment sums of 5 values compared with torch.sum by torch.allclose at its "
     "default atol=1e-8, so a sum that cancels to ~1e-4 fails on a different float32 summation order"
 )
+_GAT_SCRIPT = (
+    "fails upstream with or without the switch (torch 2.13, FULL_TEST): TorchScript cannot compile GATConv/"
+    "GATv2Conv.forward ('Could not cast value of type Optional[Tensor] to bool' at `if return_attention_weights`); "
+    "everything the test checks before its TorchScript part passes with the switch on (FULL_TEST off)"
+)
 DESELECTED: Dict[str, str] = {
     "test/utils/test_segment.py::test_segment[sum-": _FLAKY_SEGMENT,
     "test/utils/test_segment.py::test_segment[mean-": _FLAKY_SEGMENT,
+    "test/nn/conv/test_gat_conv.py::test_gat_conv[": _GAT_SCRIPT,
+    "test/nn/conv/test_gatv2_conv.py::test_gatv2_conv[": _GAT_SCRIPT,
 }
 
 #: Without torch_scatter, PyG cannot reduce over a ``ptr`` along a dim other than the first, and these tests assert

@@ -30,7 +30,7 @@ import torch
 from numba import literally, njit, types
 from numba.extending import overload
 
-from ..._reductions import BY_CODE
+from ..._reductions import BY_CODE, REDUCTIONS
 from ._codegen import LiteralKernel, accumulator_for, combine, finalize, identity, load, store
 
 OK, OUT_OF_RANGE, NOT_SORTED = 0, 1, 2
@@ -227,8 +227,9 @@ def narrow_scatter_kernel(values, index, out, reduce, storage):
 
 
 #: The reductions ``narrow_scatter_kernel`` takes: the result has the identity's bits only if every member has
-#: them (not prod: 2 * 0.5 == 1; not mean: it needs counts).
-MARKS_EMPTY = frozenset(("sum", "amax", "amin"))
+#: them -- those that select a member (amax, amin) and the plain sum; not prod (2 * 0.5 == 1), not mean (it needs
+#: counts).
+MARKS_EMPTY = frozenset(r.name for r in REDUCTIONS if r.selects or (r.linear and not r.divide_by_count))
 
 
 def looks_empty(reduce, x):

@@ -1,0 +1,80 @@
+"""``csr_transpose``: a CSR structure read the other way (for each row, the segments that read it).
+
+The backward of ``gather_segment_reduce`` runs on it, and the fused PyG layers keep one per graph.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+from ..backends import backend_for
+from ._checks import check_allocation, check_integer_vector, check_size, check_tensor
+from ._library import define_op
+
+
+def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The structure read the other way: ``(ptr_t, index_t)`` with, for each row ``r`` in ``[0, num_rows)``, the
+    segments that read it, ``index_t[ptr_t[r]:ptr_t[r+1]]``, in increasing order (once per reading). Both int64.
+
+    >>> csr_transpose(torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2]), 3)
+    (tensor([0, 1, 1, 3]), tensor([0, 0, 1]))
+    """
+    check_tensor(ptr, "ptr")
+    check_tensor(index, "index")
+    index = check_integer_vector(index, "index", index)
+    ptr = check_integer_vector(ptr, "ptr", index)
+    num_rows = check_size(num_rows, "num_rows")
+    if num_rows is None:
+        raise TypeError("num_rows must be an int, got None")
+    check_allocation(num_rows + 1, 8, index.device, f"num_rows={num_rows}")
+    backend_for(index).check_ptr(ptr, index.numel(), "index.numel()")
+    return csr_transpose_op(ptr, index, num_rows)
+
+
+def _transpose(ptr: Tensor, index: Tensor, num_rows: int) -> Tuple[Tensor, Tensor]:
+    """What the op runs: group the entries by row (a stable sort, which checks ``index`` against ``num_rows``),
+    then name each entry's segment."""
+    backend = backend_for(index)
+    ptr = backend.check_ptr(ptr, index.numel(), "index.numel()")
+    return backend.csr_transpose(ptr, index, num_rows)
+
+
+def _transpose_fake(ptr, index, num_rows):
+    return ptr.new_empty(num_rows + 1, dtype=torch.int64), index.new_empty(index.numel(), dtype=torch.int64)
+
+
+csr_transpose_op = define_op("csr_transpose", _transpose, _transpose_fake)
+
+
+# ------------------------------------------------------------------------------------------------ the order
+def csr_order(index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(ptr, order)``: the entries of ``index`` grouped by value -- ``order[ptr[r]:ptr[r+1]]`` are the positions
+    holding ``r``, in increasing order -- for ``r`` in ``[0, num_rows)``. Both int64. (The transpose of "each
+    entry is its own segment", without that structure's arange; what a CSR adjacency by target needs.)
+
+    >>> csr_order(torch.tensor([2, 0, 2]), 3)
+    (tensor([0, 1, 1, 3]), tensor([1, 0, 2]))
+    """
+    check_tensor(index, "index")
+    index = check_integer_vector(index, "index", index)
+    num_rows = check_size(num_rows, "num_rows")
+    if num_rows is None:
+        raise TypeError("num_rows must be an int, got None")
+    check_allocation(num_rows + 1, 8, index.device, f"num_rows={num_rows}")
+    return csr_order_op(index, num_rows)
+
+
+def _order(index: Tensor, num_rows: int) -> Tuple[Tensor, Tensor]:
+    """What the op runs: a stable counting sort (CPU) or sort (GPU), which checks ``index`` against ``num_rows``."""
+    ptr, perm = backend_for(index).segments(index, num_rows, sorted=False, size_name="num_rows")
+    return ptr.to(torch.int64), perm.to(torch.int64)
+
+
+def _order_fake(index, num_rows):
+    return index.new_empty(num_rows + 1, dtype=torch.int64), index.new_empty(index.numel(), dtype=torch.int64)
+
+
+csr_order_op = define_op("csr_order", _order, _order_fake)

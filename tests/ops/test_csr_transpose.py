@@ -1,0 +1,44 @@
+"""csr_order (``ops/csr_transpose.py``): the entries grouped by value, stably, on both backends; bad input.
+(csr_transpose itself is tested with gather_segment_reduce, whose backward it serves.)"""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scatterx.ops
+
+
+def test_matches_a_stable_sort(backend):
+    @settings(max_examples=backend.examples(100))
+    @given(st.lists(st.integers(0, 6), max_size=30), st.integers(7, 9), st.sampled_from([torch.int32, torch.int64]))
+    def check(values, num_rows, dtype):
+        index = torch.tensor(values, dtype=torch.int64).to(dtype)
+        with backend:
+            ptr, order = scatterx.ops.csr_order(backend.put(index), num_rows)
+        ptr, order = ptr.cpu(), order.cpu()
+        assert ptr.dtype == order.dtype == torch.int64
+        assert torch.equal(order, torch.sort(index.long(), stable=True).indices)
+        assert torch.equal(ptr, torch.cat([torch.zeros(1, dtype=torch.int64),
+                                           torch.bincount(index.long(), minlength=num_rows).cumsum(0)]))
+
+    check()
+
+
+def test_hand_written_and_opcheck():
+    ptr, order = scatterx.ops.csr_order(torch.tensor([2, 0, 2, 1]), 4)
+    assert ptr.tolist() == [0, 1, 2, 4, 4] and order.tolist() == [1, 3, 0, 2]
+    torch.library.opcheck(torch.ops.scatterx.csr_order.default, (torch.tensor([2, 0, 2, 1]), 4))
+
+
+def test_bad_input_raises():
+    with pytest.raises(IndexError, match="out of range"):
+        scatterx.ops.csr_order(torch.tensor([0, 3]), 3)
+    with pytest.raises(IndexError):
+        scatterx.ops.csr_order(torch.tensor([0, -1]), 3)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        scatterx.ops.csr_order(torch.tensor([0.0]), 3)
+    with pytest.raises(TypeError, match="num_rows"):
+        scatterx.ops.csr_order(torch.tensor([0]), None)
+    with pytest.raises(ValueError, match="num_rows must be >= 0"):
+        scatterx.ops.csr_order(torch.tensor([0]), -1)
