@@ -76,6 +76,19 @@ def check_size(value, name: str) -> Optional[int]:
     return value
 
 
+def check_index_and_size(index, size, size_name: str):
+    """``(index, size)`` for the conversions that take an index and a number of rows (``index_to_ptr``,
+    ``csr_transpose``, ``csr_order``): a 1-D int32/int64 index, and an int >= 0 (None is a TypeError here), whose
+    offsets (``size + 1`` int64) can be allocated."""
+    check_tensor(index, "index")
+    index = check_integer_vector(index, "index", index)
+    size = check_size(size, size_name)
+    if size is None:
+        raise TypeError(f"{size_name} must be an int, got None")
+    check_allocation(size + 1, 8, index.device, f"{size_name}={size}")
+    return index, size
+
+
 def check_out(out, src: torch.Tensor, dim: int, dim_size: Optional[int]) -> None:
     check_tensor(out, "out")
     if out.dtype != src.dtype:

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from ..backends import backend_for
-from ._checks import check_allocation, check_integer_vector, check_size, check_tensor
+from ._checks import check_index_and_size, check_integer_vector, check_tensor
 from ._library import define_op
 
 
@@ -23,13 +23,8 @@ def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tupl
     (tensor([0, 1, 1, 3]), tensor([0, 0, 1]))
     """
     check_tensor(ptr, "ptr")
-    check_tensor(index, "index")
-    index = check_integer_vector(index, "index", index)
+    index, num_rows = check_index_and_size(index, num_rows, "num_rows")
     ptr = check_integer_vector(ptr, "ptr", index)
-    num_rows = check_size(num_rows, "num_rows")
-    if num_rows is None:
-        raise TypeError("num_rows must be an int, got None")
-    check_allocation(num_rows + 1, 8, index.device, f"num_rows={num_rows}")
     backend_for(index).check_ptr(ptr, index.numel(), "index.numel()")
     return csr_transpose_op(ptr, index, num_rows)
 
@@ -58,12 +53,7 @@ def csr_order(index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.T
     >>> csr_order(torch.tensor([2, 0, 2]), 3)
     (tensor([0, 1, 1, 3]), tensor([1, 0, 2]))
     """
-    check_tensor(index, "index")
-    index = check_integer_vector(index, "index", index)
-    num_rows = check_size(num_rows, "num_rows")
-    if num_rows is None:
-        raise TypeError("num_rows must be an int, got None")
-    check_allocation(num_rows + 1, 8, index.device, f"num_rows={num_rows}")
+    index, num_rows = check_index_and_size(index, num_rows, "num_rows")
     return csr_order_op(index, num_rows)
 
 

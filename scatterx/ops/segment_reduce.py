@@ -10,7 +10,7 @@ from torch import Tensor
 from .._reductions import resolve
 from ..backends import backend_for
 from . import _backward
-from ._checks import check_allocation, check_integer_vector, check_size, check_src, check_tensor, normalize_dim
+from ._checks import check_index_and_size, check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
 from .index_scatter_reduce import index_scatter_reduce_backward_op, index_scatter_reduce_op
 
@@ -100,12 +100,7 @@ def index_to_ptr(index: torch.Tensor, dim_size: int) -> torch.Tensor:
     >>> index_to_ptr(torch.tensor([0, 0, 2]), 4)
     tensor([0, 2, 2, 3, 3])
     """
-    check_tensor(index, "index")
-    index = check_integer_vector(index, "index", index)
-    dim_size = check_size(dim_size, "dim_size")
-    if dim_size is None:
-        raise TypeError("dim_size must be an int, got None")
-    check_allocation(dim_size + 1, 8, index.device, f"dim_size={dim_size}")
+    index, dim_size = check_index_and_size(index, dim_size, "dim_size")
     return backend_for(index).index_to_ptr(
         index, dim_size, unsorted_hint="index_to_ptr needs a sorted (non-decreasing) index; sort it first"
     )

@@ -90,6 +90,17 @@ def fusable(conv) -> bool:
     )
 
 
+def _sizes(conv, edge_index, size, x_j, x_i):
+    """``(PyG's size list, sources, targets)``: PyG's own checks of ``edge_index`` and ``size``, completed from the
+    node features as its propagate does."""
+    mutable_size = conv._check_input(edge_index, size)
+    conv._set_size(mutable_size, 0, x_j)
+    if isinstance(x_i, Tensor):
+        conv._set_size(mutable_size, 1, x_i)
+    num_targets = mutable_size[1] if mutable_size[1] is not None else mutable_size[0]
+    return mutable_size, mutable_size[0], num_targets
+
+
 def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     """PyG's fused branch of ``propagate`` on a plain edge list, or None when it does not apply."""
     if not (fusable(conv) and isinstance(edge_index, Tensor) and edge_index.layout == torch.strided):
@@ -103,12 +114,7 @@ def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     x_j, x_i = x
     if not runs_here(x_j, edge_index if edge_index.dim() == 2 else None) or x_j.dim() == 0:
         return None
-    mutable_size = conv._check_input(edge_index, size)  # PyG's own checks of edge_index and size
-    conv._set_size(mutable_size, 0, x_j)
-    if isinstance(x_i, Tensor):
-        conv._set_size(mutable_size, 1, x_i)
-    num_sources = mutable_size[0]
-    num_targets = mutable_size[1] if mutable_size[1] is not None else mutable_size[0]
+    mutable_size, num_sources, num_targets = _sizes(conv, edge_index, size, x_j, x_i)
     adj = adjacency(edge_index, num_sources, num_targets, conv.node_dim)
     coll = conv._collect(conv._fused_user_args, edge_index, mutable_size, kwargs)
     out = conv.message_and_aggregate(adj, **conv.inspector.collect_param_data("message_and_aggregate", coll))
@@ -142,12 +148,7 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
             return None
     elif heads:
         return None
-    mutable_size = conv._check_input(edge_index, size)  # PyG's own checks of edge_index and size
-    conv._set_size(mutable_size, 0, x_j)
-    if isinstance(x_i, Tensor):
-        conv._set_size(mutable_size, 1, x_i)
-    num_sources = mutable_size[0]
-    num_targets = mutable_size[1] if mutable_size[1] is not None else mutable_size[0]
+    _, num_sources, num_targets = _sizes(conv, edge_index, size, x_j, x_i)
     node_dim = conv.node_dim % x_j.dim()
     if node_dim != 0:
         return None
