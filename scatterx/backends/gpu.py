@@ -254,7 +254,7 @@ def weighted_gather_segment_reduce(
     inner = heads * channels
     if out.numel() > 0:
         acc = accumulator_dtype(src.dtype)
-        block_e, block_f = weighted_kernels.launch_config(index.numel(), num_segments, inner)
+        block_e, block_f = segment_kernels.launch_config(index.numel(), num_segments, inner)
         wrap_triton(weighted_kernels.weighted_segment_kernel)[(num_segments * _cdiv(inner, block_f),)](
             src.contiguous(), index.contiguous(), weight.contiguous(), ptr, out,
             num_segments, heads, channels,
@@ -283,7 +283,8 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
         )
         acc = accumulator_dtype(a.dtype)
         width = channels if op == "dot" else heads * channels
-        block_e, block_f = weighted_kernels.launch_config(edges, max(edges // 8, 1), width)
+        # programs own blocks of edges, not segments: the tile shape only (up to 64 edges x 128 features)
+        block_e, block_f = segment_kernels.launch_config(edges, 1, width)
         per_block = heads if op == "dot" else _cdiv(heads * channels, block_f)
         wrap_triton(weighted_kernels.sddmm_kernel)[(_cdiv(edges, block_e) * per_block,)](
             a.contiguous(), b.contiguous(), index.contiguous(), targets, out,

@@ -98,11 +98,3 @@ def sddmm_kernel(
         else:
             value = x + y
         tl.store(out + e[:, None] * inner + f[None, :], value.to(out.dtype.element_ty), mask=mask)
-
-
-def launch_config(edges: int, segments: int, inner: int):
-    """(BLOCK_E, BLOCK_F): as ``segment.launch_config`` (tiles of at most 2,048 elements, features first)."""
-    block_f = min(triton.next_power_of_2(max(inner, 1)), 128)
-    average = -(-edges // max(segments, 1))
-    block_e = max(1, min(triton.next_power_of_2(max(average, 1)), 2048 // block_f, 64))
-    return block_e, block_f
