@@ -9,6 +9,7 @@ from ._reductions import REDUCTIONS, SUPPORTED_DTYPES
 from .ops import (
     csr_transpose,
     gather_segment_reduce,
+    gatv2_logits,
     index_scatter_reduce,
     index_to_ptr,
     ptr_to_index,
@@ -28,6 +29,7 @@ __all__ = [
     "csr_transpose",
     "segment_softmax",
     "sddmm",
+    "gatv2_logits",
     "scatter_reduce",
     "scatter",
     "gather",

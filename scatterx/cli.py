@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
     b.add_argument("--no-softmax", action="store_true", help="skip the segment softmax rows")
     b.add_argument("--no-weighted", action="store_true",
-                   help="skip the weighted gather-segment sum rows (forward+backward)")
+                   help="skip the weighted gather-segment sum and GATv2 logits rows (forward+backward)")
     b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
                    help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
     b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")

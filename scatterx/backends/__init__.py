@@ -16,6 +16,8 @@ the op layer never asks which one it has, it calls ``backend_for(tensor).<functi
 ``gather_segment_reduce``          reduce rows named by a gather list over CSR segments
 ``weighted_gather_segment_reduce`` the same of rows scaled by per-entry (per-head) weights
 ``sddmm``                          a value per edge from its two end rows (add, mul, dot)
+``gatv2_logits``                   GATv2's attention logit per edge, from its two end rows and ``att``
+``gatv2_grad``                     its gradient for one end's rows (and ``att``), by segments of that end
 ``tie_backward``                   amax/amin gradient split among ties
 ``csr_transpose``                  a CSR structure read the other way
 ``element_scatter``                the planner's element plans: along a dim or by coordinates, from the caller's index

@@ -25,6 +25,8 @@ from .._reductions import BY_NAME, Reduction
 from ..kernels.cpu import index as index_kernels
 from ..kernels.cpu import NATIVE, launches, numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import element as element_kernels
+from ..kernels.cpu.gatv2 import gatv2_grad as gatv2_grad_kernel
+from ..kernels.cpu.gatv2 import gatv2_logits as gatv2_logits_kernel
 from ..kernels.cpu import runs as runs_kernels
 from ..kernels.cpu.runs import sorted_runs
 from ..kernels.cpu.scatter import slice_scatter
@@ -472,6 +474,42 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
             _bounds(ptr_np, 1, edges, heads * channels), numpy_view(out), SDDMM_OPS[op], storage_code(a.dtype),
         )
     return out
+
+
+@launches
+def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
+    """GATv2's logits per edge ``k`` of segment ``s``: ``sum_c att[h, c] * leaky_relu(a[index[k], h, c] + b[s, h,
+    c])``, ``(E, H)``; a, b ``(N, H, C)``, att ``(H, C)``. Everything checked."""
+    edges = index.numel()
+    _, heads, channels = a.shape
+    out = torch.empty((edges, heads), dtype=a.dtype)
+    if out.numel() > 0:
+        ptr_np = ptr.numpy()
+        gatv2_logits_kernel(
+            numpy_view(a.contiguous()), numpy_view(b.contiguous()), numpy_view(att.contiguous()),
+            numpy_view(index.contiguous()), ptr_np, _bounds(ptr_np, 1, edges, heads * channels), float(slope),
+            numpy_view(out), storage_code(a.dtype),
+        )
+    return out
+
+
+@launches
+def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
+    """``(grad_seg (S, H, C), grad_att (H, C))`` of GATv2's logits on segments ``ptr`` of the ``seg`` side, each
+    entry reading ``other[index[k]]`` (``kernels/cpu/gatv2.py``); grad_att is zeros unless ``want_att``."""
+    _, heads, channels = seg.shape
+    out = torch.empty(seg.shape, dtype=seg.dtype)
+    acc_dtype = torch.float32 if storage_code(seg.dtype) != NATIVE else seg.dtype
+    ptr_np = ptr.numpy()
+    bounds = _bounds(ptr_np, 1, index.numel(), heads * channels)
+    parts = torch.zeros((max(len(bounds) - 1, 0) if want_att else 1, heads, channels), dtype=acc_dtype)
+    if out.numel() > 0:
+        gatv2_grad_kernel(
+            numpy_view(seg.contiguous()), numpy_view(other.contiguous()), numpy_view(att.contiguous()),
+            numpy_view(index.contiguous()), ptr_np, bounds, numpy_view(grad.contiguous()), float(slope),
+            numpy_view(out), parts.numpy(), bool(want_att), storage_code(seg.dtype),
+        )
+    return out, parts.sum(0).to(seg.dtype)
 
 
 @launches

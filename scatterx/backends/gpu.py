@@ -36,6 +36,7 @@ except ImportError:  # torch < 2.6: no triton_op either (ops/_library.py), so a 
 
 
 from .._reductions import BY_NAME, Reduction, accumulator_dtype
+from ..kernels.gpu import gatv2 as gatv2_kernels
 from ..kernels.gpu import scatter as scatter_kernels
 from ..kernels.gpu import segment as segment_kernels
 from ..kernels.gpu import softmax as softmax_kernels
@@ -295,6 +296,48 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
             BLOCK_F=block_f,
         )
     return out
+
+
+def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
+    """As ``backends.cpu.gatv2_logits``: ``(E, H)``."""
+    edges = index.numel()
+    _, heads, channels = a.shape
+    out = torch.empty((edges, heads), dtype=a.dtype, device=a.device)
+    if out.numel() > 0:
+        targets = torch.repeat_interleave(
+            torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=edges
+        )
+        block_e, block_c = segment_kernels.launch_config(edges, 1, channels)
+        wrap_triton(gatv2_kernels.gatv2_logits_kernel)[(_cdiv(edges, block_e) * heads,)](
+            a.contiguous(), b.contiguous(), att.contiguous(), index.contiguous(), targets, out,
+            edges, heads, channels,
+            float(slope),
+            ACC=_TL_DTYPE[accumulator_dtype(a.dtype)],
+            BLOCK_E=block_e,
+            BLOCK_C=block_c,
+        )
+    return out
+
+
+def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
+    """As ``backends.cpu.gatv2_grad``: ``(grad_seg (S, H, C), grad_att (H, C))``."""
+    num_segments, heads, channels = seg.shape
+    out = torch.empty(seg.shape, dtype=seg.dtype, device=seg.device)
+    acc = accumulator_dtype(seg.dtype)
+    parts = torch.zeros(seg.shape if want_att else (1, heads, channels), dtype=acc, device=seg.device)
+    if out.numel() > 0:
+        block_e, block_f = segment_kernels.launch_config(index.numel(), num_segments, heads * channels)
+        wrap_triton(gatv2_kernels.gatv2_grad_kernel)[(num_segments * _cdiv(heads * channels, block_f),)](
+            seg.contiguous(), other.contiguous(), att.contiguous(), index.contiguous(), ptr, grad.contiguous(),
+            out, parts,
+            heads, channels,
+            float(slope),
+            WANT_ATT=bool(want_att),
+            ACC=_TL_DTYPE[acc],
+            BLOCK_E=block_e,
+            BLOCK_F=block_f,
+        )
+    return out, parts.sum(0).to(seg.dtype)
 
 
 def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_base: bool):

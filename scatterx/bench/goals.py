@@ -4,7 +4,7 @@ GPU (#5). Ratios taken within one run, never bare times."""
 from __future__ import annotations
 
 from .harness import BACKWARD_REDUCTIONS, ORDERS, PYG_BACKWARD, REDUCTIONS, SCATTERX, SCATTERX_SCATTER_REDUCE
-from .harness import WEIGHTED, WEIGHTED_IMPLEMENTATIONS
+from .harness import GATV2, GATV2_IMPLEMENTATIONS, WEIGHTED, WEIGHTED_IMPLEMENTATIONS
 from .harness import Report, best, find
 
 
@@ -55,6 +55,11 @@ def goals(report: Report):
     pyg = find(rows, WEIGHTED, "sorted", WEIGHTED_IMPLEMENTATIONS[1].name, "forward+backward")
     value = None if ours is None or pyg is None else pyg.ms / ours.ms
     out.append(("weighted gather-segment sum: forward+backward speedup over PyG's path (#14)", ">=", 3.0, value))
+    ours = find(rows, GATV2, "sorted", GATV2_IMPLEMENTATIONS[0].name, "forward+backward")
+    pyg = find(rows, GATV2, "sorted", GATV2_IMPLEMENTATIONS[1].name, "forward+backward")
+    value = None if ours is None or pyg is None else pyg.ms / ours.ms
+    # no goal in #14 for the op alone: the bar of its weighted sibling, so that a slowdown shows
+    out.append(("gatv2 logits: forward+backward speedup over PyG's path", ">=", 3.0, value))
     out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
     out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
     return _checked(out)

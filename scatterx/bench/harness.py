@@ -2,6 +2,10 @@
 
 Results are reported as ratios taken in this one run (to the probe, to the best peer): the machines are shared and
 noisy, bare times alone mean little.
+
+Why this module is long: it is the whole run of the default bench -- the forward rows, the forward+backward,
+softmax and message-passing rows, each checked against a trusted result before it is timed -- with the records
+(environment, other load) that make one run's ratios readable. The peers themselves are in ``peers.py`` and ``peers_message_passing.py``.
 """
 
 from __future__ import annotations
@@ -38,10 +42,9 @@ from .peers import (
     SCATTERX_SEGMENT,
     SCATTERX_SOFTMAX,
     SOFTMAX_IMPLEMENTATIONS,
-    WEIGHTED,
-    WEIGHTED_IMPLEMENTATIONS,
     torch_scatter_version,
 )
+from .peers_message_passing import GATV2, GATV2_IMPLEMENTATIONS, WEIGHTED, WEIGHTED_IMPLEMENTATIONS
 
 REDUCTIONS = NAMES
 ORDERS = ("sorted", "shuffled")
@@ -64,7 +67,7 @@ class Config:
     latency: bool = True
     backward: bool = True  # forward+backward rows for sum, mean, amax (floating dtypes)
     softmax: bool = True  # segment softmax rows (floating dtypes)
-    weighted: bool = True  # weighted gather-segment sum rows, forward+backward (floating dtypes)
+    weighted: bool = True  # weighted gather-segment sum and GATv2 logits rows, forward+backward (floating dtypes)
     device: str = "cpu"  # or "cuda": the Triton kernels, timed with CUDA events
 
     def is_default_shape(self) -> bool:
@@ -250,11 +253,16 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     if config.softmax and graph.src.dtype.is_floating_point:
         rows += _softmax_rows(graph, config, progress, src_bytes)
     if config.weighted and graph.src.dtype.is_floating_point:
-        rows += _weighted_rows(graph, config, progress, src_bytes)
+        rows += _message_passing_rows(WEIGHTED, WEIGHTED_IMPLEMENTATIONS, graph, config, progress, src_bytes)
+        rows += _message_passing_rows(GATV2, GATV2_IMPLEMENTATIONS, graph, config, progress, src_bytes)
     probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5, device)
     for row in rows:
         row.probe_ratio = row.ms / (probe_s * 1e3)
-        mine = {"softmax": SCATTERX_SOFTMAX.name, WEIGHTED: WEIGHTED_IMPLEMENTATIONS[0].name}.get(
+        mine = {
+            "softmax": SCATTERX_SOFTMAX.name,
+            WEIGHTED: WEIGHTED_IMPLEMENTATIONS[0].name,
+            GATV2: GATV2_IMPLEMENTATIONS[0].name,
+        }.get(
             row.reduce, SCATTERX.name
         )
         ours = find(rows, row.reduce, row.order, mine, row.mode)
@@ -312,18 +320,21 @@ def _softmax_rows(graph: Graph, config: Config, progress: Callable, src_bytes: i
     return rows
 
 
-def _weighted_rows(graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
-    """GCN-style weighted aggregation, forward+backward (gradients of node features and edge weights):
-    ``gather_segment_reduce(weight=)`` against PyG's unfused path, gradients checked against it first."""
-    impls = WEIGHTED_IMPLEMENTATIONS if config.peers else WEIGHTED_IMPLEMENTATIONS[:1]
+def _message_passing_rows(
+    label: str, implementations, graph: Graph, config: Config, progress: Callable, src_bytes: int
+) -> List[Row]:
+    """Forward+backward of a message-passing op (``WEIGHTED``: GCN-style weighted aggregation, gradients of node
+    features and edge weights; ``GATV2``: GATv2's logits, gradients of both ends and att): scatterx (first of
+    ``implementations``) against PyG's unfused path (last), the gradients checked against PyG's first."""
+    impls = implementations if config.peers else implementations[:1]
     rows, expected = [], None
-    for impl in progress(list(impls), desc="bench weighted", unit="case"):
+    for impl in progress(list(impls), desc=f"bench {label}", unit="case"):
         fn = impl.build(graph)
         if expected is None:
-            expected = WEIGHTED_IMPLEMENTATIONS[-1].build(graph)().clone()
+            expected = implementations[-1].build(graph)().clone()
         check(f"{impl.name} gradients", fn(), expected)
         seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
-        rows.append(Row(WEIGHTED, "sorted", impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9,
+        rows.append(Row(label, "sorted", impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9,
                         0.0, mode="forward+backward"))
     return rows
 

@@ -214,59 +214,6 @@ BACKWARD_PEERS = (
 )
 
 
-# ------------------------------------------------------------------------------------- weighted message passing
-# GCN-style aggregation: each node sums its in-edges' source rows times the edge's weight. The node features are
-# the graph's first ``num_nodes`` message rows, an edge's source a fixed random node. Builders take the graph and
-# return a callable running forward and backward (upstream ``graph.grad_out``) and returning the gradients
-# (node features, weights), or None.
-WEIGHTED = "weighted sum"
-
-
-def _weighted_inputs(graph):
-    g = torch.Generator().manual_seed(1)
-    n, e = graph.num_nodes, graph.num_edges
-    sources = torch.randint(0, n, (e,), generator=g).to(graph.src.device)
-    weight = torch.rand(e, generator=g, dtype=graph.src.dtype).to(graph.src.device)
-    x = graph.src[:n].detach().clone()
-    if x.size(0) < n:  # fewer edges than nodes: pad with zero rows
-        x = torch.cat([x, x.new_zeros(n - x.size(0), x.size(1))])
-    return x.requires_grad_(), sources, weight.requires_grad_()
-
-
-def _weighted_call(x, weight, forward, grad_out):
-    def run():
-        x.grad = weight.grad = None
-        forward().backward(grad_out)
-        return torch.cat([x.grad.flatten(), weight.grad])
-
-    return run
-
-
-def _scatterx_weighted(graph):
-    x, sources, weight = _weighted_inputs(graph)
-    return _weighted_call(
-        x, weight, lambda: scatterx.gather_segment_reduce(x, graph.ptr, sources, "sum", weight=weight), graph.grad_out
-    )
-
-
-def _pyg_weighted(graph):
-    """PyG's GCNConv message passing without a fused kernel: gather the source rows, scale them, scatter-add."""
-    x, sources, weight = _weighted_inputs(graph)
-    targets = graph.index
-
-    def forward():
-        messages = x.index_select(0, sources) * weight.view(-1, 1)
-        out = torch.zeros((graph.num_nodes, x.size(1)), dtype=x.dtype, device=x.device)
-        return out.index_add_(0, targets, messages)
-
-    return _weighted_call(x, weight, forward, graph.grad_out)
-
-
-SCATTERX_WEIGHTED = Peer("scatterx.gather_segment_reduce (weight)", False, _scatterx_weighted)
-PYG_WEIGHTED = Peer("PyG: index_select * weight, index_add_", True, _pyg_weighted)
-WEIGHTED_IMPLEMENTATIONS = (SCATTERX_WEIGHTED, PYG_WEIGHTED)
-
-
 # ----------------------------------------------------------------------------------------------- segment softmax
 # Softmax of each edge's features among the edges of its target node (attention weights). Builders take
 # (graph, sorted) and return a callable giving the ``edges x features`` result, or None.

@@ -8,6 +8,7 @@ from .index_scatter_reduce import index_scatter_reduce, index_scatter_reduce_fro
 from .segment_reduce import index_to_ptr, ptr_to_index, segment_reduce
 from .segment_softmax import segment_softmax
 from .sddmm import sddmm
+from .gatv2_logits import gatv2_logits
 from ._library import needs_op
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "csr_order",
     "segment_softmax",
     "sddmm",
+    "gatv2_logits",
     "element_scatter",
     "element_gather",
     "index_to_ptr",

@@ -37,6 +37,12 @@ class Adjacency:
         """Per-edge values (dim 0) reordered to this adjacency's edge order."""
         return per_edge if self.edges is None else per_edge.index_select(0, self.edges)
 
+    def in_edge_order(self, per_entry: Tensor) -> Tensor:
+        """Values per entry of this adjacency (dim 0) put back in the caller's edge order (differentiable)."""
+        if self.edges is None:
+            return per_entry
+        return per_entry.new_empty(per_entry.shape).index_copy(0, self.edges, per_entry)
+
     def matmul(self, x: Tensor, reduce: str, weight: Optional[Tensor] = None) -> Tensor:
         """``reduce`` over each target's edges of ``x[source]``, times ``weight[edge]`` (caller's edge order;
         ``(E,)`` or ``(E, heads)``) when given."""

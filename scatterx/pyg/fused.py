@@ -4,13 +4,17 @@ without materializing them.
 - The layers whose message is the neighbour's features unchanged (``SAGEConv``, ``GINConv``) run their own
   ``message_and_aggregate`` on the adjacency.
 - The layers whose message is the neighbour's features times a per-edge weight (``WEIGHTED_CONVS``: ``GCNConv``
-  and ``GraphConv`` with ``edge_weight``, ``GATConv`` with its attention ``alpha`` per head) run the weighted
-  ``gather_segment_reduce``, the weights put in CSR order: the ``edges x features`` messages and their gradient
-  are never built. Everything before ``propagate`` -- GCN's normalisation and self-loops, GAT's logits, softmax
-  and attention dropout -- is the layer's own code (its softmax goes through the routed one), so dropout draws
-  from the same RNG stream as PyG's.
+  and ``GraphConv`` with ``edge_weight``, ``GATConv`` and ``GATv2Conv`` with their attention ``alpha`` per head)
+  run the weighted ``gather_segment_reduce``, the weights put in CSR order: the ``edges x features`` messages and
+  their gradient are never built. Everything before ``propagate`` -- GCN's normalisation and self-loops, GAT's
+  logits, softmax and attention dropout -- is the layer's own code (its softmax goes through the routed one), so
+  dropout draws from the same RNG stream as PyG's.
+- GATv2's ``edge_updater`` (``EDGE_UPDATE_CONVS``), whose logits ``att . leaky_relu(x_j + x_i)`` PyG computes on
+  an ``edges x heads x channels`` sum, runs ``gatv2_logits`` on the same CSR adjacency and ``segment_softmax`` on
+  its segments; the attention is put back in the caller's edge order before the layer's dropout, so dropout draws
+  the same mask as PyG's. With ``edge_attr`` (its ``lin_edge`` term is per edge) PyG's code runs.
 
-``FUSED_CONVS`` lists them all.
+``FUSED_CONVS`` lists the layers whose ``propagate`` is fused.
 
 PyG compiles a per-class ``propagate`` from a jinja template on first instantiation, unless the class's
 ``propagate.__module__`` already carries the template's name; the wrapper takes that name, so PyG keeps it.
@@ -24,8 +28,11 @@ import copy
 from typing import Dict, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv
+from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, SAGEConv
+
+from ..ops import gatv2_logits, segment_softmax
 
 from ._common import ABSENT, REDUCE, is_enabled, message_passing, runs_here
 from .adjacency import adjacency
@@ -38,9 +45,12 @@ PLAIN_CONVS = (SAGEConv, GINConv)
 #: Layers whose ``message(x_j, w)`` is ``w * x_j`` for the per-edge ``propagate`` argument named here, reduced by
 #: their ``aggr``: ``(E,)`` weights scaling rows (GCN, GraphConv), ``(E, heads)`` scaling heads (GAT). Their
 #: ``message``, ``aggregate`` and ``update`` must be these classes' own.
-WEIGHTED_CONVS = {GCNConv: "edge_weight", GraphConv: "edge_weight", GATConv: "alpha"}
+WEIGHTED_CONVS = {GCNConv: "edge_weight", GraphConv: "edge_weight", GATConv: "alpha", GATv2Conv: "alpha"}
 
 FUSED_CONVS = PLAIN_CONVS + tuple(WEIGHTED_CONVS)
+
+#: Layers whose ``edge_updater`` runs fused (the exact ``edge_update`` of these classes only).
+EDGE_UPDATE_CONVS = (GATv2Conv,)
 
 _HOOKS = (
     "_propagate_forward_pre_hooks",
@@ -53,7 +63,9 @@ _HOOKS = (
     "_message_and_aggregate_forward_hooks",
 )
 
-#: the propagate wrappers enable() installed, and per layer class a subclass with PyG's propagate (for scripting)
+_EDGE_HOOKS = ("_edge_update_forward_pre_hooks", "_edge_update_forward_hooks")
+
+#: the propagate and edge_updater wrappers enable() installed, and per layer class a subclass with PyG's propagate (for scripting)
 WRAPPERS: set = set()
 _SCRIPTABLE: Dict[type, type] = {}
 
@@ -79,14 +91,18 @@ def fusable(conv) -> bool:
         for base in PLAIN_CONVS
     ):
         return False
+    return (conv.fuse or weighted) and _plain_call(conv, _HOOKS)  # conv.fuse: PyG's switch for its own fused path
+
+
+def _plain_call(conv, hooks) -> bool:
+    """No explain mode, decomposition, other flow, tracing or scripting, and none of the ``hooks`` registered."""
     return (
-        (conv.fuse or weighted)  # PyG's switch for its own fused path; GAT has none, and is fused here
-        and not conv.explain
+        not conv.explain
         and conv.decomposed_layers == 1
         and conv.flow == "source_to_target"
         and not torch.compiler.is_compiling()
         and not torch.jit.is_scripting()
-        and not any(getattr(conv, hooks, None) for hooks in _HOOKS)
+        and not any(getattr(conv, name, None) for name in hooks)
     )
 
 
@@ -156,6 +172,56 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
     return adj.matmul(x_j, aggr, weight)
 
 
+def fused_edge_update(conv, edge_index, size, kwargs) -> Optional[Tensor]:
+    """GATv2's ``edge_updater`` -- logits, softmax per target, attention dropout -- on the CSR adjacency, or None
+    when the call is not the plain case (PyG's edge_updater then runs, and raises its own errors)."""
+    if not (
+        type(conv).edge_update is GATv2Conv.edge_update
+        and _plain_call(conv, _EDGE_HOOKS)
+        and size is None
+        and isinstance(edge_index, Tensor)
+        and edge_index.layout == torch.strided
+        and edge_index.dim() == 2
+        and kwargs.get("edge_attr") is None
+    ):
+        return None
+    x, att = kwargs.get("x"), conv.att
+    if not (isinstance(x, (tuple, list)) and len(x) == 2 and all(isinstance(t, Tensor) for t in x)):
+        return None
+    x_j, x_i = x
+    if not (
+        runs_here(x_j, edge_index) and x_j.is_floating_point() and x_j.dim() == 3 and conv.node_dim % 3 == 0
+        and x_i.dtype == x_j.dtype and x_i.device == x_j.device and x_i.shape[1:] == x_j.shape[1:]
+        and isinstance(att, Tensor) and att.dtype == x_j.dtype and att.device == x_j.device
+        and att.shape[-2:] == x_j.shape[1:]
+    ):
+        return None
+    _, num_sources, num_targets = _sizes(conv, edge_index, None, x_j, x_i)
+    adj = adjacency(edge_index, num_sources, num_targets, 0)
+    logits = gatv2_logits(adj.ptr, adj.col, x_j, x_i, att, conv.negative_slope)
+    alpha = adj.in_edge_order(segment_softmax(logits, ptr=adj.ptr))
+    return F.dropout(alpha, p=conv.dropout, training=conv.training)
+
+
+def routed_edge_updater(cls):
+    """``(what cls had, an edge_updater that tries the fused path first)`` for ``enable()`` to install; named as
+    PyG's template-made one, so that PyG does not compile its own over it."""
+    had = cls.__dict__.get("edge_updater", ABSENT)
+    pyg_edge_updater = message_passing.MessagePassing.edge_updater if had is ABSENT else had
+
+    def edge_updater(self, edge_index, size=None, **kwargs):
+        out = fused_edge_update(self, edge_index, size, kwargs) if is_enabled() else None
+        if out is not None:
+            return out
+        return pyg_edge_updater(self, edge_index, size=size, **kwargs)
+
+    edge_updater.__module__ = (
+        f"{cls.__module__}_{cls.__name__}_edge_updater" if had is ABSENT else had.__module__
+    )
+    edge_updater.__doc__ = pyg_edge_updater.__doc__
+    return had, edge_updater
+
+
 def routed_propagate(cls):
     """``(what cls had, a propagate that tries the fused path first)`` for ``enable()`` to install."""
     had = cls.__dict__.get("propagate", ABSENT)
@@ -179,13 +245,15 @@ def prepare_scriptable(self):
     if cls.__dict__.get("propagate") not in WRAPPERS and getattr(cls, "propagate", None) not in WRAPPERS:
         return self
     if cls not in _SCRIPTABLE:
-        _SCRIPTABLE[cls] = type(
-            cls.__name__, (cls,), {"propagate": message_passing.MessagePassing.propagate, "__module__": cls.__module__}
-        )
+        generic = {"propagate": message_passing.MessagePassing.propagate, "__module__": cls.__module__}
+        if getattr(cls, "edge_updater", None) in WRAPPERS:
+            generic["edge_updater"] = message_passing.MessagePassing.edge_updater
+        _SCRIPTABLE[cls] = type(cls.__name__, (cls,), generic)
     clone = copy.copy(self)
     clone.__class__ = _SCRIPTABLE[cls]
     # an instance-level propagate (set by decomposed layers or explain mode) is not what TorchScript compiles:
     # it compiles the class's, as PyG's own scripting does
     clone.__dict__.pop("propagate", None)
+    clone.__dict__.pop("edge_updater", None)
     clone._set_jittable_templates(raise_on_error=True)
     return clone

@@ -62,6 +62,10 @@ def enable() -> None:
         _patch(cls, "propagate", wrapper)
         fused.WRAPPERS.add(wrapper)
         _patch(cls, "__prepare_scriptable__", fused.prepare_scriptable)
+    for cls in fused.EDGE_UPDATE_CONVS:
+        _, wrapper = fused.routed_edge_updater(cls)
+        _patch(cls, "edge_updater", wrapper)
+        fused.WRAPPERS.add(wrapper)
 
 
 def disable() -> None:

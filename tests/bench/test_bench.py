@@ -93,7 +93,7 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
 
 
 def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
-    from scatterx.bench import peers
+    from scatterx.bench import peers_message_passing as peers
 
     report = run(Config(reductions=("sum",), orders=("sorted",), **TINY), log=lambda *_: None)
     weighted = {r.implementation: r for r in report.rows if r.reduce == peers.WEIGHTED}
@@ -102,7 +102,16 @@ def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
     table = {what: value for what, op, limit, value, ok in goals(report)}
     assert table["weighted gather-segment sum: forward+backward speedup over PyG's path (#14)"] == pytest.approx(
         pyg.ms / ours.ms)
+    gatv2 = {r.implementation: r for r in report.rows if r.reduce == peers.GATV2}
+    ours, pyg = (gatv2[p.name] for p in peers.GATV2_IMPLEMENTATIONS)
+    assert table["gatv2 logits: forward+backward speedup over PyG's path"] == pytest.approx(pyg.ms / ours.ms)
     # a wrong gradient aborts the run
+    real_logits = scatterx.gatv2_logits
+    monkeypatch.setattr(scatterx, "gatv2_logits", lambda *a, **k: real_logits(*a, **k) * 2)
+    with pytest.raises(AssertionError, match="wrong result"):
+        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY),
+            log=lambda *_: None)
+    monkeypatch.setattr(scatterx, "gatv2_logits", real_logits)
     real = scatterx.gather_segment_reduce
     monkeypatch.setattr(scatterx, "gather_segment_reduce", lambda *a, **k: real(*a, **k) * 2)
     with pytest.raises(AssertionError, match="wrong result"):

@@ -15,7 +15,7 @@ import torch_geometric.nn.aggr.base as aggr_base  # noqa: E402
 import torch_geometric.nn.aggr.basic as aggr_basic  # noqa: E402
 import torch_geometric.utils as pyg_utils  # noqa: E402
 import torch_geometric.utils._softmax as pyg_softmax_module  # noqa: E402
-from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv  # noqa: E402
+from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, SAGEConv  # noqa: E402
 
 import scatterx  # noqa: E402
 import scatterx.pyg as sxpyg  # noqa: E402
@@ -263,6 +263,9 @@ LAYERS = {
     "sage-sum-root-weight-off": lambda: SAGEConv(8, 5, aggr="sum", root_weight=False),
     "gin": lambda: GINConv(mlp(8, 5), train_eps=True),
     "gat": lambda: GATConv(8, 5, heads=2),
+    "gatv2": lambda: GATv2Conv(8, 5, heads=3),
+    "gatv2-mean-heads-shared": lambda: GATv2Conv(8, 5, heads=2, concat=False, share_weights=True, negative_slope=0.5),
+    "gatv2-no-self-loops": lambda: GATv2Conv(8, 5, add_self_loops=False, residual=True),
     "graphconv": lambda: GraphConv(8, 5, aggr="mean"),
 }
 
@@ -309,6 +312,36 @@ def test_fused_layers_run_without_materializing_messages(monkeypatch):
         SAGEConv(8, 5)(x, edge_index)
         GINConv(mlp(8, 5))(x, edge_index)
     assert calls == ["mean", "sum"]
+
+
+def test_gatv2_runs_fused_and_draws_pyg_s_dropout_mask(monkeypatch):
+    """GATv2's logits go through gatv2_logits (no edges x heads x channels sum); in training, attention dropout
+    draws the same mask as PyG's (same seed, same outputs and gradients); edge_attr and hooks take PyG's code."""
+    calls = []
+    real = fused.gatv2_logits
+    monkeypatch.setattr(fused, "gatv2_logits", lambda *a, **k: calls.append(a[2].shape) or real(*a, **k))
+    g, edge_index = random_graph(5)
+    x = torch.randn(30, 8, generator=g, dtype=torch.float64).requires_grad_()
+    layer = GATv2Conv(8, 4, heads=2, dropout=0.5).double().train()
+    params = list(layer.parameters())
+
+    def run():
+        torch.manual_seed(11)
+        return value_and_grads(lambda: layer(x, edge_index), x, *params)
+
+    assert_same(*both_paths(run))
+    assert calls == [(30, 2, 4)]
+    calls.clear()
+    with_edges = GATv2Conv(8, 4, heads=2, edge_dim=3).double()
+    edge_attr = torch.randn(edge_index.size(1), 3, generator=g, dtype=torch.float64)
+    with sxpyg.enabled():
+        routed_out = with_edges(x, edge_index, edge_attr)
+        hooked = GATv2Conv(8, 4).double()
+        seen = []
+        hooked.register_edge_update_forward_hook(lambda module, inputs, out: seen.append(out.shape))
+        hooked(x, edge_index)
+    torch.testing.assert_close(routed_out, with_edges(x, edge_index, edge_attr))
+    assert calls == [] and len(seen) == 1
 
 
 def test_hooks_and_explain_keep_pyg_s_own_propagate(monkeypatch):

@@ -33,8 +33,7 @@ TESTS_DIR = Path(__file__).resolve().parent  # where pyg_switch_plugin.py is
 REPO_ROOT = TESTS_DIR.parents[1]
 
 #: PyG's tests of scatter/segment/softmax/spmm, of every aggregation module, and of the layers whose propagate
-#: runs fused with the switch on (GATv2 is not fused -- its attention needs the messages -- but its softmax and
-#: aggregation are routed).
+#: runs fused with the switch on (GATv2's edge_updater too: its logits by gatv2_logits).
 PYG_TESTS = [
     "test/utils/test_scatter.py",
     "test/utils/test_segment.py",
