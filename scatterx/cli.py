@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import torch
 
-from .bench import gnn, grid, grid_elements, grid_report
+from .bench import dist, gnn, grid, grid_elements, grid_report
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
 from .bench.harness import ORDERS, REDUCTIONS, Config, run
@@ -79,6 +79,23 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--threads", type=int, default=gd.threads, help=f"torch (and scatterx) threads, default {gd.threads}")
     n.add_argument("--seed", type=int, default=gd.seed)
     n.add_argument("--out-dir", default="bench-results", help="where bench-gnn.csv, .json and .png go")
+
+    t = sub.add_parser(
+        "bench-dist",
+        help="full-graph GraphSAGE and GCN over 1, 2, 4 ... processes (torch.distributed, gloo), split by node ranges",
+    )
+    t.add_argument("--procs", default="1,2,4", help="comma-separated process counts, default 1,2,4 (1 is the "
+                   "single-process reference the losses are compared with)")
+    t.add_argument("--models", default="sage,gcn", help="comma-separated, of sage and gcn; default both")
+    t.add_argument("--graph", default=gd.graph, choices=sorted(gnn.GRAPHS), help="a built-in graph shape, default arxiv")
+    t.add_argument("--epochs", type=int, default=5, help="default 5")
+    t.add_argument("--nodes", type=int, default=None, help="default: the graph's")
+    t.add_argument("--edges", type=int, default=None, help="default: the graph's")
+    t.add_argument("--features", type=int, default=None, help="default: the graph's")
+    t.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
+    t.add_argument("--threads", type=int, default=gd.threads,
+                   help=f"threads in all, split among the processes, default {gd.threads}")
+    t.add_argument("--seed", type=int, default=gd.seed)
     return parser
 
 
@@ -188,7 +205,27 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"wrote {path}")
     elif args.command == "bench-gnn":
         _bench_gnn(args)
+    elif args.command == "bench-dist":
+        _bench_dist(args)
     return 0
+
+
+def _bench_dist(args) -> None:
+    try:
+        procs = sorted({int(p) for p in args.procs.split(",") if p.strip()})
+    except ValueError:
+        raise SystemExit(f"scatterx bench-dist: --procs must be comma-separated integers, got {args.procs!r}")
+    if not procs or procs[0] < 1:
+        raise SystemExit(f"scatterx bench-dist: --procs must list process counts >= 1, got {args.procs!r}")
+    for name, value in (("epochs", args.epochs), ("nodes", args.nodes), ("features", args.features),
+                        ("hidden", args.hidden), ("threads", args.threads)):
+        if value is not None and value < 1:
+            raise SystemExit(f"scatterx bench-dist: --{name} must be >= 1, got {value}")
+    config = gnn.GnnConfig.for_graph(args.graph, nodes=args.nodes, edges=args.edges, features=args.features,
+                                     hidden=args.hidden, threads=args.threads, seed=args.seed)
+    models = _split(args.models, tuple(dist.MODELS), "models")
+    results = dist.run(config, procs, args.epochs, models, log=lambda msg: print(msg, file=sys.stderr))
+    print(dist.table(config, results))
 
 
 def _bench_gnn(args) -> None:
