@@ -500,7 +500,7 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
     _, heads, channels = seg.shape
     out = torch.empty(seg.shape, dtype=seg.dtype)
     acc_dtype = torch.float32 if storage_code(seg.dtype) != NATIVE else seg.dtype
-    ptr_np = ptr.numpy()
+    ptr_np = ptr.to(torch.int64).contiguous().numpy()
     bounds = _bounds(ptr_np, 1, index.numel(), heads * channels)
     parts = torch.zeros((max(len(bounds) - 1, 0) if want_att else 1, heads, channels), dtype=acc_dtype)
     if out.numel() > 0:

@@ -311,7 +311,7 @@ def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
         wrap_triton(gatv2_kernels.gatv2_logits_kernel)[(_cdiv(edges, block_e) * heads,)](
             a.contiguous(), b.contiguous(), att.contiguous(), index.contiguous(), targets, out,
             edges, heads, channels,
-            float(slope),
+            torch.full((1,), slope, dtype=accumulator_dtype(a.dtype), device=a.device),
             ACC=_TL_DTYPE[accumulator_dtype(a.dtype)],
             BLOCK_E=block_e,
             BLOCK_C=block_c,
@@ -324,6 +324,7 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
     num_segments, heads, channels = seg.shape
     out = torch.empty(seg.shape, dtype=seg.dtype, device=seg.device)
     acc = accumulator_dtype(seg.dtype)
+    ptr = ptr.to(torch.int64).contiguous()
     parts = torch.zeros(seg.shape if want_att else (1, heads, channels), dtype=acc, device=seg.device)
     if out.numel() > 0:
         block_e, block_f = segment_kernels.launch_config(index.numel(), num_segments, heads * channels)
@@ -331,7 +332,7 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
             seg.contiguous(), other.contiguous(), att.contiguous(), index.contiguous(), ptr, grad.contiguous(),
             out, parts,
             heads, channels,
-            float(slope),
+            torch.full((1,), slope, dtype=acc, device=seg.device),
             WANT_ATT=bool(want_att),
             ACC=_TL_DTYPE[acc],
             BLOCK_E=block_e,

@@ -76,11 +76,14 @@ def gather_segment_reduce(
     ptr_t, index_t = _checked_transpose(transpose, src, dim, ptr, index)
     if not needs_op(src):
         return _forward(src, ptr, index, red.name, dim, None, None)
-    if red.linear:
+    if red.linear or not (torch.is_grad_enabled() and src.requires_grad):
+        # (traced without a gradient: the op itself, so that an exported graph keeps it whole)
         return gather_segment_reduce_differentiable(src, ptr, index, red.name, dim, ptr_t, index_t)
     # prod/amax/amin with a gradient: no transposed form, so gather the rows and take index_scatter_reduce's
-    # exact backward (ties split, zeros in products)
-    ptr, index = checked_structure(src, ptr, index, dim)
+    # exact backward (ties split, zeros in products). Traced, the values are checked by the ops it runs instead:
+    # index_select checks index, and the targets come from ptr's own lengths.
+    if not torch.compiler.is_compiling():
+        ptr, index = checked_structure(src, ptr, index, dim)
     targets = torch.repeat_interleave(
         torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=index.numel()
     )

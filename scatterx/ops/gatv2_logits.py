@@ -14,7 +14,8 @@ h, c])``.
 Gradients (``z`` recomputed, ``d = 1 if z > 0 else negative_slope``, ``g`` the logits' gradient):
 ``grad_b[s] = att * sum_k g[k] d``, ``grad_a[j]`` the same sum over the edges out of ``j`` (the same kernel on the
 transposed structure: ``z`` is symmetric in its ends), ``grad_att = sum_k g[k] leaky_relu(z)``. One level of
-gradient: the backward op has no gradient of its own (double backward raises).
+gradient through the kernels; under ``create_graph`` the backward is made of torch ops (the gathered ends), so
+double backward (a gradient penalty) works, at PyG's cost.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def gatv2_logits_grad(
 ) -> Tuple[Tensor, Tensor]:
     """``(grad_seg, grad_att)``: the logits' gradient for the rows of the side whose segments ``ptr`` are (each
     entry reading ``other[index[k]]``, with gradient ``grad[k]``), and for ``att`` (zeros unless ``want_att``).
-    The structures come from the checked forward (or its transpose): nothing to check."""
+    The structures come from the checked forward (or its transpose); ``ptr`` as the caller gave it (any integer
+    dtype and strides), which the backends make contiguous int64."""
     return backend_for(seg).gatv2_grad(seg, other, att, ptr, index, grad, negative_slope, want_att)
 
 
@@ -151,9 +153,13 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad):
     """The target side on the forward's segments (with ``att``'s gradient), the source side on the transposed
-    structure (``transpose_with_order``: the sources' segments, each entry's target and its gradient)."""
+    structure (``transpose_with_order``: the sources' segments, each entry's target and its gradient). Under
+    ``create_graph`` (a gradient penalty), the same gradients from differentiable torch ops instead: they build
+    the ``(E, H, C)`` tensors the kernels avoid, as PyG's code does, and can be differentiated again."""
     ptr, index, a, b, att = ctx.saved_tensors
     want_a, want_b, want_att = ctx.needs_input_grad[2:5]
+    if torch.is_grad_enabled():
+        return (None, None) + _differentiable_backward(ptr, index, a, b, att, grad, ctx.slope) + (None,)
     grad_a = grad_b = grad_att = None
     grad = grad.contiguous()
     if want_b or want_att:
@@ -162,6 +168,21 @@ def _backward(ctx, grad):
         ptr_t, index_t, order = transpose_with_order(ptr, index, a.size(0))
         grad_a, _ = gatv2_logits_grad_op(a, b, att, ptr_t, index_t, grad.index_select(0, order), ctx.slope, False)
     return None, None, grad_a, grad_b if want_b else None, grad_att if want_att else None, None
+
+
+def _differentiable_backward(ptr, index, a, b, att, grad, slope):
+    """``(grad_a, grad_b, grad_att)`` by torch ops on the gathered ends (double backward)."""
+    index = index.long()
+    targets = torch.repeat_interleave(torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(),
+                                      output_size=index.numel())
+    z = a.index_select(0, index) + b.index_select(0, targets)
+    g = grad.unsqueeze(-1)
+    d = torch.where(z > 0, torch.ones_like(z), torch.full_like(z, slope))
+    per_edge = g * d * att
+    grad_a = torch.zeros_like(a).index_add(0, index, per_edge)
+    grad_b = torch.zeros_like(b).index_add(0, targets, per_edge)
+    grad_att = (g * torch.nn.functional.leaky_relu(z, slope)).sum(0)
+    return grad_a, grad_b, grad_att
 
 
 gatv2_logits_differentiable = register_autograd(gatv2_logits_op, gatv2_logits_forward, _backward, _setup_context)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.autograd import gradcheck
+from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx
 from scatterx import reference
@@ -101,14 +101,42 @@ def test_gradcheck():
     assert gradcheck(lambda x, y, w: scatterx.gatv2_logits(ptr, index, x, y, w, 0.3), (a, b, att))
 
 
-def test_double_backward_raises():
-    ptr, index = torch.tensor([0, 2]), torch.tensor([0, 1])
-    a = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
-    b = torch.randn(1, 3, dtype=torch.float64)
-    (grad,) = torch.autograd.grad(scatterx.gatv2_logits(ptr, index, a, b, torch.ones(3, dtype=torch.float64)).sum(),
-                                  a, create_graph=True)
-    with pytest.raises(RuntimeError, match="no autograd formula"):
-        grad.sum().backward()
+def test_double_backward():
+    """Under create_graph the backward is made of torch ops: differentiable again (a gradient penalty)."""
+    g = torch.Generator().manual_seed(3)
+    ptr, index = torch.tensor([0, 3, 3, 5]), torch.tensor([1, 0, 1, 2, 2])
+    a = torch.randn(3, 2, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    b = torch.randn(3, 2, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    att = torch.randn(2, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    assert gradgradcheck(lambda x, y, w: scatterx.gatv2_logits(ptr, index, x, y, w, 0.3), (a, b, att))
+
+
+def test_any_ptr_dtype_and_strides(backend):
+    """ptr as int32 and as a strided view: the backward gets the caller's ptr, not the forward's checked copy."""
+    dense = torch.tensor([0, 9, 2, 9, 2, 9, 3, 9])
+    g = torch.Generator().manual_seed(5)
+    a, b, att = (torch.randn(shape, dtype=torch.float64, generator=g) for shape in ((4, 2, 3), (3, 2, 3), (2, 3)))
+    index = torch.tensor([3, 0, 1])
+    want = [t.clone().requires_grad_() for t in (a, b, att)]
+    reference.gatv2_logits(torch.tensor([0, 2, 2, 3]), index, *want).sum().backward()
+    for ptr in (dense[::2], dense[::2].to(torch.int32)):
+        leaves = [t.clone().requires_grad_() for t in backend.put((a, b, att))]
+        with backend:
+            scatterx.gatv2_logits(backend.put(ptr), backend.put(index), *leaves).sum().backward()
+        for got, expected in zip(leaves, want):
+            assert_matches(got.grad, expected.grad, "sum")
+
+
+def test_rows_without_edges_get_zero_gradient(backend):
+    """A target with no edge (and a source with none, in the transposed pass) gets 0, even for an infinite att."""
+    att = torch.tensor([[float("inf"), 1.0]])
+    a = torch.zeros(2, 1, 2, requires_grad=True)
+    b = torch.ones(2, 1, 2, requires_grad=True)
+    a_, b_, att_ = (t.detach().clone().requires_grad_() for t in backend.put((a, b, att)))
+    with backend:
+        scatterx.gatv2_logits(backend.put(torch.tensor([0, 1, 1])), backend.put(torch.tensor([0])), a_, b_,
+                              att_).sum().backward()
+    assert a_.grad[1].tolist() == [[0.0, 0.0]] and b_.grad[1].tolist() == [[0.0, 0.0]]
 
 
 def test_opcheck():

@@ -300,6 +300,22 @@ def test_bipartite_sage_with_size_matches_pyg():
     assert_same(default, routed)
 
 
+@pytest.mark.parametrize("self_loops", [True, False])
+def test_bipartite_gatv2_matches_pyg(self_loops):
+    """Sources and targets of their own (more targets than sources), attention weights returned in edge order."""
+    g = torch.Generator().manual_seed(6)
+    edge_index = torch.stack([torch.randint(0, 5, (30,), generator=g), torch.randint(0, 8, (30,), generator=g)])
+    layer = GATv2Conv((6, 4), 3, heads=2, add_self_loops=self_loops).double()
+    x_src = torch.randn(5, 6, generator=g, dtype=torch.float64).requires_grad_()
+    x_dst = torch.randn(8, 4, generator=g, dtype=torch.float64).requires_grad_()
+
+    def run():
+        out, (_, alpha) = layer((x_src, x_dst), edge_index, return_attention_weights=True)
+        return value_and_grads(lambda: out, x_src, x_dst) + [alpha.detach()]
+
+    assert_same(*both_paths(run))
+
+
 def test_fused_layers_run_without_materializing_messages(monkeypatch):
     """SAGE/GIN go through gather_segment_reduce, not through a scatter of gathered rows."""
     calls = []
@@ -536,7 +552,7 @@ def test_bindings_made_while_on_follow_the_switch():
     assert calls == [1]
 
 
-@pytest.mark.parametrize("name", ["sage-max", "sage-mean", "gin"])
+@pytest.mark.parametrize("name", ["sage-max", "sage-mean", "gin", "gatv2"])
 def test_gradient_penalty_through_layers_matches_pyg(name):
     """A double backward (gradient penalty) through the routed layers, max included."""
     g, edge_index = random_graph(8)

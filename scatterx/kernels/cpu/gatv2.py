@@ -117,6 +117,11 @@ def gatv2_grad_kernel(seg, other, att, index, ptr, bounds, grad, slope, out, att
                         for j in range(channels):
                             z = load(storage, other[r, h, j]) + row[at + j]
                             acc[at + j] += g if z > zero else g_negative
+            if lo == hi:  # no edge: 0, not 0 * att (NaN for an infinite att)
+                for h in range(heads):
+                    for j in range(channels):
+                        out[s, h, j] = 0
+                continue
             for h in range(heads):
                 for j in range(channels):
                     out[s, h, j] = store(storage, acc[h * channels + j] * load(storage, att[h, j]))

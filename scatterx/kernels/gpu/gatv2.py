@@ -22,13 +22,15 @@ import triton.language as tl
 def gatv2_logits_kernel(
     a, b, att, index, targets, out,
     E, H, C,
-    slope,
+    slope_ptr,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
-    """out[e, h] = sum over c of att[h, c] * leaky_relu(a[index[e], h, c] + b[targets[e], h, c], slope)."""
+    """out[e, h] = sum over c of att[h, c] * leaky_relu(a[index[e], h, c] + b[targets[e], h, c], slope); the slope
+    is read from a 1-element tensor of the accumulator type (a Python float would be passed as fp32)."""
     pid = tl.program_id(0).to(tl.int64)
+    slope = tl.load(slope_ptr).to(ACC)
     inner = H * C
     eb = pid // H
     h = pid % H
@@ -55,7 +57,7 @@ def gatv2_logits_kernel(
 def gatv2_grad_kernel(
     seg, other, att, index, ptr, grad, out, att_part,
     H, C,
-    slope,
+    slope_ptr,
     WANT_ATT: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
@@ -64,6 +66,7 @@ def gatv2_grad_kernel(
     """out[s, f] = att[f] * sum over e in ptr[s]:ptr[s+1] of grad[e, f // C] * leaky_relu'(z), z = seg[s, f] +
     other[index[e], f]; with WANT_ATT, att_part[s, f] = the same sum of grad[e, f // C] * leaky_relu(z)."""
     pid = tl.program_id(0).to(tl.int64)
+    slope = tl.load(slope_ptr).to(ACC)
     inner = H * C
     fblocks = tl.cdiv(inner, BLOCK_F)
     s = pid // fblocks
@@ -88,6 +91,7 @@ def gatv2_grad_kernel(
         if WANT_ATT:
             part += tl.where(mask, d * z, 0)
     w = tl.load(att + f, mask=fmask, other=0).to(ACC)
-    tl.store(out + s * inner + f, (tl.sum(acc, 0) * w).to(out.dtype.element_ty), mask=fmask)
+    value = tl.where(end > start, tl.sum(acc, 0) * w, 0)  # no edge: 0, not 0 * att (NaN for an infinite att)
+    tl.store(out + s * inner + f, value.to(out.dtype.element_ty), mask=fmask)
     if WANT_ATT:
         tl.store(att_part + s * inner + f, tl.sum(part, 0), mask=fmask)

@@ -1,0 +1,260 @@
+"""ONNX translations of scatterx's ops (opset 18), written with onnxscript, for ``torch.onnx.export(...,
+dynamo=True, custom_translation_table=...)``.
+
+Every op comes down to one building block, ``_reduce_rows``: the rows of a tensor (its first dim) reduced into
+``rows`` targets by an index -- ONNX ``ScatterND`` with a reduction (add, mul, max, min), which combines repeated
+indices, on a start tensor:
+
+- sum: zeros; prod: ones; amax/amin: the dtype's lowest/highest value -- then the rows no index names (a count of
+  0, itself a ``ScatterND`` add of ones) are restored to 0, scatterx's value for an empty row;
+- mean: the sum over ``max(count, 1)`` (integers: floor division, as torch and scatterx);
+- a ``base`` (``out=``): with ``include_self`` the reduction starts from ``base`` (mean counts it once); without,
+  rows that receive something take the members' reduction and the others keep ``base``.
+
+PyTorch's own translation of ``scatter_reduce`` maps mean to a plain overwrite, which is wrong with repeated
+indices; here every reduction is exact. Other dims are transposed to the front and back. CSR offsets become an
+index inside the graph (``_ptr_to_index``: a 1 at each segment start, then a running sum), so the segment ops are
+the same scatter. The ops' checks (index range, ptr shape) are not in the graph: ONNX Runtime's ScatterND and
+Gather raise on an index out of range, as the eager ops do.
+"""
+
+from __future__ import annotations
+
+import math
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+_INT64 = ir.DataType.INT64
+_INTEGER_RANGE = {
+    ir.DataType.INT8: torch.iinfo(torch.int8), ir.DataType.INT16: torch.iinfo(torch.int16),
+    ir.DataType.INT32: torch.iinfo(torch.int32), ir.DataType.INT64: torch.iinfo(torch.int64),
+    ir.DataType.UINT8: torch.iinfo(torch.uint8),
+}
+#: ScatterND's reduction and the start value of each reduction; mean is a sum divided afterwards
+_SCATTER = {"sum": ("add", 0.0), "mean": ("add", 0.0), "prod": ("mul", 1.0), "amax": ("max", -math.inf),
+            "amin": ("min", math.inf)}
+
+
+# ------------------------------------------------------------------------------------------------------ helpers
+def _ints(values):
+    return op.Constant(value_ints=[int(v) for v in values])
+
+
+def _rank(x) -> int:
+    return len(x.shape)
+
+
+def _is_integer(x) -> bool:
+    return x.dtype in _INTEGER_RANGE
+
+
+def _scalar_like(value: float, like):
+    """A scalar of ``like``'s dtype; infinities of an integer dtype are its extremes."""
+    if _is_integer(like):
+        info = _INTEGER_RANGE[like.dtype]
+        value = info.min if value == -math.inf else info.max if value == math.inf else int(value)
+        return op.CastLike(op.Constant(value_int=value), like)
+    return op.CastLike(op.Constant(value_float=value), like)
+
+
+def _to_front(x, dim: int):
+    rank = _rank(x)
+    dim %= rank
+    if dim == 0:
+        return x
+    return op.Transpose(x, perm=[dim] + [d for d in range(rank) if d != dim])
+
+
+def _from_front(x, dim: int, rank: int):
+    """Undo ``_to_front`` (a computed value's rank is not known to the graph builder: the input's is passed)."""
+    dim %= rank
+    if dim == 0:
+        return x
+    perm = [dim] + [d for d in range(rank) if d != dim]
+    return op.Transpose(x, perm=[perm.index(d) for d in range(rank)])
+
+
+def _per_row(values, rank: int):
+    """(rows,) -> (rows, 1, ..., 1) of ``rank`` dims, to broadcast over a row's features."""
+    if rank == 1:
+        return values
+    return op.Unsqueeze(values, _ints(range(1, rank)))
+
+
+def _rows_shape(x, rows):
+    """The shape of ``x`` with its first dim replaced by ``rows`` (a 1-element int64 tensor)."""
+    return op.Concat(rows, op.Shape(x, start=1), axis=0)
+
+
+def _column(index):
+    """An index vector as ScatterND/GatherND coordinates: int64 (E, 1)."""
+    return op.Unsqueeze(op.Cast(index, to=_INT64), _ints([-1]))
+
+
+def _counts(index_column, rows):
+    """How many entries name each of ``rows`` targets: int64 (rows,)."""
+    ones = op.Expand(op.Constant(value_int=1), op.Shape(index_column, start=0, end=1))
+    zeros = op.Expand(op.Constant(value_int=0), rows)
+    return op.ScatterND(zeros, index_column, ones, reduction="add")
+
+
+def _floor_divide(a, b):
+    """Integer floor division for a positive divisor (ONNX's Div truncates)."""
+    return op.Div(op.Sub(a, op.Mod(a, b, fmod=0)), b)
+
+
+def _reduce_rows(src, index, rows, reduce: str, base=None, include_self: bool = True, rank=None, like=None):
+    """``src``'s rows (dim 0) reduced into ``rows`` targets by ``index`` (E,): scatterx's ``index_scatter_reduce``
+    along dim 0, with its empty-row, mean and ``base`` rules. ``rows``: a 1-element int64 tensor. ``rank`` and
+    ``like`` (a graph input of src's dtype) where ``src`` is computed and its rank and dtype unknown."""
+    mode, start = _SCATTER[reduce]
+    rank = _rank(src) if rank is None else rank
+    like = src if like is None else like
+    column = _column(index)
+    counts = _counts(column, rows)
+    received = _per_row(op.Greater(counts, op.Constant(value_int=0)), rank)
+    takes_base = base is not None and include_self
+    first = base if takes_base else op.Expand(_scalar_like(start, like), _rows_shape(src, rows))
+    reduced = op.ScatterND(first, column, src, reduction=mode)
+    if reduce == "mean":
+        divisor = op.Add(counts, op.Constant(value_int=1)) if takes_base else op.Max(counts, op.Constant(value_int=1))
+        divisor = _per_row(op.CastLike(divisor, like), rank)
+        reduced = _floor_divide(reduced, divisor) if _is_integer(like) else op.Div(reduced, divisor)
+    if takes_base:
+        return reduced
+    empty = base if base is not None else op.Expand(_scalar_like(0.0, like), _rows_shape(src, rows))
+    if reduce in ("sum", "mean") and base is None:
+        return reduced  # an empty row already holds 0
+    return op.Where(received, reduced, empty)
+
+
+def _ptr_to_index(ptr, entries):
+    """The segment of each of ``entries`` positions (int64, 1-element tensor) of the CSR offsets ``ptr``: a 1 at
+    every segment start after the first (repeated for empty segments), then a running sum."""
+    ptr = op.Cast(ptr, to=_INT64)
+    starts = op.Slice(ptr, _ints([1]), _ints([-1]))  # ptr[1:-1]: where segments 1.. begin
+    marks = op.ScatterND(
+        op.Expand(op.Constant(value_int=0), op.Add(entries, _ints([1]))),
+        _column(starts),
+        op.Expand(op.Constant(value_int=1), op.Shape(starts)),
+        reduction="add",
+    )
+    return op.Slice(op.CumSum(marks, op.Constant(value_int=0)), _ints([0]), entries)
+
+
+def _segments(ptr):
+    return op.Sub(op.Shape(ptr), _ints([1]))
+
+
+def _length(x, dim: int = 0):
+    dim %= _rank(x)
+    return op.Shape(x, start=dim, end=dim + 1)
+
+
+# ---------------------------------------------------------------------------------------------------- the ops
+def index_scatter_reduce(src, index, dim: int, reduce: str, sorted: bool, dim_size: int, base=None,
+                         include_self: bool = True, torch_ties: bool = False):
+    """``scatterx::index_scatter_reduce``: any dim (moved to the front and back)."""
+    front = _to_front(src, dim)
+    rows = _ints([dim_size])
+    base_front = None if base is None else _to_front(base, dim)
+    return _from_front(_reduce_rows(front, index, rows, reduce, base_front, include_self, _rank(src), src), dim,
+                       _rank(src))
+
+
+def segment_reduce(src, ptr, reduce: str, dim: int):
+    """``scatterx::segment_reduce``: CSR segments along ``dim``."""
+    front = _to_front(src, dim)
+    index = _ptr_to_index(ptr, _length(src, dim))
+    return _from_front(_reduce_rows(front, index, _segments(ptr), reduce, rank=_rank(src), like=src), dim,
+                       _rank(src))
+
+
+def gather_segment_reduce(src, ptr, index, reduce: str, dim: int, ptr_t=None, index_t=None):
+    """``scatterx::gather_segment_reduce``: the rows ``index`` names, reduced per CSR segment."""
+    front = op.Gather(_to_front(src, dim), op.Cast(index, to=_INT64), axis=0)
+    segment = _ptr_to_index(ptr, op.Shape(index))
+    return _from_front(_reduce_rows(front, segment, _segments(ptr), reduce, rank=_rank(src), like=src), dim,
+                       _rank(src))
+
+
+def weighted_gather_segment_reduce(src, ptr, index, weight, reduce: str):
+    """``scatterx::weighted_gather_segment_reduce``: src (N, H, C), weight (E, H)."""
+    rows = op.Mul(op.Gather(src, op.Cast(index, to=_INT64), axis=0), op.Unsqueeze(weight, _ints([-1])))
+    segment = _ptr_to_index(ptr, op.Shape(index))
+    return _reduce_rows(rows, segment, _segments(ptr), reduce, rank=3, like=src)
+
+
+def _edge_ends(ptr, index, a, b):
+    index = op.Cast(index, to=_INT64)
+    targets = _ptr_to_index(ptr, op.Shape(index))
+    return op.Gather(a, index, axis=0), op.Gather(b, targets, axis=0)
+
+
+def sddmm(ptr, index, a, b, op_name: str):
+    """``scatterx::sddmm``: (E, H, C) for add/mul, (E, H, 1) for dot."""
+    x, y = _edge_ends(ptr, index, a, b)
+    if op_name == "add":
+        return op.Add(x, y)
+    if op_name == "mul":
+        return op.Mul(x, y)
+    return op.ReduceSum(op.Mul(x, y), _ints([-1]), keepdims=1)
+
+
+def gatv2_logits(ptr, index, a, b, att, negative_slope: float):
+    """``scatterx::gatv2_logits``: (E, H)."""
+    x, y = _edge_ends(ptr, index, a, b)
+    activated = op.LeakyRelu(op.Add(x, y), alpha=float(negative_slope))
+    return op.ReduceSum(op.Mul(activated, att), _ints([-1]), keepdims=0)
+
+
+def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int = 0, sorted: bool = False):
+    """``scatterx::segment_softmax``: softmax of each group's slices along ``dim``, groups by ``index`` or
+    ``ptr``."""
+    front = _to_front(src, dim)
+    if ptr is not None:
+        index, rows = _ptr_to_index(ptr, _length(src, dim)), _segments(ptr)
+    else:
+        rows = _ints([num_segments])
+    column = _column(index)
+    lowest = op.Expand(_scalar_like(-math.inf, src), _rows_shape(front, rows))
+    peak = op.GatherND(op.ScatterND(lowest, column, front, reduction="max"), column)
+    exp = op.Exp(op.Sub(front, peak))
+    total = op.ScatterND(op.Expand(_scalar_like(0.0, src), _rows_shape(front, rows)), column, exp, reduction="add")
+    return _from_front(op.Div(exp, op.GatherND(total, column)), dim, _rank(src))
+
+
+def csr_order(index, num_rows: int):
+    """``scatterx::csr_order``: (ptr, order) -- the offsets of ``index``'s rows and the stable order of its
+    entries by row (TopK on ``row * E + position``, keys all distinct)."""
+    index = op.Cast(index, to=_INT64)
+    entries = op.Shape(index)
+    positions = op.Range(op.Constant(value_int=0), op.Squeeze(entries), op.Constant(value_int=1))
+    keys = op.Add(op.Mul(index, op.Squeeze(entries)), positions)
+    _, order = op.TopK(keys, entries, axis=0, largest=0, sorted=1)
+    counts = _counts(_column(index), _ints([num_rows]))
+    ptr = op.Concat(_ints([0]), op.CumSum(counts, op.Constant(value_int=0)), axis=0)
+    return ptr, order
+
+
+def csr_transpose(ptr, index, num_rows: int):
+    """``scatterx::csr_transpose``: (ptr_t, index_t), entries by source row, each naming its segment."""
+    ptr_t, order = csr_order(index, num_rows)
+    segment = _ptr_to_index(ptr, op.Shape(index))
+    return ptr_t, op.Gather(segment, order, axis=0)
+
+
+#: op name (``torch.ops.scatterx.<name>``) -> translation
+TRANSLATIONS = {
+    "index_scatter_reduce": index_scatter_reduce,
+    "segment_reduce": segment_reduce,
+    "gather_segment_reduce": gather_segment_reduce,
+    "weighted_gather_segment_reduce": weighted_gather_segment_reduce,
+    "sddmm": sddmm,
+    "gatv2_logits": gatv2_logits,
+    "segment_softmax": segment_softmax,
+    "csr_order": csr_order,
+    "csr_transpose": csr_transpose,
+}
