@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--edges", type=int, default=None, help="default: the graph's (arxiv: 1,166,243)")
     n.add_argument("--features", type=int, default=None, help="default: the graph's (arxiv: 128)")
     n.add_argument("--no-memory", action="store_true", help="skip the peak-memory steps")
+    n.add_argument("--onnx", action="store_true", help="also time onnxruntime's inference of the SAGE model "
+                   "exported with scatterx.export against scatterx eager (needs onnxscript and onnxruntime)")
     n.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
     n.add_argument("--threads", type=int, default=gd.threads, help=f"torch (and scatterx) threads, default {gd.threads}")
     n.add_argument("--seed", type=int, default=gd.seed)
@@ -245,7 +247,7 @@ def _bench_gnn(args) -> None:
     config = gnn.GnnConfig.for_graph(
         args.graph, nodes=args.nodes, edges=args.edges, features=args.features, hidden=args.hidden,
         epochs=args.epochs, models=_split(args.models, gnn.MODELS, "models"), threads=args.threads, seed=args.seed,
-        memory=not args.no_memory,
+        memory=not args.no_memory, onnx=args.onnx,
     )
     report = gnn.run(config, log=lambda msg: print(msg, file=sys.stderr))
     print(gnn.table(report))

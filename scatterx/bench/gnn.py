@@ -26,11 +26,12 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
 
+from .gnn_onnx import onnx_inference
 from .harness import environment
 
 #: ogbn-arxiv's shape
@@ -72,6 +73,7 @@ class GnnConfig:
     threads: int = field(default_factory=torch.get_num_threads)
     seed: int = 0
     memory: bool = True  # measure the peak step memory of each path (after the timed epochs)
+    onnx: bool = False  # time onnxruntime's inference of the exported SAGE model against scatterx eager
 
     @classmethod
     def for_graph(cls, graph: str, **overrides) -> "GnnConfig":
@@ -180,6 +182,7 @@ class GnnReport:
     results: List[ModelResult]
     environment: Dict[str, str]
     csr_build_ms: Optional[float] = None
+    onnx: Optional[Any] = None  # gnn_onnx.OnnxRow
 
 
 def _step(model, optimizer, data: ArxivLike) -> float:
@@ -234,12 +237,17 @@ def run(config: GnnConfig, log: Callable = print) -> GnnReport:
                 r.peak_bytes = {path: peak_step_bytes(r.model, path, data, config) for path in ("pyg", "scatterx")}
                 sizes = ", ".join(f"{p} {b / 2**20:.0f} MiB" for p, b in r.peak_bytes.items())
                 log(f"{r.model} peak step memory: {sizes}")
+        onnx = None
+        if config.onnx:
+            torch.manual_seed(config.seed)
+            onnx = onnx_inference(build_model("sage", config).eval(), data.x, data.edge_index, config.threads)
+            log(f"onnx: SAGE inference {onnx.onnxruntime_ms:.1f} ms in onnxruntime, {onnx.eager_ms:.1f} ms eager")
     finally:
         torch.set_num_threads(before)
     import torch_geometric
 
     env = {**environment(), "torch_geometric": torch_geometric.__version__, "torch_threads": str(config.threads)}
-    return GnnReport(data.describe(), config, results, env, csr_ms)
+    return GnnReport(data.describe(), config, results, env, csr_ms, onnx)
 
 
 def csr_build_ms(data: ArxivLike, repeats: int = 5) -> float:
@@ -359,6 +367,11 @@ def table(report: GnnReport) -> str:
     if report.csr_build_ms is not None:
         lines.append(f"CSR build for an edge_index not seen before (cached per tensor after that): "
                      f"{report.csr_build_ms:.1f} ms")
+    if report.onnx is not None:
+        o = report.onnx
+        lines.append(f"onnx (SAGE inference, exported with scatterx.export): onnxruntime {o.onnxruntime_ms:.1f} ms, "
+                     f"scatterx eager {o.eager_ms:.1f} ms ({o.onnxruntime_ms / o.eager_ms:.2f}x), "
+                     f"max |difference| {o.max_abs_diff:.1e}")
     lines.append("goals:")
     for label, value, op, limit, ok in goals(report):
         lines.append(f"  {label:50} {value:9.3g} (goal {op} {limit:g})  {'ok' if ok else 'MISSED'}")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
+import torch
+
+from .. import ops  # noqa: F401  (registers torch.ops.scatterx.*)
+
 
 def onnx_translation_table() -> Dict[Any, Callable]:
     """``{torch.ops.scatterx.<op>.default: its onnxscript translation}`` for every scatterx op, for
     ``torch.onnx.export(..., dynamo=True, custom_translation_table=onnx_translation_table())``."""
-    import torch
-
-    from .. import ops  # noqa: F401  (registers torch.ops.scatterx.*)
     from .onnx_ops import TRANSLATIONS  # needs onnxscript, an optional dependency
 
     return {getattr(torch.ops.scatterx, name).default: fn for name, fn in TRANSLATIONS.items()}
@@ -30,8 +31,6 @@ def to_onnx(model, args, path, **kw):
     any ``custom_translation_table`` of the caller's, which wins), opset 18 unless ``opset_version`` says
     otherwise; other keywords go to ``torch.onnx.export`` (``dynamic_shapes``, ``input_names``, ...). The model's
     inputs keep their order in the ONNX graph. Returns the ``torch.onnx.ONNXProgram``."""
-    import torch
-
     table = onnx_translation_table()
     table.update(kw.pop("custom_translation_table", None) or {})
     kw.setdefault("opset_version", 18)

@@ -2,20 +2,27 @@
 dynamo=True, custom_translation_table=...)``.
 
 Every op comes down to one building block, ``_reduce_rows``: the rows of a tensor (its first dim) reduced into
-``rows`` targets by an index -- ONNX ``ScatterND`` with a reduction (add, mul, max, min), which combines repeated
-indices, on a start tensor:
+``rows`` targets by an index -- ONNX ``ScatterElements`` with a reduction (add, mul, max, min), which combines
+repeated indices, on a start tensor:
 
 - sum: zeros; prod: ones; amax/amin: the dtype's lowest/highest value -- then the rows no index names (a count of
-  0, itself a ``ScatterND`` add of ones) are restored to 0, scatterx's value for an empty row;
+  0, itself a scatter-add of ones) are restored to 0, scatterx's value for an empty row;
 - mean: the sum over ``max(count, 1)`` (integers: floor division, as torch and scatterx);
-- a ``base`` (``out=``): with ``include_self`` the reduction starts from ``base`` (mean counts it once); without,
+- a ``base`` (``out=``): with ``include_self`` the reduction starts from it (mean counts it once); without,
   rows that receive something take the members' reduction and the others keep ``base``.
+
+**Why ScatterElements, not ScatterND.** ``ScatterND`` would scatter whole rows with a ``(E, 1)`` index, but
+onnxruntime's CPU kernel splits its updates over threads with no guard for repeated indices: with reduction add
+it returns different sums run to run (measured here: 200k rows of 128 into 20k targets, errors of 3.0 and more
+with 2 threads; onnxruntime issues #18048, #23396). ``ScatterElements`` (the index expanded to the rows' shape,
+``E x F`` int64) is exact and deterministic, and slower: the price of a correct graph.
 
 PyTorch's own translation of ``scatter_reduce`` maps mean to a plain overwrite, which is wrong with repeated
 indices; here every reduction is exact. Other dims are transposed to the front and back. CSR offsets become an
 index inside the graph (``_ptr_to_index``: a 1 at each segment start, then a running sum), so the segment ops are
-the same scatter. The ops' checks (index range, ptr shape) are not in the graph: ONNX Runtime's ScatterND and
-Gather raise on an index out of range, as the eager ops do.
+the same scatter. Half types are reduced in float32 and rounded once, as the eager kernels do (onnxruntime has no
+half kernel for these reductions). The ops' checks (index range, ptr shape) are not in the graph: onnxruntime's
+scatters and gathers raise on an index out of range, as the eager ops do.
 """
 
 from __future__ import annotations
@@ -27,12 +34,13 @@ import torch
 from onnxscript import opset18 as op
 
 _INT64 = ir.DataType.INT64
+_HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 _INTEGER_RANGE = {
     ir.DataType.INT8: torch.iinfo(torch.int8), ir.DataType.INT16: torch.iinfo(torch.int16),
     ir.DataType.INT32: torch.iinfo(torch.int32), ir.DataType.INT64: torch.iinfo(torch.int64),
     ir.DataType.UINT8: torch.iinfo(torch.uint8),
 }
-#: ScatterND's reduction and the start value of each reduction; mean is a sum divided afterwards
+#: ScatterElements' reduction and the start value of each reduction; mean is a sum divided afterwards
 _SCATTER = {"sum": ("add", 0.0), "mean": ("add", 0.0), "prod": ("mul", 1.0), "amax": ("max", -math.inf),
             "amin": ("min", math.inf)}
 
@@ -40,6 +48,14 @@ _SCATTER = {"sum": ("add", 0.0), "mean": ("add", 0.0), "prod": ("mul", 1.0), "am
 # ------------------------------------------------------------------------------------------------------ helpers
 def _ints(values):
     return op.Constant(value_ints=[int(v) for v in values])
+
+
+def _count(n):
+    """A size argument as a 1-element int64 tensor: an int when the export fixed it, a graph value when it is
+    dynamic (a SymInt, e.g. the number of nodes under ``torch.export`` with ``Dim``)."""
+    if isinstance(n, int):
+        return _ints([n])
+    return op.Reshape(op.Cast(n, to=_INT64), _ints([1]))
 
 
 def _rank(x) -> int:
@@ -88,16 +104,24 @@ def _rows_shape(x, rows):
     return op.Concat(rows, op.Shape(x, start=1), axis=0)
 
 
-def _column(index):
-    """An index vector as ScatterND/GatherND coordinates: int64 (E, 1)."""
-    return op.Unsqueeze(op.Cast(index, to=_INT64), _ints([-1]))
+def _scatter(data, index, updates, mode: str, rank: int):
+    """``data`` with the rows of ``updates`` reduced into the rows ``index`` (E,) names (``ScatterElements`` on
+    the index expanded to the updates' shape: see the module docstring for why not ``ScatterND``)."""
+    index = op.Cast(index, to=_INT64)
+    if rank > 1:
+        index = op.Expand(op.Unsqueeze(index, _ints(range(1, rank))), op.Shape(updates))
+    return op.ScatterElements(data, index, updates, axis=0, reduction=mode)
 
 
-def _counts(index_column, rows):
+def _gather_rows(data, index):
+    return op.Gather(data, op.Cast(index, to=_INT64), axis=0)
+
+
+def _counts(index, rows):
     """How many entries name each of ``rows`` targets: int64 (rows,)."""
-    ones = op.Expand(op.Constant(value_int=1), op.Shape(index_column, start=0, end=1))
+    ones = op.Expand(op.Constant(value_int=1), op.Shape(index))
     zeros = op.Expand(op.Constant(value_int=0), rows)
-    return op.ScatterND(zeros, index_column, ones, reduction="add")
+    return _scatter(zeros, index, ones, "add", 1)
 
 
 def _floor_divide(a, b):
@@ -109,15 +133,19 @@ def _reduce_rows(src, index, rows, reduce: str, base=None, include_self: bool = 
     """``src``'s rows (dim 0) reduced into ``rows`` targets by ``index`` (E,): scatterx's ``index_scatter_reduce``
     along dim 0, with its empty-row, mean and ``base`` rules. ``rows``: a 1-element int64 tensor. ``rank`` and
     ``like`` (a graph input of src's dtype) where ``src`` is computed and its rank and dtype unknown."""
-    mode, start = _SCATTER[reduce]
     rank = _rank(src) if rank is None else rank
     like = src if like is None else like
-    column = _column(index)
-    counts = _counts(column, rows)
+    if like.dtype in _HALF:  # onnxruntime reduces no half type here: in float32, rounded once, as eagerly
+        wide = op.Cast(src, to=ir.DataType.FLOAT)
+        wide_base = None if base is None else op.Cast(base, to=ir.DataType.FLOAT)
+        out = _reduce_rows(wide, index, rows, reduce, wide_base, include_self, rank, like=wide)
+        return op.CastLike(out, like)
+    mode, start = _SCATTER[reduce]
+    counts = _counts(index, rows)
     received = _per_row(op.Greater(counts, op.Constant(value_int=0)), rank)
     takes_base = base is not None and include_self
     first = base if takes_base else op.Expand(_scalar_like(start, like), _rows_shape(src, rows))
-    reduced = op.ScatterND(first, column, src, reduction=mode)
+    reduced = _scatter(first, index, src, mode, rank)
     if reduce == "mean":
         divisor = op.Add(counts, op.Constant(value_int=1)) if takes_base else op.Max(counts, op.Constant(value_int=1))
         divisor = _per_row(op.CastLike(divisor, like), rank)
@@ -135,11 +163,12 @@ def _ptr_to_index(ptr, entries):
     every segment start after the first (repeated for empty segments), then a running sum."""
     ptr = op.Cast(ptr, to=_INT64)
     starts = op.Slice(ptr, _ints([1]), _ints([-1]))  # ptr[1:-1]: where segments 1.. begin
-    marks = op.ScatterND(
+    marks = _scatter(
         op.Expand(op.Constant(value_int=0), op.Add(entries, _ints([1]))),
-        _column(starts),
+        starts,
         op.Expand(op.Constant(value_int=1), op.Shape(starts)),
-        reduction="add",
+        "add",
+        1,
     )
     return op.Slice(op.CumSum(marks, op.Constant(value_int=0)), _ints([0]), entries)
 
@@ -158,7 +187,7 @@ def index_scatter_reduce(src, index, dim: int, reduce: str, sorted: bool, dim_si
                          include_self: bool = True, torch_ties: bool = False):
     """``scatterx::index_scatter_reduce``: any dim (moved to the front and back)."""
     front = _to_front(src, dim)
-    rows = _ints([dim_size])
+    rows = _count(dim_size)
     base_front = None if base is None else _to_front(base, dim)
     return _from_front(_reduce_rows(front, index, rows, reduce, base_front, include_self, _rank(src), src), dim,
                        _rank(src))
@@ -217,13 +246,14 @@ def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int =
     if ptr is not None:
         index, rows = _ptr_to_index(ptr, _length(src, dim)), _segments(ptr)
     else:
-        rows = _ints([num_segments])
-    column = _column(index)
+        rows = _count(num_segments)
+    rank = _rank(src)
     lowest = op.Expand(_scalar_like(-math.inf, src), _rows_shape(front, rows))
-    peak = op.GatherND(op.ScatterND(lowest, column, front, reduction="max"), column)
+    peak = _gather_rows(_scatter(lowest, index, front, "max", rank), index)
     exp = op.Exp(op.Sub(front, peak))
-    total = op.ScatterND(op.Expand(_scalar_like(0.0, src), _rows_shape(front, rows)), column, exp, reduction="add")
-    return _from_front(op.Div(exp, op.GatherND(total, column)), dim, _rank(src))
+    zeros = op.Expand(_scalar_like(0.0, src), _rows_shape(front, rows))
+    total = _scatter(zeros, index, exp, "add", rank)
+    return _from_front(op.Div(exp, _gather_rows(total, index)), dim, rank)
 
 
 def csr_order(index, num_rows: int):
@@ -234,7 +264,7 @@ def csr_order(index, num_rows: int):
     positions = op.Range(op.Constant(value_int=0), op.Squeeze(entries), op.Constant(value_int=1))
     keys = op.Add(op.Mul(index, op.Squeeze(entries)), positions)
     _, order = op.TopK(keys, entries, axis=0, largest=0, sorted=1)
-    counts = _counts(_column(index), _ints([num_rows]))
+    counts = _counts(index, _count(num_rows))
     ptr = op.Concat(_ints([0]), op.CumSum(counts, op.Constant(value_int=0)), axis=0)
     return ptr, order
 

@@ -69,6 +69,11 @@ def check_size(value, name: str) -> Optional[int]:
         return None
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
         value = int(value)
+    if isinstance(value, torch.SymInt):
+        # traced with a dynamic size (torch.export with Dim, torch.compile(dynamic=True)): a size the tracer
+        # knows to be >= 0 (a tensor's size) stays symbolic; the op's schema takes it as it is
+        torch._check(value >= 0, lambda: f"{name} must be >= 0")
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < 0:

@@ -191,11 +191,14 @@ def _weighted(src: Tensor, ptr: Tensor, index: Tensor, red, dim: int, weight, tr
     weight = weight.reshape(index.numel(), heads)
     if not needs_op(rows, weight):
         out = weighted_forward(rows, ptr, index, weight, red.name)
-    elif red.linear:
+    elif red.linear or not (torch.is_grad_enabled() and (rows.requires_grad or weight.requires_grad)):
+        # (traced without a gradient: the op itself, so that an exported graph keeps it whole)
         out = weighted_gather_segment_reduce_differentiable(rows, ptr, index, weight, red.name)
     else:
-        # prod/amax/amin with a gradient: the messages, then index_scatter_reduce's exact backward
-        ptr, index = checked_structure(rows, ptr, index, 0)
+        # prod/amax/amin with a gradient: the messages, then index_scatter_reduce's exact backward (traced, the
+        # values are checked by the ops it runs, as in gather_segment_reduce)
+        if not torch.compiler.is_compiling():
+            ptr, index = checked_structure(rows, ptr, index, 0)
         targets = torch.repeat_interleave(
             torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=index.numel()
         )

@@ -1,0 +1,52 @@
+"""``scatterx bench-gnn --onnx``: the SAGE model exported to ONNX with the switch on (``scatterx.export``), its
+inference timed in onnxruntime against scatterx's eager forward on the same graph (a row, no goal)."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class OnnxRow:
+    onnxruntime_ms: float
+    eager_ms: float
+    max_abs_diff: float
+
+
+def _median_ms(fn, repeats: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def onnx_inference(model, x, edge_index, threads: int) -> OnnxRow:
+    """``model`` (in eval mode) on ``(x, edge_index)``: exported, then timed in onnxruntime and eagerly."""
+    import onnxruntime as ort
+    import torch
+
+    import scatterx.pyg as sxpyg
+    from scatterx.export import to_onnx
+
+    data = type("Graph", (), {"x": x, "edge_index": edge_index})
+    with torch.no_grad(), sxpyg.enabled():
+        eager = model(data.x, data.edge_index)
+        eager_ms = _median_ms(lambda: model(data.x, data.edge_index))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "sage.onnx"
+            to_onnx(model, (data.x, data.edge_index), path)
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), (data.x, data.edge_index))}
+    (out,) = session.run(None, feeds)
+    onnx_ms = _median_ms(lambda: session.run(None, feeds))
+    diff = float((torch.from_numpy(out) - eager).abs().max())
+    return OnnxRow(onnx_ms, eager_ms, diff)

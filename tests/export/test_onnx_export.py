@@ -1,0 +1,311 @@
+"""scatterx.export: every op exported to ONNX (opset 18) and run in onnxruntime against scatterx's eager result --
+each reduction, dim (negative too) and dtype, repeated indices and empty rows/segments; PyG models with the switch
+on; a dynamic-shape export run at two sizes; mutants of the translations must fail these comparisons. And
+torch.export / AOTInductor of a small GNN."""
+
+import pytest
+import torch
+
+import scatterx
+
+onnxscript = pytest.importorskip("onnxscript", reason="onnxscript is not installed: scatterx.export needs it")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed: nothing to run the export in")
+
+from scatterx.export import onnx_ops, onnx_translation_table, to_onnx  # noqa: E402
+
+REDUCTIONS = ["sum", "mean", "prod", "amax", "amin"]
+DTYPES = [torch.float32, torch.float64, torch.int64]
+TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.float16: (1e-2, 1e-2),
+             torch.int64: (0, 0)}
+
+
+class Wrap(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs):
+        return self.fn(*inputs)
+
+
+def run_onnx(model, inputs, path, **kw):
+    """Export ``model`` on ``inputs`` with scatterx's table, run it in onnxruntime: the list of outputs."""
+    to_onnx(model, tuple(inputs), path, **kw)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    assert len(names) == len(inputs)
+    return [torch.from_numpy(o) for o in session.run(None, {n: x.numpy() for n, x in zip(names, inputs)})]
+
+
+def assert_outputs(got, want):
+    want = list(want) if isinstance(want, (tuple, list)) else [want]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        atol, rtol = TOLERANCE.get(w.dtype, (1e-5, 1e-5))
+        torch.testing.assert_close(g.to(w.dtype), w.detach(), atol=atol, rtol=rtol)
+
+
+def values(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 4 - 2).to(dtype)
+    return torch.randint(-5, 6, shape, generator=g).to(dtype)
+
+
+def repeated_index(n, rows, seed):
+    """``n`` entries into ``rows`` targets, repeated, the last two targets never named (empty rows)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, max(rows - 2, 1), (n,), generator=g)
+
+
+# ------------------------------------------------------------------------------------------------ the core op
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_scatter_reduce_every_reduction(dtype, dim, tmp_path):
+    src = values((6, 5, 4), dtype, 0)
+    index = repeated_index(src.size(dim), 7, 1)
+
+    def every(src, index):
+        return tuple(scatterx.index_scatter_reduce(dim, index, src, r, False, dim_size=7) for r in REDUCTIONS)
+
+    assert_outputs(run_onnx(Wrap(every), [src, index], tmp_path / "m.onnx"), every(src, index))
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_index_scatter_reduce_into_out(include_self, dtype, tmp_path):
+    """``out=`` (a base): with include_self the reduction starts from it (mean counts it), without it rows that
+    receive nothing keep it."""
+    src = values((6, 3), dtype, 2)
+    index = repeated_index(6, 5, 3)
+    base = values((5, 3), dtype, 4)
+
+    def into_out(src, index, base):
+        return tuple(scatterx.index_scatter_reduce(0, index, src, r, False, out=base.clone(),
+                                                   include_self=include_self) for r in REDUCTIONS)
+
+    assert_outputs(run_onnx(Wrap(into_out), [src, index, base], tmp_path / "m.onnx"), into_out(src, index, base))
+
+
+def test_wide_rows_with_repeated_targets_are_exact_and_deterministic(tmp_path):
+    """Wide rows into few targets: where onnxruntime's ScatterND, split over threads, races on repeated indices
+    (the reason the translations use ScatterElements), every run must equal the eager result."""
+    src = values((3000, 256), torch.float32, 20)
+    index = repeated_index(3000, 300, 21)
+
+    def both(src, index):
+        return (scatterx.index_scatter_reduce(0, index, src, "sum", False, dim_size=300),
+                scatterx.index_scatter_reduce(0, index, src, "amax", False, dim_size=300))
+
+    path = tmp_path / "m.onnx"
+    to_onnx(Wrap(both), (src, index), path)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), (src, index))}
+    want = both(src, index)
+    for _ in range(3):
+        assert_outputs([torch.from_numpy(o) for o in session.run(None, feeds)], want)
+
+
+def test_float16(tmp_path):
+    """onnxruntime's ScatterND reduces no float16: the translation reduces in float32 and rounds once, as the eager
+    kernels do."""
+    src = values((6, 3), torch.float16, 5)
+    index = repeated_index(6, 5, 6)
+
+    def every(src, index):
+        return tuple(scatterx.index_scatter_reduce(0, index, src, r, False, dim_size=5) for r in REDUCTIONS)
+
+    assert_outputs(run_onnx(Wrap(every), [src, index], tmp_path / "m.onnx"), every(src, index))
+
+
+# --------------------------------------------------------------------------------------------- the segment ops
+PTR = torch.tensor([0, 2, 2, 5, 5, 7])  # empty segments 1 and 3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_segment_and_gather_segment_reduce(dtype, tmp_path):
+    src = values((7, 3), dtype, 7)
+    wide = values((3, 7), dtype, 8)
+    gather = repeated_index(7, 7, 9)
+
+    def every(src, wide, ptr, gather):
+        outs = []
+        for r in REDUCTIONS:
+            outs.append(scatterx.segment_reduce(src, ptr, r))
+            outs.append(scatterx.segment_reduce(wide, ptr, r, dim=-1))
+            outs.append(scatterx.gather_segment_reduce(src, ptr, gather, r))
+        return tuple(outs)
+
+    assert_outputs(run_onnx(Wrap(every), [src, wide, PTR, gather], tmp_path / "m.onnx"),
+                   every(src, wide, PTR, gather))
+
+
+def test_message_passing_ops(tmp_path):
+    """weighted gather_segment_reduce (per edge, per head), sddmm (add, mul, dot), gatv2_logits, segment_softmax by
+    index and by ptr (dim -1 too), csr_order and csr_transpose."""
+    x = values((6, 2, 3), torch.float32, 10)
+    y = values((5, 2, 3), torch.float32, 11)
+    index = repeated_index(7, 8, 12)  # sources 0..5
+    w_edge, w_head = values((7,), torch.float32, 13), values((7, 2), torch.float32, 14)
+    att = values((2, 3), torch.float32, 15)
+    logits = values((7, 2), torch.float32, 16)
+
+    def every(x, y, ptr, index, w_edge, w_head, att, logits):
+        outs = [scatterx.gather_segment_reduce(x, ptr, index, r, weight=w_head) for r in ("sum", "mean", "amax")]
+        outs.append(scatterx.gather_segment_reduce(x.flatten(1), ptr, index, "mean", weight=w_edge))
+        outs += [scatterx.sddmm(ptr, index, x, y, o) for o in ("add", "mul", "dot")]
+        outs.append(scatterx.gatv2_logits(ptr, index, x, y, att, 0.3))
+        outs.append(scatterx.segment_softmax(logits, ptr=ptr))
+        outs.append(scatterx.segment_softmax(logits, index, num_segments=8))
+        outs.append(scatterx.segment_softmax(logits.t(), index, dim=-1, num_segments=8))
+        outs += list(scatterx.csr_transpose(ptr, index, 6))
+        return tuple(outs)
+
+    inputs = [x, y, PTR, index, w_edge, w_head, att, logits]
+    assert_outputs(run_onnx(Wrap(every), inputs, tmp_path / "m.onnx"), every(*inputs))
+
+
+def test_the_table_covers_every_op():
+    table = onnx_translation_table()
+    ops = {n for n in dir(torch.ops.scatterx)
+           if isinstance(getattr(torch.ops.scatterx, n), torch._ops.OpOverloadPacket) and not n.endswith("_cpu")}
+    # the ops a forward graph holds; gradients' own ops are not exported
+    forward_ops = {n for n in ops if not n.endswith(("_grad", "_backward"))}
+    assert {"index_scatter_reduce", "gatv2_logits", "segment_softmax"} <= forward_ops
+    covered = {op.name().split("::")[1] for op in table}
+    assert forward_ops - covered == set(), f"no ONNX translation for {sorted(forward_ops - covered)}"
+
+
+# ------------------------------------------------------------------------------------------------ mutants
+class _Mutant:
+    """onnxscript's opset with some operators replaced."""
+
+    def __init__(self, real, **replaced):
+        self._real, self._replaced = real, replaced
+
+    def __getattr__(self, name):
+        return self._replaced.get(name) or getattr(self._real, name)
+
+
+@pytest.mark.parametrize("mutant", ["mean divisor counts + 1", "no empty-row restore", "amax starts at 0"])
+def test_mutants_of_the_translation_fail(mutant, tmp_path, monkeypatch):
+    real = onnx_ops.op
+    if mutant == "mean divisor counts + 1":
+        monkeypatch.setattr(onnx_ops, "op", _Mutant(real, Max=lambda a, b: real.Add(a, b)))
+        reduce = "mean"
+    elif mutant == "no empty-row restore":
+        monkeypatch.setattr(onnx_ops, "op", _Mutant(real, Where=lambda condition, a, b: a))
+        reduce = "amax"
+    else:
+        monkeypatch.setitem(onnx_ops._SCATTER, "amax", ("max", 0.0))
+        reduce = "amax"
+    src = -torch.rand(6, 3) - 1  # negative values: an amax from 0 is wrong
+    index = repeated_index(6, 5, 17)
+
+    def fn(src, index):
+        return scatterx.index_scatter_reduce(0, index, src, reduce, False, dim_size=5)
+
+    with pytest.raises(AssertionError):
+        assert_outputs(run_onnx(Wrap(fn), [src, index], tmp_path / "m.onnx"), fn(src, index))
+
+
+# ------------------------------------------------------------------------------------------ PyG models, dynamic
+class TwoLayers(torch.nn.Module):
+    def __init__(self, first, second):
+        super().__init__()
+        self.first, self.second = first, second
+
+    def forward(self, x, edge_index):
+        return self.second(self.first(x, edge_index).relu(), edge_index)
+
+
+def _two_layers(name):
+    from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 5), torch.nn.ReLU(), torch.nn.Linear(5, 5))
+    return {
+        "gcn": lambda: TwoLayers(GCNConv(8, 5), GCNConv(5, 5)),
+        "sage": lambda: TwoLayers(SAGEConv(8, 5), SAGEConv(5, 5)),
+        "gin": lambda: TwoLayers(GINConv(mlp), GINConv(torch.nn.Linear(5, 5))),
+        "gat": lambda: TwoLayers(GATConv(8, 5, heads=2), GATConv(10, 5, heads=1)),
+    }[name]()
+
+
+@pytest.mark.parametrize("name", ["gcn", "sage", "gin", "gat"])
+def test_pyg_models_with_the_switch_on(name, tmp_path):
+    pytest.importorskip("torch_geometric")
+    import scatterx.pyg as sxpyg
+
+    torch.manual_seed(0)
+    model = _two_layers(name).eval()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(12, 8, generator=g)
+    edge_index = torch.randint(0, 12, (2, 40), generator=g)
+    want = model(x, edge_index)  # PyG's default path
+    with sxpyg.enabled():
+        got = run_onnx(model, [x, edge_index], tmp_path / "m.onnx")
+    assert_outputs(got, want)
+
+
+def test_dynamic_numbers_of_nodes_and_edges(tmp_path):
+    """One export with Dim for nodes and edges, run at two graph sizes."""
+    from torch.export import Dim
+
+    class Sage(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x, source, target):
+            mean = scatterx.index_scatter_reduce(0, target, x.index_select(0, source), "mean", False,
+                                                 dim_size=x.size(0))
+            return self.lin(mean) + x
+
+    model = Sage().eval()
+    nodes, edges = Dim("nodes", min=2), Dim("edges", min=2)
+    x, source, target = torch.randn(10, 4), torch.randint(0, 10, (30,)), torch.randint(0, 10, (30,))
+    path = tmp_path / "m.onnx"
+    to_onnx(model, (x, source, target), path,
+            dynamic_shapes={"x": {0: nodes}, "source": {0: edges}, "target": {0: edges}})
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for n, e in ((10, 30), (23, 71)):
+        g = torch.Generator().manual_seed(n)
+        x, source, target = torch.randn(n, 4, generator=g), torch.randint(0, n, (e,), generator=g), \
+            torch.randint(0, n, (e,), generator=g)
+        names = [i.name for i in session.get_inputs()]
+        assert names == ["x", "source", "target"]  # the model's inputs, in order
+        (got,) = session.run(None, dict(zip(names, (x.numpy(), source.numpy(), target.numpy()))))
+        torch.testing.assert_close(torch.from_numpy(got), model(x, source, target).detach(), atol=1e-5, rtol=1e-5)
+
+
+def test_torch_export_and_aoti(tmp_path):
+    """torch.export with dynamic sizes keeps the ops (exact fakes, no graph break); the exported program runs at
+    another size; AOTInductor compiles it on the CPU (the custom ops run through the dispatcher, so the package
+    needs a Python process that imported scatterx)."""
+    from torch.export import Dim
+
+    class Gnn(torch.nn.Module):
+        def forward(self, x, ptr, source, weight):
+            h = scatterx.gather_segment_reduce(x, ptr, source, "sum", weight=weight)
+            return scatterx.segment_softmax(h, ptr=ptr.clamp(max=h.size(0))) + scatterx.segment_reduce(
+                x.index_select(0, source), ptr, "amax")
+
+    def graph(n, e, seed):
+        g = torch.Generator().manual_seed(seed)
+        ptr = torch.cat([torch.zeros(1, dtype=torch.long), torch.randint(0, e + 1, (n - 1,), generator=g).sort().values,
+                         torch.tensor([e])])
+        return torch.randn(n, 3, generator=g), ptr, torch.randint(0, n, (e,), generator=g), torch.rand(e, generator=g)
+
+    model = Gnn()
+    nodes, edges = Dim("nodes", min=2), Dim("edges", min=2)
+    dims = {"x": {0: nodes}, "ptr": {0: nodes + 1}, "source": {0: edges}, "weight": {0: edges}}
+    program = torch.export.export(model, graph(6, 20, 0), dynamic_shapes=dims)
+    targets = {str(node.target) for node in program.graph.nodes if node.op == "call_function"}
+    assert {"scatterx.gather_segment_reduce.default", "scatterx.weighted_gather_segment_reduce.default"} & targets
+    other = graph(9, 31, 1)
+    torch.testing.assert_close(program.module()(*other), model(*other))
+    package = torch._inductor.aoti_compile_and_package(program, package_path=str(tmp_path / "gnn.pt2"))
+    runner = torch._inductor.aoti_load_package(package)
+    torch.testing.assert_close(runner(*other), model(*other))
