@@ -66,6 +66,8 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     ``sizes``: an int, or a list with one size per entry of ``index``'s last dim (ND indices). IndexError for
     anything outside."""
     per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
+    if torch.compiler.is_compiling():  # traced: no value is read; wrap every entry (the ops check the range)
+        return torch.where(index < 0, index + per.to(index.dtype), index)
     bad = (index < -per) | (index >= per)
     if bool(bad.any()):
         where = tuple(int(i) for i in torch.nonzero(bad)[0])

@@ -183,6 +183,8 @@ def _constant_along(index: torch.Tensor, axis: int) -> bool:
         return True
     if index.numel() == 0:
         return True
+    if torch.compiler.is_compiling():  # traced: no value is read; a varying index is the plan that is always right
+        return False
     # one line along ``axis`` first: a general index differs there, and the full comparison (a pass over the whole
     # index, ~8 ms at 200k x 64) is then not made
     line = index[tuple(slice(None) if d == axis else 0 for d in range(index.dim()))]
@@ -206,7 +208,11 @@ def simplify(m: XMap) -> XMap:
 
 
 def check_coordinates(m: XMap, name: str = "index") -> None:
-    """IndexError for the first coordinate outside its data dim (run before anything is written)."""
+    """IndexError for the first coordinate outside its data dim (run before anything is written). Traced
+    (``torch.export``, ``torch.compile``) no value can be read: the ops check the flat offsets instead (in range of
+    the data, though a coordinate outside its own dim may then land on another element)."""
+    if torch.compiler.is_compiling():
+        return
     for j, d in enumerate(m.coords):
         c = m.coordinate(j)
         size = m.data_shape[d]
@@ -426,7 +432,7 @@ def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
         return _element(m, p, data, lambda index, box, dim: element_gather(box, index, dim), False).reshape(m.shape)
     if p.rows is None:  # with autograd: the flat offsets, gathered by index_select
         p = replace(p, rows=element_rows(m), checked=True, route="rows")
-    if not p.checked:
+    if not p.checked and not torch.compiler.is_compiling():  # (traced, index_select checks the rows)
         bad = (p.rows < 0) | (p.rows >= p.S)
         if bool(bad.any()):
             check_coordinates(m)  # raises with the position in the caller's index

@@ -68,6 +68,13 @@ def _unsorted_segment(data, segment_ids, num_segments, reduce: str) -> torch.Ten
         raise ValueError(f"num_segments must be a non-negative int, got {num_segments!r}")
     ids = segment_ids.reshape(-1)
     rows = data.reshape((ids.numel(),) + tuple(data.shape[r:]))
+    if torch.compiler.is_compiling():
+        # traced, no value is read: negative ids go to one extra segment, cut off after
+        ids = torch.where(ids < 0, torch.full_like(ids, num_segments), ids)
+        shape = (num_segments + 1,) + tuple(data.shape[r:])
+        base = torch.full(shape, _start(data.dtype, reduce), dtype=data.dtype, device=data.device)
+        m = XMap.slices(ids, shape, 0)
+        return planner.scatter(m, base, rows, reduce, include_self=reduce != "mean")[:num_segments]
     if ids.numel() and bool((ids < 0).any()):  # negative ids are dropped
         keep = ids >= 0
         ids, rows = ids[keep], rows[keep]

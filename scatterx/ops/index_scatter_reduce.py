@@ -102,8 +102,8 @@ def index_scatter_reduce_from(
     call = _Call(dim, index, src, reduce, sorted, None, base, out_name="base")
     if not needs_op(src, base):
         return call.run(base=call.out, include_self=include_self)
-    if sorted is None:
-        sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
+    if sorted is None:  # (traced, no value is read: the unsorted path, right for any order)
+        sorted = not torch.compiler.is_compiling() and (index.numel() < 2 or bool((index[1:] >= index[:-1]).all()))
     return index_scatter_reduce_differentiable(
         call.src, call.index, call.dim, call.red.name, sorted, call.num_segments, call.out, include_self, torch_ties
     )

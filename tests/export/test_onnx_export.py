@@ -167,6 +167,33 @@ def test_message_passing_ops(tmp_path):
     assert_outputs(run_onnx(Wrap(every), inputs, tmp_path / "m.onnx"), every(*inputs))
 
 
+def test_the_frameworks_frontends_export(tmp_path):
+    """The planner's slice and element scatters and gathers, through the PyTorch, ONNX, TensorFlow and Paddle
+    frontends (traced, they read no index value: the element plan and the ops' own range checks)."""
+    data, src = values((4, 5), torch.float32, 30), values((3, 5), torch.float32, 31)
+    index = torch.randint(0, 4, (3, 5), generator=torch.Generator().manual_seed(32))
+    columns = torch.tensor([[0, 4], [-1, 2], [3, 3], [-5, 1]])
+    coords = torch.tensor([[0, 1], [2, 3]])
+    segment_ids = torch.tensor([0, -1, 2, 2])
+
+    def every(data, src, index, columns, coords, segment_ids):
+        return (
+            scatterx.scatter_reduce(data, 0, index, src, "mean"),
+            scatterx.scatter(data, 0, index, src),  # assign: the last write wins
+            scatterx.gather(data, 1, columns.clamp(min=0)),
+            scatterx.onnx.scatter_elements(data, index, src, axis=0, reduction="mul"),
+            scatterx.onnx.gather_elements(data, columns, axis=1),
+            scatterx.onnx.scatter_nd(data, coords, src[0, :2], reduction="max"),
+            scatterx.onnx.gather_nd(data, coords),
+            scatterx.tf.tensor_scatter_nd_add(data, coords, src[1, :2]),
+            scatterx.tf.unsorted_segment_mean(data, segment_ids, 6),
+            scatterx.paddle.scatter(data, torch.tensor([0, 2]), src[:2]),
+        )
+
+    inputs = [data, src, index, columns, coords, segment_ids]
+    assert_outputs(run_onnx(Wrap(every), inputs, tmp_path / "m.onnx"), every(*inputs))
+
+
 def test_the_table_covers_every_op():
     table = onnx_translation_table()
     ops = {n for n in dir(torch.ops.scatterx)
