@@ -130,7 +130,10 @@ class _ShardedScatterReduce(torch.autograd.Function):
         out = _reduce_to_owners(plan, src, name)
         if red.divide_by_count:
             count = _per_row(plan.degree.clamp(min=1), out)
-            out = out / count.to(out.dtype) if out.is_floating_point() else torch.div(out, count, rounding_mode="floor")
+            if out.is_floating_point():
+                out = out / count.to(out.dtype)
+            else:  # floor division, as the core op; in src's integer type (int64 counts would promote it)
+                out = torch.div(out, count, rounding_mode="floor").to(out.dtype)
         ctx.plan, ctx.red = plan, red
         if not red.linear:
             ctx.save_for_backward(src, out)

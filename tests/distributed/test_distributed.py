@@ -235,4 +235,7 @@ def test_one_process_without_init_is_the_core_op():
     for reduce in REDUCTIONS:
         torch.testing.assert_close(sxd.index_scatter_reduce(index, src, reduce, partition=part),
                                    scatterx.index_scatter_reduce(0, index, src, reduce, False, dim_size=5))
+        ints = torch.tensor([[-3], [2], [4]], dtype=torch.int32)  # int32 mean: floor division, int32 kept
+        torch.testing.assert_close(sxd.index_scatter_reduce(index, ints, reduce, partition=part),
+                                   scatterx.index_scatter_reduce(0, index, ints, reduce, False, dim_size=5))
     assert sxd.halo_gather(torch.arange(5.0), torch.tensor([4, 4, 1]), partition=part).tolist() == [4.0, 4.0, 1.0]
