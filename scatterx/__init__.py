@@ -45,9 +45,10 @@ __all__ = [
 
 
 def __getattr__(name):
-    # scatterx.pyg imports torch_geometric, an optional dependency: loaded on first use, not with scatterx
-    if name == "pyg":
+    # scatterx.pyg imports torch_geometric, scatterx.export onnxscript (optional dependencies), and
+    # scatterx.distributed torch.distributed: loaded on first use, not with scatterx
+    if name in ("pyg", "export", "distributed"):
         import importlib
 
-        return importlib.import_module(".pyg", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'scatterx' has no attribute {name!r}")
