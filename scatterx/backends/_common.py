@@ -69,3 +69,11 @@ def explain_bad_index(
     if value < 0:
         return IndexError(f"{name}[{i}]={value} is negative; indices must be in [0, {num_segments})")
     return IndexError(f"{name}[{i}]={value} is out of range for {size_name}={num_segments} (must be < {num_segments})")
+
+
+def segment_of_entries(ptr: torch.Tensor, entries: int) -> torch.Tensor:
+    """The segment of each of the ``entries`` positions of the CSR offsets ``ptr`` (int64; no host sync:
+    ``entries`` is known to the caller as ``index.numel()``)."""
+    return torch.repeat_interleave(
+        torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff().to(torch.int64), output_size=entries
+    )

@@ -39,7 +39,7 @@ from ..kernels.cpu.softmax import segment_softmax_backward as softmax_backward_k
 from ..kernels.cpu.weighted import SDDMM_OPS
 from ..kernels.cpu.weighted import sddmm as sddmm_kernel
 from ..kernels.cpu.weighted import weighted_gather_segment
-from ._common import explain_bad_index, new_result, overlaps, shape3
+from ._common import explain_bad_index, new_result, overlaps, segment_of_entries, shape3
 
 NAME = "cpu"
 
@@ -546,8 +546,7 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
 def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(ptr_t, index_t)``: the entries grouped by the row they read (a stable counting sort of ``index``, which
     validates it against ``num_rows``), each naming its segment. ``ptr`` was checked."""
-    lengths = ptr.diff()
-    segment_of = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=index.numel())
+    segment_of = segment_of_entries(ptr, index.numel())
     ptr_t, perm = segments(index, num_rows, sorted=False, size_name="num_rows")
     return ptr_t, segment_of[perm.long()]
 

@@ -41,7 +41,7 @@ from ..kernels.gpu import scatter as scatter_kernels
 from ..kernels.gpu import segment as segment_kernels
 from ..kernels.gpu import softmax as softmax_kernels
 from ..kernels.gpu import weighted as weighted_kernels
-from ._common import explain_bad_index, new_result, shape3
+from ._common import explain_bad_index, new_result, segment_of_entries, shape3
 
 NAME = "gpu"
 
@@ -278,10 +278,7 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
     _, heads, channels = a.shape
     out = torch.empty((edges, heads, 1 if op == "dot" else channels), dtype=a.dtype, device=a.device)
     if out.numel() > 0:
-        num_segments = ptr.numel() - 1
-        targets = torch.repeat_interleave(
-            torch.arange(num_segments, device=ptr.device), ptr.diff(), output_size=edges
-        )
+        targets = segment_of_entries(ptr, edges)
         acc = accumulator_dtype(a.dtype)
         width = channels if op == "dot" else heads * channels
         # programs own blocks of edges, not segments: the tile shape only (up to 64 edges x 128 features)
@@ -304,9 +301,7 @@ def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
     _, heads, channels = a.shape
     out = torch.empty((edges, heads), dtype=a.dtype, device=a.device)
     if out.numel() > 0:
-        targets = torch.repeat_interleave(
-            torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=edges
-        )
+        targets = segment_of_entries(ptr, edges)
         block_e, block_c = segment_kernels.launch_config(edges, 1, channels)
         wrap_triton(gatv2_kernels.gatv2_logits_kernel)[(_cdiv(edges, block_e) * heads,)](
             a.contiguous(), b.contiguous(), att.contiguous(), index.contiguous(), targets, out,
@@ -368,10 +363,7 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
 
 def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """As ``backends.cpu.csr_transpose`` (``index`` asserted against ``num_rows`` on the device)."""
-    lengths = ptr.diff()
-    segment_of = torch.repeat_interleave(
-        torch.arange(lengths.numel(), device=ptr.device), lengths, output_size=index.numel()
-    )
+    segment_of = segment_of_entries(ptr, index.numel())
     ptr_t, perm = segments(index, num_rows, sorted=False, size_name="num_rows")
     return ptr_t.to(torch.int64), segment_of[perm.long()]
 

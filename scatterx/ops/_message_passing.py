@@ -19,6 +19,7 @@ from torch import Tensor
 
 from .._reductions import resolve
 from ..backends import backend_for
+from ..backends._common import segment_of_entries
 from ._library import define_op, register_autograd
 from .csr_transpose import csr_order_op
 from .index_scatter_reduce import index_scatter_reduce_op
@@ -40,9 +41,7 @@ def transpose_with_order(ptr: Tensor, index: Tensor, num_rows: int) -> Tuple[Ten
     each entry's segment looked up."""
     entries = index.numel()
     ptr_t, order = csr_order_op(index, num_rows)
-    segment_of = torch.repeat_interleave(
-        torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=entries
-    )
+    segment_of = segment_of_entries(ptr, entries)
     return ptr_t, segment_of.index_select(0, order), order
 
 
@@ -131,9 +130,7 @@ def _sddmm_backward(ctx, grad):
     if want_a:
         to_a = grad
         if ctx.op == "mul":
-            targets = torch.repeat_interleave(
-                torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=index.numel()
-            )
+            targets = segment_of_entries(ptr, index.numel())
             to_a = grad * b.index_select(0, targets)
         grad_a = index_scatter_reduce_op(to_a, index, 0, "sum", False, a.size(0), None, False, False)
     if want_b:

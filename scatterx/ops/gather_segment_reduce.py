@@ -30,6 +30,7 @@ from torch import Tensor
 
 from .._reductions import resolve
 from ..backends import backend_for
+from ..backends._common import segment_of_entries
 from ._backward import per_segment
 from ._checks import check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
@@ -84,9 +85,7 @@ def gather_segment_reduce(
     # index_select checks index, and the targets come from ptr's own lengths.
     if not torch.compiler.is_compiling():
         ptr, index = checked_structure(src, ptr, index, dim)
-    targets = torch.repeat_interleave(
-        torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=index.numel()
-    )
+    targets = segment_of_entries(ptr, index.numel())
     return index_scatter_reduce(
         dim, targets, src.index_select(dim, index), red.name, sorted=True, dim_size=ptr.numel() - 1
     )
@@ -199,9 +198,7 @@ def _weighted(src: Tensor, ptr: Tensor, index: Tensor, red, dim: int, weight, tr
         # values are checked by the ops it runs, as in gather_segment_reduce)
         if not torch.compiler.is_compiling():
             ptr, index = checked_structure(rows, ptr, index, 0)
-        targets = torch.repeat_interleave(
-            torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(), output_size=index.numel()
-        )
+        targets = segment_of_entries(ptr, index.numel())
         messages = rows.index_select(0, index) * weight.unsqueeze(-1)
         out = index_scatter_reduce(0, targets, messages, red.name, sorted=True, dim_size=ptr.numel() - 1)
     out = out.reshape(out.size(0), *moved.shape[1:]).movedim(tuple(range(len(lead))), lead)

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from ..backends import backend_for
+from ..backends._common import segment_of_entries
 from ._checks import check_integer_vector, check_src, check_tensor
 from ._library import define_op, needs_op, register_autograd
 from ._message_passing import transpose_with_order
@@ -173,8 +174,7 @@ def _backward(ctx, grad):
 def _differentiable_backward(ptr, index, a, b, att, grad, slope):
     """``(grad_a, grad_b, grad_att)`` by torch ops on the gathered ends (double backward)."""
     index = index.long()
-    targets = torch.repeat_interleave(torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff(),
-                                      output_size=index.numel())
+    targets = segment_of_entries(ptr, index.numel())
     z = a.index_select(0, index) + b.index_select(0, targets)
     g = grad.unsqueeze(-1)
     d = torch.where(z > 0, torch.ones_like(z), torch.full_like(z, slope))

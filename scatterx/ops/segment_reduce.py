@@ -9,6 +9,7 @@ from torch import Tensor
 
 from .._reductions import resolve
 from ..backends import backend_for
+from ..backends._common import segment_of_entries
 from . import _backward
 from ._checks import check_index_and_size, check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
@@ -72,10 +73,7 @@ def _setup_context(ctx, inputs, output):
 def _autograd_backward(ctx, grad):
     """The gradient of index_scatter_reduce (no out) with the index that ``ptr`` describes."""
     src, ptr, result = ctx.saved_tensors
-    lengths = (ptr[1:] - ptr[:-1]).long()
-    index = torch.repeat_interleave(
-        torch.arange(lengths.numel(), device=ptr.device), lengths, output_size=ctx.src_shape[ctx.dim]
-    )
+    index = segment_of_entries(ptr, ctx.src_shape[ctx.dim])
     if ctx.red.linear:
         grad_src, _ = _backward.linear_backward(grad, ctx.src_shape, index, None, ctx.dim, ctx.red.name, False)
     elif torch.is_grad_enabled():  # create_graph=True: differentiable ops (see index_scatter_reduce)

@@ -203,39 +203,34 @@ def fused_edge_update(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     return F.dropout(alpha, p=conv.dropout, training=conv.training)
 
 
-def routed_edge_updater(cls):
-    """``(what cls had, an edge_updater that tries the fused path first)`` for ``enable()`` to install; named as
-    PyG's template-made one, so that PyG does not compile its own over it."""
-    had = cls.__dict__.get("edge_updater", ABSENT)
-    pyg_edge_updater = message_passing.MessagePassing.edge_updater if had is ABSENT else had
+def _routed(cls, name: str, fused):
+    """``(what cls had, a wrapper of its method ``name`` that tries ``fused(self, edge_index, size, kwargs)``
+    first)`` for ``enable()`` to install. The wrapper is named as PyG's template-made method of the class, so that
+    PyG does not compile its own over it; where the class already had one, it is PyG's fallback."""
+    had = cls.__dict__.get(name, ABSENT)
+    pyg_method = getattr(message_passing.MessagePassing, name) if had is ABSENT else had
 
-    def edge_updater(self, edge_index, size=None, **kwargs):
-        out = fused_edge_update(self, edge_index, size, kwargs) if is_enabled() else None
+    def wrapper(self, edge_index, size=None, **kwargs):
+        out = fused(self, edge_index, size, kwargs) if is_enabled() else None
         if out is not None:
             return out
-        return pyg_edge_updater(self, edge_index, size=size, **kwargs)
+        return pyg_method(self, edge_index, size=size, **kwargs)
 
-    edge_updater.__module__ = (
-        f"{cls.__module__}_{cls.__name__}_edge_updater" if had is ABSENT else had.__module__
-    )
-    edge_updater.__doc__ = pyg_edge_updater.__doc__
-    return had, edge_updater
+    wrapper.__name__ = name
+    wrapper.__qualname__ = f"routed_{name}.<locals>.{name}"
+    wrapper.__module__ = f"{cls.__module__}_{cls.__name__}_{name}" if had is ABSENT else had.__module__
+    wrapper.__doc__ = pyg_method.__doc__
+    return had, wrapper
 
 
 def routed_propagate(cls):
-    """``(what cls had, a propagate that tries the fused path first)`` for ``enable()`` to install."""
-    had = cls.__dict__.get("propagate", ABSENT)
-    pyg_propagate = message_passing.MessagePassing.propagate if had is ABSENT else had
+    """``_routed`` for ``propagate``: the fused propagate first."""
+    return _routed(cls, "propagate", fused_propagate)
 
-    def propagate(self, edge_index, size=None, **kwargs):
-        out = fused_propagate(self, edge_index, size, kwargs) if is_enabled() else None
-        if out is not None:
-            return out
-        return pyg_propagate(self, edge_index, size=size, **kwargs)
 
-    propagate.__module__ = f"{cls.__module__}_{cls.__name__}_propagate" if had is ABSENT else had.__module__
-    propagate.__doc__ = pyg_propagate.__doc__
-    return had, propagate
+def routed_edge_updater(cls):
+    """``_routed`` for ``edge_updater``: GATv2's fused logits and softmax first."""
+    return _routed(cls, "edge_updater", fused_edge_update)
 
 
 def prepare_scriptable(self):
