@@ -46,8 +46,9 @@ __all__ = [
 
 def __getattr__(name):
     # scatterx.pyg imports torch_geometric, scatterx.export onnxscript (optional dependencies), and
-    # scatterx.distributed torch.distributed: loaded on first use, not with scatterx
-    if name in ("pyg", "export", "distributed"):
+    # scatterx.distributed torch.distributed, scatterx.torch_scatter is the drop-in: loaded on first use, not with
+    # scatterx
+    if name in ("pyg", "export", "distributed", "torch_scatter"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

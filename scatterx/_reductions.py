@@ -17,7 +17,10 @@ the Triton kernels (``kernels/gpu/_codegen.py`` takes each row's ``code`` as a c
   differentiated again by autograd;
 - ``atomic``: a GPU may combine with hardware atomics (sum, mean: addition in any order, equal up to rounding);
 - ``selects``: the result is one of the members (amax, amin): the gradient is split among the members equal to
-  it (ties), and NaN must be propagated explicitly -- hardware max/min atomics do not.
+  it (ties), and NaN must be propagated explicitly -- hardware max/min atomics do not;
+- ``prefers(x, best)``, for the selecting rows: whether member ``x`` strictly beats ``best``. The arg-reductions
+  (``ops/segment_arg_reduce.py``, torch_scatter's ``scatter_max`` and kin) select with it: the first member that
+  strictly beats all before it wins a tie, and NaN never wins (every comparison with NaN is False).
 
 Rows that receive nothing are 0 in a new result (torch's convention) and keep their value in ``out=``: that is the
 same for every reduction, so it is the kernels' rule, not a column here.
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -54,6 +57,14 @@ def _min(acc, x):
     return acc if (acc != acc or acc <= x) else x
 
 
+def _greater(x, best):
+    return x > best
+
+
+def _less(x, best):
+    return x < best
+
+
 @dataclass(frozen=True)
 class Reduction:
     name: str  # canonical name, as torch.scatter_reduce spells it
@@ -66,6 +77,7 @@ class Reduction:
     linear: bool  # sum, mean: gradient = grad gathered back (see the module docstring)
     atomic: bool  # a GPU may use hardware atomics for it
     selects: bool  # amax, amin: the result is a member; gradient split among ties
+    prefers: Optional[Callable] = None  # selecting rows: x strictly beats best (arg-reductions; NaN never wins)
 
     def identity(self, dtype: torch.dtype):
         """The neutral element for ``dtype``: ``combine(identity, x) == x`` bit for bit."""
@@ -80,8 +92,10 @@ REDUCTIONS: Tuple[Reduction, ...] = (
     Reduction("sum", 0, ("sum", "add"), _add, False, -0.0, "zero", linear=True, atomic=True, selects=False),
     Reduction("mean", 1, ("mean",), _add, True, -0.0, "zero", linear=True, atomic=True, selects=False),
     Reduction("prod", 2, ("prod", "mul"), _mul, False, 1.0, "one", linear=False, atomic=False, selects=False),
-    Reduction("amax", 3, ("amax", "max"), _max, False, -math.inf, "min", linear=False, atomic=False, selects=True),
-    Reduction("amin", 4, ("amin", "min"), _min, False, math.inf, "max", linear=False, atomic=False, selects=True),
+    Reduction("amax", 3, ("amax", "max"), _max, False, -math.inf, "min", linear=False, atomic=False, selects=True,
+              prefers=_greater),
+    Reduction("amin", 4, ("amin", "min"), _min, False, math.inf, "max", linear=False, atomic=False, selects=True,
+              prefers=_less),
 )
 
 #: canonical names, in code order

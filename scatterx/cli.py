@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
     b.add_argument("--no-softmax", action="store_true", help="skip the segment softmax rows")
+    b.add_argument("--no-dropin", action="store_true",
+                   help="skip the torch_scatter drop-in rows (scatterx.torch_scatter against torch_scatter, or "
+                        "torch-native equivalents where torch_scatter is not installed)")
     b.add_argument("--no-weighted", action="store_true",
                    help="skip the weighted gather-segment sum and GATv2 logits rows (forward+backward)")
     b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
@@ -197,6 +200,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             peers=not args.no_peers, latency=not args.no_latency, backward=not args.no_backward,
             softmax=not args.no_softmax,
             weighted=not args.no_weighted,
+            dropin=not args.no_dropin,
             device=args.device,
         )
         if args.device == "cuda":

@@ -43,6 +43,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
+from .backends._common import empty
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
 
 #: reductions of :func:`scatter`: ``"assign"`` (the last write in ``u``'s row-major order wins) and the table's
@@ -199,7 +200,7 @@ def simplify(m: XMap) -> XMap:
     carried = {s for s, _ in m.carry}
     index, lookup = m.index, list(m.lookup)
     for pos in range(len(lookup) - 1, -1, -1):
-        if lookup[pos] in carried and _constant_along(index, pos):
+        if lookup[pos] in carried and index.size(pos) > 0 and _constant_along(index, pos):
             index = index.select(pos, 0)
             del lookup[pos]
     if len(lookup) == len(m.lookup):
@@ -263,8 +264,8 @@ def plan(m: XMap) -> Plan:
 
     outer = math.prod(m.shape[:lead])
     inner = math.prod(m.shape[ndim - k :])
-    n = math.prod(m.shape[s] for s in mid_u)
-    S = math.prod(m.data_shape[t] for t in mid_t)
+    n = math.prod([m.shape[s] for s in mid_u])  # (a list: dynamo cannot trace a generator here)
+    S = math.prod([m.data_shape[t] for t in mid_t])
 
     # "element": every dim went through the lookup, one row per element; "slice": each row moves a group
     kind = "slice" if lead + k > 0 else "element"
@@ -439,4 +440,7 @@ def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
     if p.region is not None:
         data = data[tuple(slice(0, r) for r in p.region)]
     view = data.reshape(p.outer, p.S, p.inner)
+    if view.device.type == "cpu" and not needs_op(view):  # into a buffer on huge pages (backends._common.empty)
+        buffer = empty((p.outer, p.rows.numel(), p.inner), view.dtype, view.device)
+        return torch.index_select(view, 1, p.rows, out=buffer).reshape(m.shape)
     return view.index_select(1, p.rows).reshape(m.shape)

@@ -37,7 +37,7 @@ LAYERS = [
     ("scatterx.ops", 3),
     ("scatterx.planner", 4),
     ("scatterx._frontend", 5), ("scatterx.pytorch", 5), ("scatterx.onnx", 5), ("scatterx.tf", 5),
-    ("scatterx.paddle", 5), ("scatterx.pyg", 5), ("scatterx.distributed", 5), ("scatterx.export", 5),
+    ("scatterx.paddle", 5), ("scatterx.torch_scatter", 5), ("scatterx.pyg", 5), ("scatterx.distributed", 5), ("scatterx.export", 5),
     ("scatterx.bench", 6), ("scatterx.cli", 6), ("scatterx.__main__", 6), ("scatterx", 6),
 ]
 

@@ -72,3 +72,18 @@ def test_accumulator_dtype():
     assert accumulator_dtype(torch.float16) == accumulator_dtype(torch.bfloat16) == torch.float32
     for dtype in (torch.float32, torch.float64, torch.int32, torch.int64):
         assert accumulator_dtype(dtype) == dtype
+
+
+def test_prefers_is_a_strict_order_consistent_with_combine():
+    """``prefers`` (the arg-reductions' selection) exists exactly for the selecting rows; wherever it says x
+    beats best, the row's combine picks x; it never prefers NaN and never prefers a tie."""
+    values = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.0]
+    for red in REDUCTIONS:
+        assert (red.prefers is not None) == red.selects, red.name
+        if red.prefers is None:
+            continue
+        for x in values:
+            assert not red.prefers(x, x) and not red.prefers(math.nan, x) and not red.prefers(x, math.nan)
+            for best in values:
+                if red.prefers(x, best):
+                    assert red.combine(best, x) == x, (red.name, x, best)

@@ -13,6 +13,8 @@ the op layer never asks which one it has, it calls ``backend_for(tensor).<functi
 ``index_scatter_reduce``           the core op: sorted, unsorted (each backend picks its strategy), into ``out`` or new
 ``small_index_scatter_reduce``     the core op for a small call, by the cheapest route, or None (then the general path)
 ``segment_reduce``                 reduce over CSR segments
+``segment_arg_reduce``             amax/amin over CSR segments with the row of the selected member (torch_scatter's)
+``segment_logsumexp``              ``top + log(sum exp(x - top) + eps)`` over CSR segments (torch_scatter's rules)
 ``gather_segment_reduce``          reduce rows named by a gather list over CSR segments
 ``weighted_gather_segment_reduce`` the same of rows scaled by per-entry (per-head) weights
 ``sddmm``                          a value per edge from its two end rows (add, mul, dot)

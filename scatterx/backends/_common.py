@@ -19,7 +19,50 @@ def new_result(src: torch.Tensor, dim: int, num_segments: int) -> torch.Tensor:
     """An uninitialised tensor shaped like ``src`` with ``num_segments`` along ``dim``."""
     shape = list(src.shape)
     shape[dim] = num_segments
-    return torch.empty(shape, dtype=src.dtype, device=src.device)
+    return empty(shape, src.dtype, src.device)
+
+
+# Outputs of at least this many bytes are asked to live on transparent huge pages (CPU, Linux).
+HUGE_PAGES_FROM_BYTES = 4 << 20
+_HUGE = 2 << 20  # the x86-64 / arm64 huge page
+_MADV_HUGEPAGE = 14
+_libc = None
+
+
+def empty(shape, dtype: torch.dtype, device) -> torch.Tensor:
+    """``torch.empty``; a large CPU tensor is first advised onto transparent huge pages (``madvise``).
+
+    A fresh large allocation is new memory from the OS, and the first write to each 4 KiB page of it faults. On
+    the machines measured (Linux, THP in its usual "madvise" mode) those faults cost more than the kernel that
+    writes the output: 256 MB took 58 ms to fill on 4 KiB pages and 10 ms on 2 MiB ones; the ``E x F`` outputs of
+    the gathers and softmaxes and the ``N x F`` ones of the reductions all pay it. The advice is only that: where
+    THP is off or the call fails, nothing changes."""
+    t = torch.empty(shape, dtype=dtype, device=device)
+    nbytes = t.numel() * t.element_size()
+    if nbytes >= HUGE_PAGES_FROM_BYTES and t.device.type == "cpu":
+        _advise_huge(t.data_ptr(), nbytes)
+    return t
+
+
+def _advise_huge(address: int, nbytes: int) -> None:
+    global _libc
+    if _libc is None:
+        try:
+            import ctypes
+            import sys
+
+            if not sys.platform.startswith("linux"):
+                raise OSError("not Linux")
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        except (OSError, AttributeError):
+            _libc = False
+    if not _libc:
+        return
+    start = (address + _HUGE - 1) & ~(_HUGE - 1)  # the 2 MiB-aligned pages inside the buffer
+    end = (address + nbytes) & ~(_HUGE - 1)
+    if end > start:
+        _libc.madvise(start, end - start, _MADV_HUGEPAGE)
 
 
 def _span(t: torch.Tensor) -> Tuple[int, int]:

@@ -21,8 +21,10 @@ from typing import Optional, Tuple
 import numpy as np
 import torch
 
-from .._reductions import BY_NAME, Reduction
+from .._reductions import BY_NAME, Reduction, accumulator_dtype
 from ..kernels.cpu import index as index_kernels
+from ..kernels.cpu.arg_reduce import segment_arg_reduce as arg_reduce_kernel
+from ..kernels.cpu.logsumexp import segment_logsumexp as logsumexp_kernel
 from ..kernels.cpu import NATIVE, launches, numpy_view, storage_code, use_torch_threads
 from ..kernels.cpu import element as element_kernels
 from ..kernels.cpu.gatv2 import gatv2_grad as gatv2_grad_kernel
@@ -39,7 +41,7 @@ from ..kernels.cpu.softmax import segment_softmax_backward as softmax_backward_k
 from ..kernels.cpu.weighted import SDDMM_OPS
 from ..kernels.cpu.weighted import sddmm as sddmm_kernel
 from ..kernels.cpu.weighted import weighted_gather_segment
-from ._common import explain_bad_index, new_result, overlaps, segment_of_entries, shape3
+from ._common import empty, explain_bad_index, new_result, overlaps, segment_of_entries, shape3
 
 NAME = "cpu"
 
@@ -276,7 +278,7 @@ def _serial_into_new(src, index, index_np, dim, red, sorted, num_segments, outer
     """The serial kernel into a new tensor; None if the index is bad (nothing was computed)."""
     shape = list(src.shape)
     shape[dim] = num_segments
-    out = torch.empty(shape, dtype=src.dtype)
+    out = empty(shape, src.dtype, "cpu")
     src = src.detach() if src.requires_grad else src
     if storage != NATIVE:
         src, out_view = src.view(torch.int16), out.view(torch.int16)
@@ -432,6 +434,63 @@ def _run_slices(src, dim, index, num_segments: int, red: Reduction, out, include
 
 
 @launches
+def segment_arg_reduce(
+    src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int, red: Reduction,
+    base: Optional[torch.Tensor], start: float, fill: int, none: int,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(values, arg)`` of the selecting reduction ``red`` over the validated segments ``ptr`` (rows ``perm[...]``
+    when given), each a new tensor: see ``kernels/cpu/arg_reduce.py`` for ``base``, ``start``, ``fill``, ``none``."""
+    outer, n, inner = shape3(src, dim)
+    num_segments = ptr.numel() - 1
+    values = new_result(src, dim, num_segments)
+    arg = empty(values.shape, torch.int64, "cpu")
+    if values.numel() > 0:
+        ptr_np = ptr.numpy()
+        acc = np.dtype(str(accumulator_dtype(src.dtype)).replace("torch.", "")).type
+        initial = values if base is None else base.contiguous()
+        perm_np = _perm_np(perm)
+        arg_reduce_kernel.keyed(
+            ("arg", red.code, src.dtype, perm_np.dtype, perm is not None),
+            _view3(src, outer, n, inner),
+            perm_np,
+            ptr_np,
+            _bounds(ptr_np, outer, n, inner),
+            numpy_view(initial).reshape(outer, num_segments, inner),
+            acc(start),
+            numpy_view(values).reshape(outer, num_segments, inner),
+            arg.numpy().reshape(outer, num_segments, inner),
+            red.code,
+            storage_code(src.dtype),
+            perm is not None,
+            base is not None,
+            fill,
+            none,
+        )
+    return values, arg
+
+
+@launches
+def segment_logsumexp(
+    src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int, flavour: int, eps: float
+) -> torch.Tensor:
+    """``top + log(sum exp(x - top) + eps)`` per validated segment (``kernels/cpu/logsumexp.py``): a new tensor."""
+    outer, n, inner = shape3(src, dim)
+    num_segments = ptr.numel() - 1
+    out = new_result(src, dim, num_segments)
+    if out.numel() > 0:
+        ptr_np = ptr.numpy()
+        acc = np.dtype(str(accumulator_dtype(src.dtype)).replace("torch.", "")).type
+        start = -np.inf if flavour == 0 else torch.finfo(src.dtype).min
+        perm_np = _perm_np(perm)
+        logsumexp_kernel.keyed(
+            ("logsumexp", src.dtype, perm_np.dtype, perm is not None, flavour),
+            _view3(src, outer, n, inner), perm_np, ptr_np, _bounds(ptr_np, outer, n, inner), acc(start), acc(eps),
+            numpy_view(out).reshape(outer, num_segments, inner), storage_code(src.dtype), perm is not None, flavour,
+        )
+    return out
+
+
+@launches
 def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reduction) -> torch.Tensor:
     """Reduce ``src`` over the CSR segments ``ptr`` (checked by ``check_ptr``) along ``dim``: a new tensor."""
     return _reduce_segments(src, dim, ptr, None, red, None, include_self=False)
@@ -450,7 +509,7 @@ def weighted_gather_segment_reduce(
     """Segment ``s`` reduces ``weight[k, h] * src[index[k], h, :]`` over its edges ``k``: src ``(N, H, C)``,
     weight ``(E, H)``, both checked, as are ``ptr`` and ``index``. A new ``(S, H, C)`` tensor."""
     n, heads, channels = src.shape
-    out = torch.empty((ptr.numel() - 1, heads, channels), dtype=src.dtype)
+    out = empty((ptr.numel() - 1, heads, channels), src.dtype, "cpu")
     if out.numel() > 0:
         ptr_np = ptr.numpy()
         weighted_gather_segment(
@@ -466,7 +525,7 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
     product over ``C`` (``(E, H, 1)``). Everything checked."""
     edges = index.numel()
     _, heads, channels = a.shape
-    out = torch.empty((edges, heads, 1 if op == "dot" else channels), dtype=a.dtype)
+    out = empty((edges, heads, 1 if op == "dot" else channels), a.dtype, "cpu")
     if out.numel() > 0:
         ptr_np = ptr.numpy()
         sddmm_kernel(
@@ -482,7 +541,7 @@ def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
     c])``, ``(E, H)``; a, b ``(N, H, C)``, att ``(H, C)``. Everything checked."""
     edges = index.numel()
     _, heads, channels = a.shape
-    out = torch.empty((edges, heads), dtype=a.dtype)
+    out = empty((edges, heads), a.dtype, "cpu")
     if out.numel() > 0:
         ptr_np = ptr.numpy()
         gatv2_logits_kernel(
@@ -498,7 +557,7 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
     """``(grad_seg (S, H, C), grad_att (H, C))`` of GATv2's logits on segments ``ptr`` of the ``seg`` side, each
     entry reading ``other[index[k]]`` (``kernels/cpu/gatv2.py``); grad_att is zeros unless ``want_att``."""
     _, heads, channels = seg.shape
-    out = torch.empty(seg.shape, dtype=seg.dtype)
+    out = empty(seg.shape, seg.dtype, "cpu")
     acc_dtype = torch.float32 if storage_code(seg.dtype) != NATIVE else seg.dtype
     ptr_np = ptr.to(torch.int64).contiguous().numpy()
     bounds = _bounds(ptr_np, 1, index.numel(), heads * channels)
@@ -570,7 +629,7 @@ def element_scatter(
     code = 0 if assign else BY_NAME[reduce].code
     storage = element_kernels.NATIVE if assign else storage_code(src.dtype)  # assign moves bits: no conversion
     include_self = include_self and not assign
-    out = torch.empty(base.shape, dtype=base.dtype)
+    out = empty(base.shape, base.dtype, "cpu")
     if dim is not None and base.numel() // max(base.size(dim), 1) > 1:
         bad = _along_scatter(src, index, base, out, dim, code, storage, assign, include_self)
     else:
@@ -604,7 +663,7 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
                 if not bool(((index < 0) | (index >= S)).any()):
                     raise
                 raise _explain_element(index, data.shape, dim) from None
-        out = torch.empty(index.shape, dtype=data.dtype)
+        out = empty(index.shape, data.dtype, "cpu")
         threads = use_torch_threads(outer * n * inner)
         nchunks = max(1, min(n, -(-_GATHER_ITEMS_PER_THREAD * threads // max(outer, 1))))
         data3, index3 = _strided3(data, outer, S, inner), _strided3(index, outer, n, inner)
@@ -615,7 +674,7 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
             bad = element_kernels.along_gather(data3, index3, numpy_view(out).reshape(outer, n, inner), nchunks)
     else:
         coords, sizes, strides = _coordinates(index, data, None)
-        out = torch.empty(index.shape[:-1], dtype=data.dtype)
+        out = empty(index.shape[:-1], data.dtype, "cpu")
         bad = element_kernels.coords_gather(
             _flat(data), numpy_view(coords), sizes, strides, numpy_view(out).reshape(-1),
             use_torch_threads(coords.size(0)),
@@ -710,7 +769,7 @@ def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.T
     """Softmax of ``src`` along ``dim`` within each segment (rows ``perm[ptr[s]:ptr[s+1]]``, or positions): a
     new tensor of ``src``'s shape."""
     outer, n, inner = shape3(src, dim)
-    out = torch.empty(src.shape, dtype=src.dtype)
+    out = empty(src.shape, src.dtype, "cpu")
     if out.numel() > 0:
         ptr_np = ptr.numpy()
         softmax_kernel(
@@ -726,7 +785,7 @@ def segment_softmax_backward(
 ) -> torch.Tensor:
     """``out * (grad - sum over the segment of grad * out)``: the gradient of ``segment_softmax``."""
     outer, n, inner = shape3(out, dim)
-    grad_src = torch.empty(out.shape, dtype=out.dtype)
+    grad_src = empty(out.shape, out.dtype, "cpu")
     if grad_src.numel() > 0:
         ptr_np = ptr.numpy()
         softmax_backward_kernel(

@@ -36,7 +36,9 @@ except ImportError:  # torch < 2.6: no triton_op either (ops/_library.py), so a 
 
 
 from .._reductions import BY_NAME, Reduction, accumulator_dtype
+from ..kernels.gpu import arg_reduce as arg_kernels
 from ..kernels.gpu import gatv2 as gatv2_kernels
+from ..kernels.gpu import logsumexp as logsumexp_kernels
 from ..kernels.gpu import scatter as scatter_kernels
 from ..kernels.gpu import segment as segment_kernels
 from ..kernels.gpu import softmax as softmax_kernels
@@ -223,6 +225,56 @@ def _atomic(src, index, red: Reduction, base, include_self: bool, out, outer, n,
         INCLUDE_SELF=bool(include_self) and base is not None,
         BLOCK=block,
     )
+    return out
+
+
+def segment_arg_reduce(
+    src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int, red: Reduction,
+    base: Optional[torch.Tensor], start: float, fill: int, none: int,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """As ``backends.cpu.segment_arg_reduce``: ``(values, arg)``, new tensors."""
+    outer, n, inner = shape3(src, dim)
+    num_segments = ptr.numel() - 1
+    values = new_result(src, dim, num_segments)
+    arg = torch.empty(values.shape, dtype=torch.int64, device=src.device)
+    if values.numel() > 0:
+        acc = accumulator_dtype(src.dtype)
+        worst = red.identity(acc)  # amax: -inf (or the integer minimum), amin: +inf: never preferred
+        block_e, block_f = segment_kernels.launch_config(n if perm is None else perm.numel(), num_segments, inner)
+        grid = (outer * num_segments * _cdiv(inner, block_f),)
+        wrap_triton(arg_kernels.segment_arg_reduce_kernel)[grid](
+            src.contiguous(), ptr if perm is None else perm, ptr, values if base is None else base.contiguous(),
+            torch.full((1,), start, dtype=acc, device=src.device), values, arg,
+            n, num_segments, inner, none,
+            REDUCE=red.code,
+            WORST=worst,
+            ACC=_TL_DTYPE[acc],
+            GATHER=perm is not None,
+            HAS_BASE=base is not None,
+            FILL=fill,
+            BLOCK_E=block_e,
+            BLOCK_F=block_f,
+        )
+    return values, arg
+
+
+def segment_logsumexp(
+    src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int, flavour: int, eps: float
+) -> torch.Tensor:
+    """As ``backends.cpu.segment_logsumexp``: a new tensor."""
+    outer, n, inner = shape3(src, dim)
+    num_segments = ptr.numel() - 1
+    out = new_result(src, dim, num_segments)
+    if out.numel() > 0:
+        acc = accumulator_dtype(src.dtype)
+        start = float("-inf") if flavour == 0 else torch.finfo(src.dtype).min
+        params = torch.tensor([start, eps], dtype=acc, device=src.device)
+        block_e, block_f = segment_kernels.launch_config(n if perm is None else perm.numel(), num_segments, inner)
+        grid = (outer * num_segments * _cdiv(inner, block_f),)
+        wrap_triton(logsumexp_kernels.segment_logsumexp_kernel)[grid](
+            src.contiguous(), ptr if perm is None else perm, ptr, params, out, n, num_segments, inner,
+            ACC=_TL_DTYPE[acc], GATHER=perm is not None, FLAVOUR=flavour, BLOCK_E=block_e, BLOCK_F=block_f,
+        )
     return out
 
 

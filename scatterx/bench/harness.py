@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover
 import scatterx
 from scatterx._reductions import NAMES
 
+from . import dropin
 from .graphs import Graph, make_graph
 from .latency import first_call_latency
 from .peers import (
@@ -69,6 +70,7 @@ class Config:
     softmax: bool = True  # segment softmax rows (floating dtypes)
     weighted: bool = True  # weighted gather-segment sum and GATv2 logits rows, forward+backward (floating dtypes)
     device: str = "cpu"  # or "cuda": the Triton kernels, timed with CUDA events
+    dropin: bool = True  # the torch_scatter drop-in rows (#18): against torch_scatter, or torch-native without it
 
     def is_default_shape(self) -> bool:
         d = Config()
@@ -255,6 +257,8 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     if config.weighted and graph.src.dtype.is_floating_point:
         rows += _message_passing_rows(WEIGHTED, WEIGHTED_IMPLEMENTATIONS, graph, config, progress, src_bytes)
         rows += _message_passing_rows(GATV2, GATV2_IMPLEMENTATIONS, graph, config, progress, src_bytes)
+    if config.dropin and graph.src.dtype.is_floating_point:
+        rows += _dropin_rows(graph, config, progress, src_bytes)
     probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5, device)
     for row in rows:
         row.probe_ratio = row.ms / (probe_s * 1e3)
@@ -265,6 +269,8 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
         }.get(
             row.reduce, SCATTERX.name
         )
+        if row.mode == DROP_IN_MODE:
+            mine = dropin.DROP_IN
         ours = find(rows, row.reduce, row.order, mine, row.mode)
         if row.implementation != mine and ours is not None:
             row.scatterx_speedup = row.ms / ours.ms
@@ -336,6 +342,25 @@ def _message_passing_rows(
         seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
         rows.append(Row(label, "sorted", impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9,
                         0.0, mode="forward+backward"))
+    return rows
+
+
+DROP_IN_MODE = "drop-in"
+
+
+def _dropin_rows(graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
+    """``scatterx.torch_scatter``'s functions against torch_scatter's (or torch-native equivalents without it),
+    each pair checked against each other first (``bench/dropin.py``)."""
+    peer = dropin.real_torch_scatter() if config.peers else None
+    rows = []
+    for function, order, ours, theirs, name in progress(dropin.calls(graph, peer), desc="bench drop-in", unit="case"):
+        dropin.check_pair(check, function, order, ours(), theirs(), graph)
+        for impl, fn, native in ((dropin.DROP_IN, ours, False), (name, theirs, peer is None)):
+            if impl != dropin.DROP_IN and not config.peers:
+                continue
+            seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
+            rows.append(Row(function, order, impl, native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0,
+                            mode=DROP_IN_MODE))
     return rows
 
 

@@ -15,6 +15,7 @@ import torch
 
 import scatterx
 
+from .dropin import real_torch_scatter
 from .graphs import Graph
 
 
@@ -91,11 +92,9 @@ def _torch_segment_reduce(graph, reduce, sorted):
 
 
 def _torch_scatter_module():
-    try:
-        import torch_scatter
-    except Exception:  # not installed, or built against another torch
-        return None
-    return torch_scatter
+    """The real torch_scatter (not installed, built against another torch, or scatterx's drop-in registered in
+    its place: None)."""
+    return real_torch_scatter()
 
 
 _TS_NAMES = {"sum": "sum", "mean": "mean", "prod": "mul", "amax": "max", "amin": "min"}

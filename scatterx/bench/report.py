@@ -8,7 +8,8 @@ import os
 from typing import List
 
 from .goals import goals
-from .harness import SCATTERX, Report, best
+from .dropin import DROP_IN, GOAL
+from .harness import DROP_IN_MODE, SCATTERX, Report, best
 
 
 def table(report: Report) -> str:
@@ -24,6 +25,8 @@ def table(report: Report) -> str:
     lines.append("-" * len(header))
     previous = None
     for row in report.rows:
+        if row.mode == DROP_IN_MODE:
+            continue
         case = (row.reduce, row.order, row.mode)
         if previous is not None and case != previous:
             lines.append("")
@@ -48,6 +51,7 @@ def table(report: Report) -> str:
                 if b is not None:
                     parts.append(f"{b.ms / ours.ms:.2f}x faster than best {label} ({b.implementation}, {b.ms:.2f} ms)")
             lines.append(f"  {reduce:<5} {order:<8} {ours.ms:7.2f} ms = {ours.probe_ratio:.2f}x probe; " + "; ".join(parts))
+    lines += _dropin_table(report)
     if report.latency:
         lat = report.latency
         lines.append("")
@@ -69,6 +73,29 @@ def table(report: Report) -> str:
     lines.append("")
     lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
     return "\n".join(lines)
+
+
+def _dropin_table(report: Report) -> List[str]:
+    """The torch_scatter drop-in section: each function against its peer, with the goal of issue #18."""
+    rows = [r for r in report.rows if r.mode == DROP_IN_MODE]
+    if not rows:
+        return []
+    peer = next((r.implementation for r in rows if r.implementation != DROP_IN), None)
+    against = "torch_scatter" if peer and peer.startswith("torch_scatter") else "a torch-native equivalent"
+    lines = ["", f"torch_scatter drop-in (#18): {DROP_IN}.<function> against {against} (speedup = its time / ours)"]
+    header = f"{'function':<22} {'index':<9} {DROP_IN + ' ms':>25} {'peer ms':>10} {'speedup':>8} {'goal':>6}"
+    lines += [header, "-" * len(header)]
+    for ours in rows:
+        if ours.implementation != DROP_IN:
+            continue
+        theirs = next((r for r in rows if (r.reduce, r.order) == (ours.reduce, ours.order)
+                       and r.implementation != DROP_IN), None)
+        ms = "-" if theirs is None else f"{theirs.ms:.2f}"
+        speed = "-" if theirs is None else f"{theirs.ms / ours.ms:.2f}x"
+        verdict = "" if theirs is None else ("ok" if theirs.ms / ours.ms >= GOAL[ours.reduce] else "MISSED")
+        lines.append(f"{ours.reduce:<22} {ours.order:<9} {ours.ms:>25.2f} {ms:>10} {speed:>8} "
+                     f">={GOAL[ours.reduce]:.0f}x {verdict}")
+    return lines
 
 
 def write_files(report: Report, out_dir: str) -> List[str]:

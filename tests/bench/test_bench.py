@@ -117,3 +117,27 @@ def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
     with pytest.raises(AssertionError, match="wrong result"):
         run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY),
             log=lambda *_: None)
+
+
+def test_dropin_rows_cover_every_function_are_checked_and_tabled(monkeypatch):
+    """The torch_scatter drop-in section (#18): a row pair for every function (both orders where the function
+    takes a shuffled index), its own table section with the goals, and a wrong result aborts the run."""
+    from scatterx.bench import dropin
+    from scatterx.bench.report import table
+
+    small = dict(TINY, backward=False, softmax=False, weighted=False)
+    report = run(Config(reductions=("sum",), orders=("sorted",), **small), log=lambda *_: None)
+    rows = [r for r in report.rows if r.mode == "drop-in"]
+    ours = {(r.reduce, r.order) for r in rows if r.implementation == dropin.DROP_IN}
+    want = {(f, o) for f in dropin.FUNCTIONS for o in (("sorted",) if f in dropin.SORTED_ONLY else
+                                                         ("sorted", "shuffled"))}
+    assert ours == want
+    assert {(r.reduce, r.order) for r in rows if r.implementation != dropin.DROP_IN} == want
+    text = table(report)
+    assert "torch_scatter drop-in (#18)" in text and ">=5x" in text
+    import scatterx.torch_scatter as drop_in
+
+    real = drop_in.scatter_max
+    monkeypatch.setattr(drop_in, "scatter_max", lambda *a, **k: (real(*a, **k)[0] + 1, real(*a, **k)[1]))
+    with pytest.raises(AssertionError, match="wrong result"):
+        run(Config(reductions=("sum",), orders=("sorted",), **small), log=lambda *_: None)

@@ -84,3 +84,26 @@ def test_integer_mean_rounds_down_like_torch():
     args = [t.to(DEVICE) for t in (acc, count, out)]
     _mean_kernel[(1,)](*args, 6, IS_INT=True, BLOCK=8)
     assert args[2].cpu().tolist() == torch.div(acc, count, rounding_mode="floor").tolist()
+
+
+if available():
+
+    @triton.jit
+    def _prefers_kernel(x_ptr, best_ptr, out_ptr, n, REDUCE: tl.constexpr, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        mask = i < n
+        x = tl.load(x_ptr + i, mask=mask)
+        best = tl.load(best_ptr + i, mask=mask)
+        tl.store(out_ptr + i, _codegen.prefers(x, best, REDUCE).to(tl.int8), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("red", [r for r in REDUCTIONS if r.prefers is not None], ids=lambda r: r.name)
+def test_prefers_is_the_table_s(red, dtype):
+    values = _special(dtype)
+    x, best = (t.flatten() for t in torch.meshgrid(values, values, indexing="ij"))
+    out = torch.empty(x.numel(), dtype=torch.int8)
+    args = [t.to(DEVICE) for t in (x, best, out)]
+    _prefers_kernel[(1,)](*args, x.numel(), REDUCE=red.code, BLOCK=triton.next_power_of_2(x.numel()))
+    want = [int(bool(red.prefers(a, b))) for a, b in zip(x.tolist(), best.tolist())]
+    assert args[2].cpu().tolist() == want, red.name

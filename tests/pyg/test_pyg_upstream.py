@@ -16,18 +16,18 @@ this test, with PyG's output.
 from __future__ import annotations
 
 import importlib.util
-import io
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+
+from upstream import extract, find_git_dir, git
 
 TESTS_DIR = Path(__file__).resolve().parent  # where pyg_switch_plugin.py is
 REPO_ROOT = TESTS_DIR.parents[1]
@@ -121,47 +121,9 @@ def _pick_tag(tags: List[str], installed: str) -> Optional[str]:
 
 
 # -------------------------------------------------------------------------------------------- the checkout
-def _git(git_dir: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, check=False, **kwargs)
-
-
-def _git_dir_of(path: Path) -> Optional[Path]:
-    """The git directory of a work tree or of a bare repository (found without git's upward discovery)."""
-    dot_git = path / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    if dot_git.is_file():  # a linked work tree or a submodule: "gitdir: <path>"
-        m = re.match(r"gitdir:\s*(.+)", dot_git.read_text().strip())
-        return (path / m.group(1)).resolve() if m else None
-    if (path / "HEAD").is_file() and (path / "objects").is_dir():
-        return path
-    return None
-
-
 def _find_pyg_git_dir() -> Path:
     """PYG_SOURCE (must be a checkout when set); skips without it."""
-    explicit = os.environ.get("PYG_SOURCE")
-    if not explicit:
-        pytest.skip(
-            "no PyTorch Geometric source: set PYG_SOURCE to a git checkout of pyg-team/pytorch_geometric "
-            "(a work tree or a bare git dir) to run PyG's own tests with the switch on"
-        )
-    git_dir = _git_dir_of(Path(explicit).expanduser())
-    if git_dir is None:
-        pytest.fail(f"PYG_SOURCE={explicit!r} is not a git work tree or git directory of PyTorch Geometric")
-    return git_dir
-
-
-def _extract_tests(git_dir: Path, tag: str, dest: Path) -> None:
-    """``git archive <tag> test`` unpacked into ``dest`` (PyG's test/ directory only)."""
-    archive = _git(git_dir, "archive", "--format=tar", tag, "test")
-    if archive.returncode != 0:
-        pytest.fail(f"git archive {tag} test failed in {git_dir}: {archive.stderr.decode(errors='replace')}")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout), mode="r:") as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, filter="data")
-        else:  # pragma: no cover - Python < 3.11.4
-            tar.extractall(dest)
+    return find_git_dir("PYG_SOURCE", "pyg-team/pytorch_geometric", "run PyG's own tests with the switch on")
 
 
 # -------------------------------------------------------------------------------------------------- the test
@@ -171,17 +133,17 @@ def test_pyg_upstream_tests_pass_with_the_switch_on(tmp_path):
     git_dir = _find_pyg_git_dir()
     torch_geometric = pytest.importorskip("torch_geometric", reason="torch_geometric is not installed")
 
-    tags = _git(git_dir, "tag", "--list", text=True)
+    tags = git(git_dir, "tag", "--list", text=True)
     if tags.returncode != 0:
         pytest.fail(f"cannot list the tags of {git_dir}: {tags.stderr}")
     installed = torch_geometric.__version__
     tag = _pick_tag(tags.stdout.split(), installed)
     if tag is None:
         pytest.skip(f"{git_dir} has no tag at or below the installed torch_geometric {installed}")
-    missing = [p for p in PYG_TESTS if _git(git_dir, "cat-file", "-e", f"{tag}:{p}").returncode != 0]
+    missing = [p for p in PYG_TESTS if git(git_dir, "cat-file", "-e", f"{tag}:{p}").returncode != 0]
     assert not missing, f"PyG tag {tag} in {git_dir} lacks {missing}: is this PyTorch Geometric's repository?"
 
-    _extract_tests(git_dir, tag, tmp_path)
+    extract(git_dir, tag, tmp_path, "test")  # PyG's test/ directory only
     # An ini file of its own makes the extracted directory pytest's rootdir: no configuration from the scatterx
     # repository (or any directory above) applies to PyG's tests.
     (tmp_path / "pytest.ini").write_text("[pytest]\n")

@@ -133,6 +133,10 @@ def combine(reduce, acc, x):
     """acc (+)= x for the reduction ``reduce``."""
 
 
+def prefers(reduce, x, best):
+    """Whether ``x`` strictly beats ``best`` for a selecting reduction (the table's ``prefers``; NaN never does)."""
+
+
 def finalize(reduce, acc, count):
     """The value written out after ``count`` elements were combined into ``acc`` (mean divides)."""
 
@@ -181,6 +185,15 @@ def _ov_combine(reduce, acc, x):
         return None
     step = njit(inline="always")(BY_CODE[code].combine)
     return lambda reduce, acc, x: step(acc, x)
+
+
+@overload(prefers, inline="always")
+def _ov_prefers(reduce, x, best):
+    code = _literal(reduce)
+    if code is None or BY_CODE[code].prefers is None:
+        return None
+    step = njit(inline="always")(BY_CODE[code].prefers)
+    return lambda reduce, x, best: step(x, best)
 
 
 @overload(finalize, inline="always")

@@ -58,6 +58,15 @@ def combine(acc, x, REDUCE: tl.constexpr):
 
 
 @triton.jit
+def prefers(x, best, REDUCE: tl.constexpr):
+    """The table's ``prefers`` (selecting rows): ``x`` strictly beats ``best``; False whenever NaN is involved."""
+    if REDUCE == AMIN:
+        return x < best
+    else:  # AMAX
+        return x > best
+
+
+@triton.jit
 def reduce_rows(tile, REDUCE: tl.constexpr):
     """Reduce a [rows, features] tile of partial results over its rows (axis 0)."""
     if REDUCE == PROD:

@@ -1,0 +1,152 @@
+"""What the drop-in's functions share: torch_scatter's arguments turned into scatterx's plans and ops.
+
+- ``scatter_plan``: torch_scatter's broadcast index becomes a planner map (``scatterx.planner``); an index expanded
+  from 1-D runs on slices along ``dim``, any other index element by element (flat rows).
+- ``select``: amax/amin with the row of the selected member (``ops.segment_arg_reduce``), rows grouped by a sorted
+  pass (``index_to_ptr``) or a stable counting sort (``csr_order``).
+- ``leading_batch``: torch_scatter's segment functions take an index/indptr with leading batch dims; when those
+  are broadcast (stride 0 or size 1) the batch is ``outer`` of a plain 1-D call, else it is flattened.
+- ``SMALL_INT``: dtypes scatterx's kernels lack (int8, uint8, int16) are computed in int64 and cast back.
+"""
+
+from typing import List, Optional, Tuple
+
+import torch
+
+from .. import planner
+from ..backends._common import empty
+from ..ops import csr_order, index_to_ptr, needs_op, segment_arg_reduce
+from ..planner import XMap
+
+SMALL_INT = (torch.int8, torch.uint8, torch.int16)
+
+
+def check_tensor(t, name: str) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+
+
+def check_index(index, name: str = "index") -> None:
+    check_tensor(index, name)
+    if index.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"{name} must have dtype int64 (or int32), got {index.dtype}")
+
+
+def check_out(out: Optional[torch.Tensor], src: torch.Tensor, shape: List[int], dim: int) -> None:
+    """``out`` must be ``src``'s dtype and device, with ``src``'s shape in every dim but ``dim``."""
+    if out is None:
+        return
+    check_tensor(out, "out")
+    if out.dtype != src.dtype:
+        raise TypeError(f"out has dtype {out.dtype} but src has dtype {src.dtype}; they must match")
+    if out.device != src.device:
+        raise ValueError(f"out is on {out.device} but src is on {src.device}")
+    if out.dim() != len(shape) or any(out.size(d) != shape[d] for d in range(len(shape)) if d != dim):
+        raise ValueError(
+            f"out has shape {tuple(out.shape)}; it must match {tuple(shape)} in every dimension but dim={dim}"
+        )
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(f"dim {dim} is out of range for src with {ndim} dimension(s)")
+    return dim % max(ndim, 1)
+
+
+def size_from_index(index: torch.Tensor) -> int:
+    """``index.max() + 1`` (0 for an empty index): torch_scatter's output size when none is given."""
+    return 0 if index.numel() == 0 else max(int(index.max()) + 1, 0)
+
+
+def widened(src: torch.Tensor) -> torch.Tensor:
+    return src.to(torch.int64) if src.dtype in SMALL_INT else src
+
+
+def nothing(src: torch.Tensor, shape: List[int], fill: float = 0) -> torch.Tensor:
+    """The result of reducing an empty ``src``: ``fill`` everywhere, still connected to ``src``'s graph (so that
+    a backward through it runs, with a zero gradient, as torch_scatter's does)."""
+    result = torch.full(shape, fill, dtype=src.dtype, device=src.device)
+    if src.requires_grad:
+        result = result + src.sum().to(src.dtype) * 0
+    return result
+
+
+def finish(result: torch.Tensor, out: Optional[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    """The result in ``dtype``, written into ``out`` when one was given (only now: a failed call leaves it)."""
+    result = result.to(dtype)
+    if out is None:
+        return result
+    return out.copy_(result)
+
+
+def select_rows(src: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """``src.index_select(dim, index)``, on the CPU into a buffer on huge pages (``backends._common.empty``:
+    the page faults of a fresh ``E x F`` output cost more than the copy) when no gradient is wanted."""
+    if src.device.type == "cpu" and not needs_op(src):
+        shape = list(src.shape)
+        shape[dim] = index.numel()
+        return torch.index_select(src, dim, index, out=empty(shape, src.dtype, src.device))
+    return src.index_select(dim, index)
+
+
+# ------------------------------------------------------------------------------------------------ scatter plans
+class ScatterPlan:
+    """A torch_scatter scatter (``src``, a broadcast ``index``, ``dim``, ``S`` rows out) as a planner plan:
+    ``src3`` ``(outer, n, inner)``, ``rows`` (``n`` target rows in ``[0, S3)``), and how a row of ``n`` maps back
+    to a position along ``dim`` (``along``)."""
+
+    def __init__(self, src: torch.Tensor, index: torch.Tensor, dim: int, size: int):
+        shape = list(src.shape)
+        shape[dim] = size
+        self.out_shape = shape
+        self.map = XMap.along_dim(index, shape, dim, op="torch_scatter")
+        self.plan = planner.plan(self.map)
+        p = self.plan
+        self.rows = p.rows if p.rows is not None else planner.element_rows(self.map)
+        self.src3 = src.reshape(p.outer, p.n, p.inner)
+        self.S = p.S
+        self.length = src.size(dim)
+        after = 1
+        for d in range(dim + 1, src.dim()):
+            after *= src.size(d)
+        self.after = after // max(p.inner, 1)  # rows of n per step along dim
+
+    def along(self, arg: torch.Tensor) -> torch.Tensor:
+        """Rows of ``n`` (``n`` = none) -> positions along ``dim`` (``src.size(dim)`` = none)."""
+        p = self.plan
+        if p.n == self.length and self.after == 1:
+            return arg  # the rows are the positions along dim (a 1-D index)
+        position = torch.div(arg, self.after, rounding_mode="floor").remainder_(max(self.length, 1))
+        return torch.where(arg == p.n, torch.full_like(arg, self.length), position)
+
+
+def segments(rows: torch.Tensor, size: int) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """``(ptr, perm)`` of target rows: CSR offsets of a sorted index (perm None), else a stable counting sort.
+    Both validate every row against ``size``."""
+    if not torch.compiler.is_compiling() and (rows.numel() < 2 or bool((rows[1:] >= rows[:-1]).all())):
+        return index_to_ptr(rows, size), None
+    return csr_order(rows, size)
+
+
+def select(
+    src3: torch.Tensor, rows: torch.Tensor, size: int, reduce: str, base: Optional[torch.Tensor], fill: str,
+    sorted_rows: bool = False,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """torch_scatter's min/max of ``src3`` (outer, n, inner) into ``size`` rows: ``(values, arg)`` with ``arg``
+    a row of ``n`` (``n`` where nothing was selected). ``base``: out's values as the start values."""
+    if sorted_rows:
+        ptr, perm = index_to_ptr(rows, size), None
+    else:
+        ptr, perm = segments(rows, size)
+    return segment_arg_reduce(src3, ptr, reduce, 1, perm=perm, base=base, finite_start=True, fill=fill)
+
+
+# ------------------------------------------------------------------------------------------------ batched
+def leading_batch(t: torch.Tensor, lead: List[int]) -> Optional[torch.Tensor]:
+    """``t``'s last dim as a 1-D tensor when ``t`` does not vary along its leading dims (expanded, or sizes 1)
+    against the batch sizes ``lead``; else None (the batch must be flattened)."""
+    if all(t.size(d) == 1 or t.stride(d) == 0 or lead[d] == 1 for d in range(t.dim() - 1)):
+        return t[(0,) * (t.dim() - 1)]
+    return None

@@ -1,0 +1,190 @@
+"""torch_scatter's composite functions: ``scatter_softmax``, ``scatter_log_softmax``, ``scatter_logsumexp`` and
+``scatter_std``, with torch_scatter's formulas (its ``eps`` terms included) and differentiable.
+
+``scatter_softmax`` with an index expanded from 1-D runs on scatterx's fused segment softmax (three passes over
+each group, no temporaries of ``src``'s size but the result); the others, and softmax with a general index, are
+made of the drop-in's own kernels (``scatter_max``'s selection, the core sums) and elementwise torch ops, as
+torch_scatter composes them -- never a Python loop over groups.
+"""
+
+from typing import Optional
+
+import torch
+
+from .. import planner
+from ..ops import needs_op, segment_logsumexp, segment_softmax
+from . import _engine
+from .scatter import scatter_max, scatter_sum
+from .utils import broadcast
+
+
+def _floating(src: torch.Tensor, name: str) -> None:
+    _engine.check_tensor(src, "src")
+    if not torch.is_floating_point(src):
+        raise ValueError(f"`{name}` can only be computed over tensors with floating point data types.")
+
+
+@torch.jit.ignore
+def _one_dim_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> Optional[torch.Tensor]:
+    """The 1-D index along ``dim`` when torch_scatter's broadcast index does not vary along the other dims."""
+    full = broadcast(index, src, dim)
+    m = planner.simplify(planner.XMap.along_dim(full, list(src.shape), dim, op="scatter_softmax"))
+    return m.index if m.index.dim() == 1 and tuple(m.lookup) == (dim,) else None
+
+
+@torch.jit.ignore
+def _segments_along(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
+                    segments: bool = True):
+    """``(dim, 1-D index, ptr, perm)`` when the index runs along ``dim`` only (the kernels' case), else None
+    (``segments=False``: ptr and perm are not built, None)."""
+    if src.dim() == 0 or index.dim() > src.dim() or src.numel() == 0:
+        return None
+    d = _engine.normalize_dim(dim, src.dim())
+    one = _one_dim_index(index, src, d)
+    if one is None:
+        return None
+    if not segments:
+        return d, one, None, None
+    size = dim_size if dim_size is not None else _engine.size_from_index(one)
+    ptr, perm = _engine.segments(one, size)
+    return d, one, ptr, perm
+
+
+def _minus_gathered(src: torch.Tensor, per_group: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """``src - per_group[index]`` along ``dim`` (in place in the gathered buffer when no gradient is wanted)."""
+    gathered = _engine.select_rows(per_group, dim, index)
+    if needs_op(src, per_group):
+        return src - gathered
+    return torch.sub(src, gathered, out=gathered)
+
+
+def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int]) -> torch.Tensor:
+    _floating(src, "scatter_softmax")
+    _engine.check_index(index)
+    src1 = src.view(1) if src.dim() == 0 else src
+    d = _engine.normalize_dim(dim, src1.dim())
+    one = _one_dim_index(index, src1, d) if index.dim() <= src1.dim() else None
+    if one is not None:
+        size = dim_size if dim_size is not None else _engine.size_from_index(one)
+        return segment_softmax(src1, one, dim=d, num_segments=size).view(src.shape)
+    full = broadcast(index, src1, d)
+    top = scatter_max(src1, full, d, dim_size=dim_size)[0]
+    shifted = (src1 - top.gather(d, full)).exp()
+    total = scatter_sum(shifted, full, d, dim_size=dim_size)
+    return (shifted / total.gather(d, full)).view(src.shape)
+
+
+def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
+                    dim_size: Optional[int] = None) -> torch.Tensor:
+    """Softmax of ``src`` within each group of equal ``index`` values along ``dim``."""
+    return _softmax(src, index, dim, dim_size)
+
+
+@torch.jit.ignore
+def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float,
+                 dim_size: Optional[int]) -> torch.Tensor:
+    _floating(src, "scatter_log_softmax")
+    _engine.check_index(index)
+    fast = _segments_along(src, index, dim, dim_size)
+    if fast is not None:  # x - (top + log(sum exp(x - top) + eps)) of its group: one kernel, then one gather
+        d, one, ptr, perm = fast
+        norm = segment_logsumexp(src, ptr, d, perm=perm, eps=eps, flavour="log_softmax")
+        return _minus_gathered(src, norm, d, one)
+    full = broadcast(index, src, dim)
+    top = scatter_max(src, full, dim, dim_size=dim_size)[0]
+    shifted = src - top.gather(dim, full)
+    total = scatter_sum(shifted.exp(), full, dim, dim_size=dim_size)
+    return shifted - total.add(eps).log().gather(dim, full)
+
+
+def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, eps: float = 1e-12,
+                        dim_size: Optional[int] = None) -> torch.Tensor:
+    """``log`` of the softmax within each group, as torch_scatter computes it: ``x - max - log(sum + eps)``."""
+    return _log_softmax(src, index, dim, eps, dim_size)
+
+
+@torch.jit.ignore
+def _logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor],
+               dim_size: Optional[int], eps: float) -> torch.Tensor:
+    _floating(src, "scatter_logsumexp")
+    _engine.check_index(index)
+    if out is not None:
+        _engine.check_out(out, src, list(src.shape), dim % max(src.dim(), 1))
+    fast = _segments_along(src, index, dim, out.size(dim) if out is not None else dim_size)
+    if fast is not None and out is None:  # one kernel, no temporary of src's size
+        d, one, ptr, perm = fast
+        return segment_logsumexp(src, ptr, d, perm=perm, eps=eps).nan_to_num(neginf=0.0)
+    full = broadcast(index, src, dim)
+    if out is not None:
+        dim_size = out.size(dim)
+    elif dim_size is None:
+        dim_size = _engine.size_from_index(full)
+    size = list(src.shape)
+    size[dim] = dim_size
+    start = torch.full(size, float("-inf"), dtype=src.dtype, device=src.device)
+    top = scatter_max(src, full, dim, start, dim_size=dim_size)[0]
+    shifted = src - top.gather(dim, full)
+    shifted = shifted.masked_fill(torch.isnan(shifted), float("-inf"))
+    base = None if out is None else (out - top).exp()
+    total = scatter_sum(shifted.exp(), full, dim, None, dim_size)
+    if base is not None:
+        total = total + base
+    result = total.add(eps).log().add(top)
+    if out is None:
+        return result.nan_to_num(neginf=0.0)
+    return out.copy_(torch.where(result.isfinite(), result, out))  # non-finite rows keep out's value
+
+
+def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                      dim_size: Optional[int] = None, eps: float = 1e-12) -> torch.Tensor:
+    """``log(sum(exp(src)) + eps)`` within each group (with ``out``, its values join each group, and a row whose
+    result is not finite keeps ``out``'s value, as torch_scatter's master branch does); without ``out``, rows of
+    nothing (or only -inf) are 0."""
+    return _logsumexp(src, index, dim, out, dim_size, eps)
+
+
+@torch.jit.ignore
+def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int],
+         unbiased: bool) -> torch.Tensor:
+    _engine.check_tensor(src, "src")
+    _engine.check_index(index)
+    if out is not None:
+        dim_size = out.size(dim)
+    if dim < 0:
+        dim = src.dim() + dim
+    fast = _segments_along(src, index, dim, dim_size, segments=False)
+    if fast is not None and out is None and not needs_op(src):  # in place, into buffers on huge pages
+        d, one, _, _ = fast
+        total = scatter_sum(src, one, d, dim_size=dim_size)
+        size = total.size(d)
+        count = torch.bincount(one, minlength=size).to(src.dtype).clamp_(min=1)
+        view = [1] * src.dim()
+        view[d] = size
+        count = count.view(view)
+        mean = total.div_(count)
+        diff = _engine.select_rows(mean, d, one)
+        torch.sub(src, diff, out=diff)
+        result = scatter_sum(diff.mul_(diff), one, d, dim_size=size)
+        if unbiased:
+            count = count.sub(1).clamp_(min=1)
+        return result.div_(count + 1e-6).sqrt_()
+    count_dim = dim if index.dim() > dim else index.dim() - 1
+    ones = torch.ones((), dtype=src.dtype, device=src.device).expand(index.shape)
+    count = scatter_sum(ones, index, count_dim, dim_size=dim_size)
+    full = broadcast(index, src, dim)
+    total = scatter_sum(src, full, dim, dim_size=dim_size)
+    count = broadcast(count, total, dim).clamp(min=1)
+    mean = total / count
+    var = src - mean.gather(dim, full)
+    var = var * var
+    result = scatter_sum(var, full, dim, out, dim_size)
+    if unbiased:
+        count = count.sub(1).clamp_(min=1)
+    return result.div(count + 1e-6).sqrt()
+
+
+def scatter_std(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                dim_size: Optional[int] = None, unbiased: bool = True) -> torch.Tensor:
+    """Standard deviation within each group, torch_scatter's formula: ``sqrt(sum((x - mean)^2) / (n - 1 + 1e-6))``
+    (``n`` with ``unbiased=False``; counts clamped to at least 1)."""
+    return _std(src, index, dim, out, dim_size, unbiased)

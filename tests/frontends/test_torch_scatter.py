@@ -1,0 +1,194 @@
+"""``scatterx.torch_scatter``'s scatter family against the plain reference of torch_scatter's semantics
+(``scatterx.reference.ts_scatter``), on both backends, and torch_scatter's conventions by hand."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scatterx.torch_scatter as ts
+from scatterx import reference
+from conftest import TOLERANCES
+
+REDUCES = ["sum", "add", "mul", "mean", "min", "max"]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int16]
+
+
+def values(shape, dtype, g, reduce, special):
+    """Small integers (ties) or uniform values, with NaN and infinities planted when ``special``."""
+    if dtype.is_floating_point:
+        x = torch.randint(-3, 4, shape, generator=g).to(torch.float64)
+        if reduce != "mul" and torch.rand((), generator=g) < 0.5:
+            x = torch.rand(shape, generator=g, dtype=torch.float64) * 8 - 4
+        if special and x.numel():
+            pick = torch.rand(shape, generator=g)
+            x[pick < 0.1] = math.nan
+            x[(pick >= 0.1) & (pick < 0.2)] = -math.inf
+            x[(pick >= 0.2) & (pick < 0.25)] = math.inf
+        return x.to(dtype)
+    return torch.randint(-5 if reduce == "mul" else -50, 6 if reduce == "mul" else 51, shape, generator=g).to(dtype)
+
+
+@st.composite
+def problems(draw, reduce=None):
+    """A torch_scatter scatter call: src, an index of one of torch_scatter's broadcast forms, dim, out/dim_size."""
+    reduce = draw(st.sampled_from(REDUCES)) if reduce is None else reduce
+    dtype = draw(st.sampled_from(DTYPES))
+    ndim = draw(st.integers(1, 3))
+    shape = draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim))
+    dim = draw(st.integers(-ndim, ndim - 1))
+    d = dim % ndim
+    shape[d] = draw(st.integers(0, 9))
+    size = draw(st.integers(1, 6))
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    form = draw(st.sampled_from(["1d", "full", "lead"]))
+    if form == "1d":
+        index = torch.randint(0, size, (shape[d],), generator=g)
+        if draw(st.booleans()):
+            index = index.sort().values
+    elif form == "full":  # a different index per position: element by element
+        index = torch.randint(0, size, shape, generator=g)
+    else:  # leading dims only (trailing ones broadcast): slices of the trailing dims
+        index = torch.randint(0, size, shape[: d + 1], generator=g)
+    src = values(shape, dtype, g, reduce, draw(st.booleans()) and reduce not in ("sum", "add", "mul", "mean"))
+    mode = draw(st.sampled_from(["none", "dim_size", "out"]))
+    out_shape = list(shape)
+    out_shape[d] = size
+    out = values(out_shape, dtype, g, reduce, False) if mode == "out" else None
+    dim_size = size if mode == "dim_size" else None
+    return dict(src=src, index=index, dim=dim, out=out, dim_size=dim_size, reduce=reduce)
+
+
+def check(actual, expected, dtype, reduce):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if reduce in ("min", "max") or not dtype.is_floating_point:
+        torch.testing.assert_close(actual, expected, atol=0, rtol=0, equal_nan=True)
+    else:
+        atol, rtol = TOLERANCES.get(dtype, (1e-4, 1e-5))
+        torch.testing.assert_close(actual, expected, atol=atol * 10, rtol=rtol * 10, equal_nan=True)
+
+
+@settings(max_examples=150)
+@given(p=problems())
+def test_scatter_matches_reference(p, backend):
+    """Every reduction x dtype x index form x sorted/unsorted x out/dim_size, against the reference; ``out`` is
+    written in place and returned, argindex as torch_scatter's."""
+    expected = reference.ts_scatter(p["src"], p["index"], p["dim"], p["out"], p["dim_size"], p["reduce"])
+    q = backend.put(p)
+    out = q["out"].clone() if q["out"] is not None else None
+    with backend:
+        fn = getattr(ts, f"scatter_{p['reduce']}")
+        result = fn(q["src"], q["index"], q["dim"], out, q["dim_size"])
+    if p["reduce"] in ("min", "max"):
+        (values_, arg), (expected, expected_arg) = result, expected
+        torch.testing.assert_close(arg.cpu(), expected_arg, atol=0, rtol=0)
+        result = values_
+    check(result.cpu(), expected, p["src"].dtype, p["reduce"])
+    if out is not None:
+        assert result is out
+    plain = ts.scatter(q["src"], q["index"], q["dim"], None, q["dim_size"] or (q["out"].size(q["dim"]) if q["out"]
+                       is not None else None), p["reduce"]) if backend.name == "cpu" else None
+    if plain is not None:
+        if p["reduce"] in ("min", "max"):
+            want = reference.ts_scatter(p["src"], p["index"], p["dim"], None, plain.size(p["dim"]), p["reduce"])[0]
+        else:
+            want = reference.ts_scatter(p["src"], p["index"], p["dim"], None, plain.size(p["dim"]), p["reduce"])
+        check(plain, want, p["src"].dtype, p["reduce"])
+
+
+# ---------------------------------------------------------------------------------------------------- by hand
+def test_torch_scatter_conventions_where_scatterx_core_differs():
+    """The held-out list of the issue, each as torch_scatter has it."""
+    idx = torch.tensor([0, 0, 2])
+    # mul of an empty row is 1 (scatterx.index_scatter_reduce: 0)
+    assert ts.scatter_mul(torch.tensor([2.0, 3.0, 4.0]), idx).tolist() == [6.0, 1.0, 4.0]
+    # mean with out= divides (out + sum) by the members only (the core's include_self counts out)
+    out = torch.tensor([10.0, 5.0, 1.0])
+    assert ts.scatter_mean(torch.tensor([2.0, 3.0, 4.0]), idx, out=out).tolist() == [7.5, 5.0, 5.0]
+    # integer mean rounds down in scatter_mean (-3 / 2 -> -2), and toward zero in the segment means (-1)
+    assert ts.scatter_mean(torch.tensor([-3, 0]), torch.tensor([0, 0])).tolist() == [-2]
+    assert ts.segment_mean_csr(torch.tensor([-3, 0]), torch.tensor([0, 2])).tolist() == [-1]
+    assert ts.segment_mean_coo(torch.tensor([-3, 0]), torch.tensor([0, 0])).tolist() == [-1]
+    # max skips NaN (scatterx's amax propagates it); a row of only -inf is 0 with argindex src.size(dim)
+    v, a = ts.scatter_max(torch.tensor([math.nan, 1.0, -math.inf, -math.inf]), torch.tensor([0, 0, 1, 1]))
+    assert v.tolist() == [1.0, 0.0] and a.tolist() == [1, 4]
+    # the first of tied members wins
+    v, a = ts.scatter_min(torch.tensor([2.0, 1.0, 1.0, 1.0]), torch.tensor([0, 0, 0, 1]))
+    assert v.tolist() == [1.0, 1.0] and a.tolist() == [1, 3]
+    # segment_max_csr keeps the finite extreme in a non-empty segment where nothing was selected
+    v, a = ts.segment_max_csr(torch.tensor([-math.inf, 2.0]), torch.tensor([0, 1, 1, 2]))
+    assert v.tolist() == [torch.finfo(torch.float32).min, 0.0, 2.0] and a.tolist() == [2, 2, 1]
+
+
+def test_scatter_max_with_out_compares_against_out():
+    out = torch.tensor([5.0, -1.0])
+    v, a = ts.scatter_max(torch.tensor([3.0, 4.0, 0.0]), torch.tensor([0, 0, 1]), out=out)
+    assert v is out and out.tolist() == [5.0, 0.0] and a.tolist() == [3, 2]
+
+
+def test_dim_size_from_index_and_empty_index():
+    assert ts.scatter_sum(torch.ones(3), torch.tensor([0, 4, 4])).shape == (5,)
+    assert ts.scatter_sum(torch.ones(0, 2), torch.tensor([], dtype=torch.long), 0).shape == (0, 2)
+    assert ts.scatter_max(torch.ones(0, 2), torch.tensor([], dtype=torch.long), 0, dim_size=3)[1].tolist() == \
+        [[0, 0]] * 3
+
+
+def test_broadcast_forms():
+    """torch_scatter's README example and its broadcasting test's forms."""
+    src = torch.randn(10, 6, 64)
+    index = torch.tensor([0, 1, 0, 1, 2, 1])
+    out = ts.scatter(src, index, dim=1, reduce="sum")
+    assert out.shape == (10, 3, 64)
+    torch.testing.assert_close(out, torch.zeros(10, 3, 64).index_add_(1, index, src))
+    index = torch.randint(0, 6, (10, 6))  # leading dims given, trailing broadcast
+    want = reference.ts_scatter(src, index, 1, None, 6, "max")
+    got = ts.scatter_max(src, index, 1, dim_size=6)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_gradcheck(reduce):
+    """Gradients in float64 for every reduction, with a general (element) index and with a 1-D one; for min/max
+    the gradient goes to the selected member (values kept distinct, so that finite differences agree)."""
+    g = torch.Generator().manual_seed(0)
+    src = (torch.randperm(24, generator=g).to(torch.float64) / 7 + 0.5).view(4, 6).requires_grad_()
+    for index, dim in [(torch.tensor([0, 2, 0, 1, 2, 2]), 1), (torch.randint(0, 3, (4, 6), generator=g), 1),
+                       (torch.tensor([1, 0, 1, 1]), 0)]:
+        assert torch.autograd.gradcheck(lambda x: ts.scatter(x, index, dim, None, None, reduce), (src,))
+
+
+def test_mul_gradient_is_exact_with_zeros():
+    """torch_scatter divides by ``src`` (a zero member gets 0 or NaN); the drop-in's product rule is exact."""
+    src = torch.tensor([0.0, 3.0, 2.0, 0.0, 0.0], dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 0, 0, 1, 1])
+    ts.scatter_mul(src, index).sum().backward()
+    assert src.grad.tolist() == [6.0, 0.0, 0.0, 0.0, 0.0]
+    assert torch.autograd.gradcheck(lambda x: ts.scatter_mul(x, index), (src.detach().requires_grad_(),))
+
+
+def test_max_gradient_goes_to_the_first_tied_member():
+    src = torch.tensor([1.0, 3.0, 3.0, 2.0], requires_grad=True)
+    ts.scatter_max(src, torch.tensor([0, 0, 0, 1]))[0].sum().backward()
+    assert src.grad.tolist() == [0.0, 1.0, 0.0, 1.0]
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("fn", [ts.scatter_sum, ts.scatter_mean, ts.scatter_mul, ts.scatter_max, ts.scatter_min])
+def test_bad_index_raises_before_out_is_written(fn):
+    src = torch.ones(4, 3)
+    out = torch.full((3, 3), 7.0)
+    for index, error in [(torch.tensor([0, 1, 3, 0]), IndexError), (torch.tensor([0, -1, 2, 0]), IndexError),
+                         (torch.tensor([0.0, 1, 2, 0]), TypeError), (torch.tensor([0, 1, 2]), ValueError)]:
+        with pytest.raises(error):
+            fn(src, index, 0, out)
+        assert torch.equal(out, torch.full((3, 3), 7.0))
+    with pytest.raises(TypeError):
+        fn(src, torch.tensor([0, 1, 2, 0]), 0, out.double())
+    with pytest.raises(ValueError):
+        fn(src, torch.tensor([0, 1, 2, 0]), 0, torch.zeros(3, 2))
+    with pytest.raises(IndexError):
+        fn(src, torch.tensor([0, 1, 2, 0]), 2)
+    with pytest.raises(ValueError):
+        ts.scatter(src, torch.tensor([0, 1, 2, 0]), 0, reduce="median")

@@ -1,0 +1,147 @@
+"""``scatterx.torch_scatter``'s segment_csr / segment_coo / gather_csr / gather_coo families against the plain
+reference of torch_scatter's semantics (``scatterx.reference.ts_*``), on both backends."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scatterx.torch_scatter as ts
+from scatterx import reference
+from test_torch_scatter import DTYPES, check, values
+
+REDUCES = ["sum", "add", "mean", "min", "max"]
+
+
+@st.composite
+def segment_problems(draw):
+    """src with a batch of ``lead`` dims, a sorted index / CSR offsets per batch (the same for every batch, given
+    once and broadcast, or varying), out or not."""
+    reduce = draw(st.sampled_from(REDUCES))
+    dtype = draw(st.sampled_from(DTYPES))
+    lead = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+    n = draw(st.integers(0, 8))
+    rest = draw(st.lists(st.integers(1, 3), min_size=0, max_size=1))
+    size = draw(st.integers(1, 5))
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    varying = draw(st.booleans()) and lead
+    batch = lead if varying else [1] * len(lead)
+    index = torch.randint(0, size, batch + [n], generator=g).sort(-1).values
+    counts = torch.stack([torch.bincount(row, minlength=size) for row in index.reshape(-1, n)]) if n else \
+        torch.zeros(max(1, torch.Size(batch).numel()), size, dtype=torch.long)
+    indptr = torch.cat([torch.zeros(counts.size(0), 1, dtype=torch.long), counts.cumsum(1)], 1).view(batch + [size + 1])
+    if draw(st.booleans()) and not lead:  # offsets that do not start at 0 / end at n: positions in no segment
+        lo = draw(st.integers(0, n))
+        hi = draw(st.integers(lo, n))
+        indptr = torch.cat([torch.tensor([lo]), torch.randint(lo, hi + 1, (size - 1,), generator=g).sort().values,
+                            torch.tensor([hi])])
+    src = values(lead + [n] + rest, dtype, g, reduce, draw(st.booleans()) and reduce in ("min", "max"))
+    out = values(lead + [size] + rest, dtype, g, reduce, False) if draw(st.booleans()) else None
+    return dict(src=src, index=index, indptr=indptr, out=out, reduce=reduce)
+
+
+def _run(fn, backend, *args):
+    with backend:
+        return fn(*backend.put(list(args)))
+
+
+def _compare(result, expected, p, arg_too=True):
+    if p["reduce"] in ("min", "max"):
+        (result, arg), (expected, expected_arg) = result, expected
+        if arg_too:
+            torch.testing.assert_close(arg.cpu(), expected_arg, atol=0, rtol=0)
+    check(result.cpu(), expected, p["src"].dtype, p["reduce"])
+
+
+@settings(max_examples=120)
+@given(p=segment_problems())
+def test_segment_csr_matches_reference(p, backend):
+    """``out`` is written (in place), never read; empty segments 0; argindex as the reference (src.size(dim)
+    where nothing was selected)."""
+    name = {"add": "sum"}.get(p["reduce"], p["reduce"])
+    expected = reference.ts_segment_csr(p["src"], p["indptr"], None, p["reduce"])
+    M = max(p["indptr"].size(-1) - 1, 0)
+    out = None
+    if p["out"] is not None and p["out"].size(p["indptr"].dim() - 1) == M:
+        out = backend.put(p["out"].clone())
+    result = _run(lambda s, i: getattr(ts, f"segment_{name}_csr")(s, i, out), backend, p["src"], p["indptr"])
+    _compare(result, expected, p)
+    if out is not None:
+        assert (result[0] if isinstance(result, tuple) else result) is out
+
+
+@settings(max_examples=120)
+@given(p=segment_problems())
+def test_segment_coo_matches_reference(p, backend):
+    """``out``'s values take part; rows of nothing keep them (0 without out)."""
+    name = {"add": "sum"}.get(p["reduce"], p["reduce"])
+    out = backend.put(p["out"].clone()) if p["out"] is not None else None
+    expected = reference.ts_segment_coo(p["src"], p["index"], p["out"], None, p["reduce"])
+    result = _run(lambda s, i: getattr(ts, f"segment_{name}_coo")(s, i, out), backend, p["src"], p["index"])
+    _compare(result, expected, p)
+
+
+@settings(max_examples=60)
+@given(p=segment_problems())
+def test_gathers_match_reference(p, backend):
+    src = p["src"]
+    dim = p["index"].dim() - 1
+    M = max(p["indptr"].size(-1) - 1, 0)
+    rows = src.narrow(dim, 0, min(M, src.size(dim)))
+    if rows.size(dim) == M:
+        expected = reference.ts_gather_csr(rows, p["indptr"])
+        got = _run(ts.gather_csr, backend, rows, p["indptr"])
+        torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
+    index = p["index"].expand(list(src.shape[:dim]) + [p["index"].size(-1)])
+    table = values(list(src.shape[:dim]) + [5] + list(src.shape[dim + 1:]), src.dtype, torch.Generator(), "sum", True)
+    got = _run(ts.gather_coo, backend, table, index)
+    if index.numel():
+        expected = torch.gather(table, dim, index.reshape(list(index.shape) + [1] * (table.dim() - dim - 1))
+                                .expand(list(index.shape) + list(table.shape[dim + 1:])))
+        torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
+
+
+def test_torch_scatter_readme_example():
+    src = torch.randn(10, 6, 64)
+    indptr = torch.tensor([0, 2, 5, 6]).view(1, -1)
+    out = ts.segment_csr(src, indptr, reduce="sum")
+    assert out.shape == (10, 3, 64)
+    torch.testing.assert_close(out[:, 1], src[:, 2:5].sum(1))
+
+
+def test_unsorted_coo_index_raises():
+    with pytest.raises(ValueError):
+        ts.segment_coo(torch.ones(3), torch.tensor([1, 0, 1]))
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_gradcheck(reduce):
+    g = torch.Generator().manual_seed(1)
+    src = (torch.randperm(30, generator=g).to(torch.float64) / 9 + 0.25).view(2, 5, 3).requires_grad_()
+    indptr = torch.tensor([[0, 2, 2, 5], [0, 1, 4, 5]])
+    index = torch.tensor([[0, 0, 2, 2, 2], [0, 1, 1, 1, 2]])
+    assert torch.autograd.gradcheck(lambda x: ts.segment_csr(x, indptr, None, reduce), (src,))
+    assert torch.autograd.gradcheck(lambda x: ts.segment_coo(x, index, None, None, reduce), (src,))
+    assert torch.autograd.gradcheck(lambda x: ts.segment_csr(x[0], indptr[0], None, reduce), (src,))
+    table = src[:, :3].detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: ts.gather_csr(x, indptr), (table,))
+    assert torch.autograd.gradcheck(lambda x: ts.gather_coo(x, index.clamp(max=2)), (table,))
+
+
+def test_bad_offsets_raise_before_out_is_written():
+    src = torch.ones(5, 2)
+    out = torch.full((3, 2), 7.0)
+    for indptr, error in [(torch.tensor([0, 2, 1, 5]), ValueError), (torch.tensor([0, 2, 3, 6]), IndexError),
+                          (torch.tensor([-1, 2, 3, 5]), IndexError)]:
+        with pytest.raises(error):
+            ts.segment_csr(src, indptr, out, "max")
+        assert torch.equal(out, torch.full((3, 2), 7.0))
+    with pytest.raises(IndexError):
+        ts.segment_coo(src, torch.tensor([0, 0, 1, 2, 3]), out)
+    assert torch.equal(out, torch.full((3, 2), 7.0))
+    with pytest.raises(ValueError):
+        ts.gather_csr(torch.ones(2), torch.tensor([0, 2, 1]))
+    with pytest.raises(IndexError):
+        ts.gather_coo(torch.ones(2), torch.tensor([0, 2]))
