@@ -323,8 +323,10 @@ def ts_segment_csr(src, indptr, out=None, reduce="sum"):
                 values.append(v)
                 args.append(arg)
     result = torch.tensor(values, dtype=_wide(src.dtype)).view(shape).to(src.dtype)
+    if src.numel() == 0 and out is not None:  # torch_scatter returns out as it is
+        result = out.clone()
     if reduce in ("min", "max"):
-        return result, torch.tensor(args, dtype=torch.int64).view(shape)
+        return result, torch.tensor(args, dtype=torch.int64).view(result.shape)
     return result
 
 

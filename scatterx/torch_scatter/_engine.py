@@ -64,6 +64,15 @@ def widened(src: torch.Tensor) -> torch.Tensor:
     return src.to(torch.int64) if src.dtype in SMALL_INT else src
 
 
+def base_of(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """``out``'s values as the start of a reduction (widened). A copy when autograd may save it: ``finish``
+    overwrites ``out`` afterwards, which would invalidate a saved ``out`` itself."""
+    work = widened(out)
+    if work is out and (src.requires_grad or out.requires_grad) and torch.is_grad_enabled():
+        return out.clone()
+    return work
+
+
 def nothing(src: torch.Tensor, shape: List[int], fill: float = 0) -> torch.Tensor:
     """The result of reducing an empty ``src``: ``fill`` everywhere, still connected to ``src``'s graph (so that
     a backward through it runs, with a zero gradient, as torch_scatter's does)."""
@@ -132,14 +141,24 @@ def segments(rows: torch.Tensor, size: int) -> Tuple[torch.Tensor, Optional[torc
 
 def select(
     src3: torch.Tensor, rows: torch.Tensor, size: int, reduce: str, base: Optional[torch.Tensor], fill: str,
-    sorted_rows: bool = False,
+    sorted_rows: bool = False, dtype: Optional[torch.dtype] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's min/max of ``src3`` (outer, n, inner) into ``size`` rows: ``(values, arg)`` with ``arg``
-    a row of ``n`` (``n`` where nothing was selected). ``base``: out's values as the start values."""
+    a row of ``n`` (``n`` where nothing was selected). ``base``: out's values as the start values. ``dtype``:
+    the caller's dtype when ``src3`` was widened from a small integer one (whose extreme is then the start)."""
     if sorted_rows:
         ptr, perm = index_to_ptr(rows, size), None
     else:
         ptr, perm = segments(rows, size)
+    if base is None and dtype in SMALL_INT:  # torch_scatter starts from the small dtype's own extreme
+        info = torch.iinfo(dtype)
+        start = torch.full((src3.size(0), size, src3.size(2)), info.min if reduce == "amax" else info.max,
+                           dtype=src3.dtype, device=src3.device)
+        values, arg = segment_arg_reduce(src3, ptr, reduce, 1, perm=perm, base=start, finite_start=True,
+                                         fill="none")
+        if fill == "unselected":
+            values = values.masked_fill(arg == src3.size(1), 0)
+        return values, arg
     return segment_arg_reduce(src3, ptr, reduce, 1, perm=perm, base=base, finite_start=True, fill=fill)
 
 

@@ -58,6 +58,7 @@ def _minus_gathered(src: torch.Tensor, per_group: torch.Tensor, dim: int, index:
     return torch.sub(src, gathered, out=gathered)
 
 
+@torch.jit.ignore
 def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int]) -> torch.Tensor:
     _floating(src, "scatter_softmax")
     _engine.check_index(index)
@@ -153,7 +154,7 @@ def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.T
     if dim < 0:
         dim = src.dim() + dim
     fast = _segments_along(src, index, dim, dim_size, segments=False)
-    if fast is not None and out is None and not needs_op(src):  # in place, into buffers on huge pages
+    if fast is not None and out is None and src.is_floating_point() and not needs_op(src):  # in place, into buffers on huge pages
         d, one, _, _ = fast
         total = scatter_sum(src, one, d, dim_size=dim_size)
         size = total.size(d)

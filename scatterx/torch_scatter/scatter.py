@@ -68,14 +68,14 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
         return out if out is not None else _engine.nothing(src, shape)
     m = planner.XMap.along_dim(index, shape, dim, op=f"scatter_{reduce}")
     if reduce == "mean" and out is not None:  # out + sum, divided by the members only
-        total = planner.scatter(m, _engine.widened(out), work, "sum", include_self=True)
+        total = planner.scatter(m, _engine.base_of(out, src), work, "sum", include_self=True)
         ones = torch.ones((), dtype=total.dtype, device=src.device).expand(index.shape)
         count = planner.scatter(m, torch.zeros(shape, dtype=total.dtype, device=src.device), ones, "sum")
         count = count.clamp_(min=1)
         result = total / count if total.is_floating_point() else torch.div(total, count, rounding_mode="floor")
         return _engine.finish(result, out, dtype)
     if out is not None:
-        result = planner.scatter(m, _engine.widened(out), work, "prod" if reduce == "mul" else reduce, include_self=True)
+        result = planner.scatter(m, _engine.base_of(out, src), work, "prod" if reduce == "mul" else reduce, include_self=True)
         return _engine.finish(result, out, dtype)
     fill = 1 if reduce == "mul" else 0
     base = torch.full(shape, fill, dtype=work.dtype, device=src.device)
@@ -96,8 +96,9 @@ def _select(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
         arg = torch.full(shape, src.size(dim), dtype=torch.int64, device=src.device)
         return (out if out is not None else _engine.nothing(src, shape)), arg
     plan = _engine.ScatterPlan(work, index, dim, size)
-    base = None if out is None else _engine.widened(out).reshape(plan.plan.outer, plan.S, plan.plan.inner)
-    values, arg = _engine.select(plan.src3, plan.rows, plan.S, reduce, base, "unselected" if out is None else "none")
+    base = None if out is None else _engine.base_of(out, src).reshape(plan.plan.outer, plan.S, plan.plan.inner)
+    values, arg = _engine.select(plan.src3, plan.rows, plan.S, reduce, base, "unselected" if out is None else "none",
+                                 dtype=dtype)
     values = values.reshape(plan.out_shape)
     arg = plan.along(arg).reshape(plan.out_shape)
     return _engine.finish(values, out, dtype), arg

@@ -64,7 +64,7 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
     for s in lead:
         B *= s
     starts = torch.arange(B, device=src.device, dtype=torch.int64).mul_(size).view(B, 1)
-    flat = (index.reshape(B, -1).to(torch.int64) + starts).reshape(-1)
+    flat = (index.reshape(B, src.size(dim)).to(torch.int64) + starts).reshape(-1)
     src2 = src.reshape([B * src.size(dim)] + list(src.shape[dim + 1:]))
     return src2, flat, dim, size, 0, True, shape
 
@@ -84,7 +84,7 @@ def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]
     else:
         base_shape[rdim] = size
     S = base_shape[rdim]
-    base = None if out is None else _engine.widened(out).reshape(base_shape)
+    base = None if out is None else _engine.base_of(out, src).reshape(base_shape)
     if reduce in ("amax", "amin"):
         outer = 1
         for d in range(rdim):
@@ -95,7 +95,8 @@ def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]
         n = work.size(rdim)
         base3 = None if base is None else base.reshape(outer, S, inner)
         values, arg = _engine.select(work.reshape(outer, n, inner), idx, S, reduce, base3,
-                                     "unselected" if out is None else "none", sorted_rows=True)
+                                     "unselected" if out is None else "none", sorted_rows=True,
+                                     dtype=dtype)
         arg = arg.reshape(base_shape)
         if flat:  # flat rows -> positions in the batch's own rows
             arg = torch.where(arg == n, torch.full_like(arg, E), arg.remainder(max(E, 1)))

@@ -9,12 +9,13 @@ semantics:
 - mean: integers truncate toward zero (torch_scatter's C++ division), floats divide; an empty segment is 0.
 - min/max: strict selection from the dtype's finite extreme (first tie wins, NaN never selected); an empty segment
   is 0 with argindex ``src.size(dim)``; a non-empty segment where nothing was selected (only NaN, or only the
-  infinity at the wrong end) keeps the finite extreme, as torch_scatter's kernel writes it (for half types the
-  infinity, float32's extreme rounded; argindex ``src.size(dim)`` there, where torch_scatter leaves a stale
-  value).
+  infinity at the wrong end) keeps the finite extreme, as torch_scatter's kernel writes it (argindex
+  ``src.size(dim)`` there, where torch_scatter leaves a stale value). Half types compare in float32 from
+  float32's extreme, as torch_scatter's CSR kernel does: half's own extreme can be selected, and the unselected
+  value rounds to an infinity.
+- ``src`` with no elements: ``out`` is returned untouched (zeros without ``out``).
 """
 
-import math
 from typing import Optional, Tuple
 
 import torch
@@ -87,22 +88,30 @@ def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
     if out is not None and out.size(dim) != M and src.numel():
         raise ValueError(f"out.size({dim}) = {out.size(dim)} but indptr describes {M} segments")
     rest = list(src.shape[dim + 1:])
+    if src.numel() == 0 and out is not None:  # torch_scatter returns out untouched
+        if reduce in ("amax", "amin"):
+            return out, torch.full(out.shape, src.size(dim), dtype=torch.int64, device=src.device)
+        return out
     work = _engine.widened(src_)
+    if reduce in ("amax", "amin") and work.dtype in (torch.float16, torch.bfloat16):
+        work = work.float()  # torch_scatter's CSR compares half types in float32, from float32's extreme
     rdim = 0 if flat else dim
     arg = None
     if reduce in ("amax", "amin"):
-        values, arg = segment_arg_reduce(work, ptr, reduce, rdim, finite_start=True, fill="empty")
+        start = None
+        if dtype in _engine.SMALL_INT:  # widened to int64, compared from the small dtype's extreme
+            shape_ = list(work.shape)
+            shape_[rdim] = ptr.numel() - 1
+            info = torch.iinfo(dtype)
+            start = torch.full(shape_, info.min if reduce == "amax" else info.max, dtype=work.dtype,
+                               device=work.device)
+        values, arg = segment_arg_reduce(work, ptr, reduce, rdim, base=start, finite_start=True, fill="empty")
         values = _take(values, dim, M, flat, lead, rest)
         arg = _take(arg, dim, M, flat, lead, rest)
         N = src.size(dim)
         if flat:  # flat rows -> positions in the batch's own rows
             Bn = work.size(0)
             arg = torch.where(arg == Bn, torch.full_like(arg, N), arg.remainder(max(N, 1)))
-        if work.dtype in (torch.float16, torch.bfloat16):
-            # torch_scatter starts half types from float32's extreme, which rounds to an infinity when written
-            extreme = torch.finfo(work.dtype).min if reduce == "amax" else torch.finfo(work.dtype).max
-            unselected = (arg == N) & (values == extreme)
-            values = values.masked_fill(unselected, -math.inf if reduce == "amax" else math.inf)
     elif reduce == "mean" and not work.is_floating_point():  # torch_scatter truncates
         total = _take(segment_reduce(work, ptr, "sum", rdim), dim, M, flat, lead, rest)
         count = (ptr[1:] - ptr[:-1]).clamp(min=1)

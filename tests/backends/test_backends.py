@@ -16,7 +16,7 @@ from scatterx.kernels.gpu import available
 INTERFACE = [
     "output_size", "check_index", "check_ptr", "index_to_ptr", "segments", "index_scatter_reduce",
     "small_index_scatter_reduce",
-    "segment_reduce", "gather_segment_reduce", "weighted_gather_segment_reduce", "sddmm", "gatv2_logits", "gatv2_grad",
+    "segment_reduce", "segment_arg_reduce", "segment_logsumexp", "gather_segment_reduce", "weighted_gather_segment_reduce", "sddmm", "gatv2_logits", "gatv2_grad",
     "tie_backward",
     "csr_transpose", "element_scatter",
     "element_gather", "segment_softmax", "segment_softmax_backward",

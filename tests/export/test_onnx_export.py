@@ -336,3 +336,35 @@ def test_torch_export_and_aoti(tmp_path):
     package = torch._inductor.aoti_compile_and_package(program, package_path=str(tmp_path / "gnn.pt2"))
     runner = torch._inductor.aoti_load_package(package)
     torch.testing.assert_close(runner(*other), model(*other))
+
+
+# ------------------------------------------------------------------------------- the torch_scatter drop-in's ops
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_segment_arg_reduce_and_logsumexp(dtype, tmp_path):
+    """The selection (ties, start values, fills, a gathered order) and the log-sum-exp normalisers, in
+    onnxruntime against eager."""
+    from scatterx.ops import segment_arg_reduce, segment_logsumexp
+
+    src = values((9, 3), dtype, 5).round() if dtype.is_floating_point else values((9, 3), dtype, 5)
+    if dtype.is_floating_point:
+        src[1, 0] = float("nan")
+        src[4, 1] = float("-inf")
+    ptr = torch.tensor([0, 3, 3, 7, 9])
+    perm = torch.tensor([8, 0, 3, 3, 1, 2, 6, 5, 4])
+    base = values((4, 3), dtype, 6)
+
+    def every(x, p, q, b):
+        out = [*segment_arg_reduce(x, p, "amax", finite_start=True),
+               *segment_arg_reduce(x, p, "amin", fill="empty", perm=q),
+               *segment_arg_reduce(x, p, "amax", base=b, fill="none")]
+        if x.dtype.is_floating_point:
+            out += [segment_logsumexp(x, p, perm=q), segment_logsumexp(x, p, flavour="log_softmax"),
+                    segment_logsumexp(x.t(), p, 1)]
+        return tuple(out)
+
+    inputs = [src, ptr, perm, base]
+    got = run_onnx(Wrap(every), inputs, tmp_path / "m.onnx")
+    want = every(*inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.to(w.dtype), w, atol=1e-5, rtol=1e-5, equal_nan=True)

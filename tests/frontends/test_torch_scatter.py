@@ -27,8 +27,15 @@ def values(shape, dtype, g, reduce, special):
             x[pick < 0.1] = math.nan
             x[(pick >= 0.1) & (pick < 0.2)] = -math.inf
             x[(pick >= 0.2) & (pick < 0.25)] = math.inf
-        return x.to(dtype)
-    return torch.randint(-5 if reduce == "mul" else -50, 6 if reduce == "mul" else 51, shape, generator=g).to(dtype)
+        x = x.to(dtype)
+    else:
+        x = torch.randint(-5 if reduce == "mul" else -50, 6 if reduce == "mul" else 51, shape, generator=g).to(dtype)
+    if special and x.numel() and reduce in ("min", "max"):  # the dtype's extremes: torch_scatter's start values
+        info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+        pick = torch.rand(shape, generator=g)
+        x[pick > 0.9] = info.min
+        x[pick > 0.95] = info.max
+    return x
 
 
 @st.composite
@@ -192,3 +199,42 @@ def test_bad_index_raises_before_out_is_written(fn):
         fn(src, torch.tensor([0, 1, 2, 0]), 2)
     with pytest.raises(ValueError):
         ts.scatter(src, torch.tensor([0, 1, 2, 0]), 0, reduce="median")
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16])
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_small_integers_start_from_their_own_extreme(dtype, reduce):
+    """int8/uint8/int16 run widened to int64, but torch_scatter compares from the small dtype's extreme: a row of
+    only that extreme selects nothing (0, argindex src.size(dim))."""
+    info = torch.iinfo(dtype)
+    extreme = info.min if reduce == "max" else info.max
+    src = torch.tensor([extreme, extreme, 3, extreme], dtype=dtype)
+    index = torch.tensor([0, 0, 1, 1])
+    values_, arg = getattr(ts, f"scatter_{reduce}")(src, index)
+    expected, expected_arg = reference.ts_scatter(src, index, reduce=reduce)
+    assert values_.tolist() == expected.tolist() == [0, 3]
+    assert arg.tolist() == expected_arg.tolist() == [4, 2]
+
+
+@pytest.mark.parametrize("fn", [ts.scatter_sum, ts.scatter_mul, ts.scatter_mean,
+                                lambda *a, **k: ts.scatter_max(*a, **k)[0], ts.scatter_std])
+def test_out_with_src_requiring_grad(fn):
+    """``out`` is overwritten after the reduction; the backward must not see the overwritten values."""
+    src = torch.rand(6, 3, dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 0, 1, 1, 2, 2])
+    start = torch.rand(3, 3, dtype=torch.float64)
+    result = fn(src, index, 0, out=start.clone())
+    result.sum().backward()
+    expected = torch.autograd.grad(fn(src, index, 0, out=start.clone()).sum(), src)[0]
+    torch.testing.assert_close(src.grad, expected)
+    assert torch.autograd.gradcheck(lambda s: fn(s, index, 0, out=start.clone()), (src,))
+
+
+def test_std_of_integers_is_floating():
+    """torch_scatter's std of an integer src divides by the counts: a float result."""
+    src = torch.tensor([1, 2, 3, 10])
+    index = torch.tensor([0, 0, 1, 1])
+    result = ts.scatter_std(src, index)
+    expected = reference.ts_softmax_family(src.double(), index, kind="std")
+    assert result.is_floating_point()
+    torch.testing.assert_close(result.double(), expected.double(), atol=1e-6, rtol=1e-6)

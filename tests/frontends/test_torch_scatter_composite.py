@@ -106,3 +106,12 @@ def test_compiles_fullgraph():
     (wx,) = torch.autograd.grad(want, x)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(gx, wx)
+
+
+@pytest.mark.parametrize("name", ["scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_std"])
+def test_composites_are_scriptable(name):
+    """torch_scatter's functions are TorchScript functions; PyG scripts modules that call them."""
+    scripted = torch.jit.script(getattr(ts, name))
+    src = torch.rand(5, 2)
+    index = torch.tensor([0, 0, 1, 1, 1])
+    torch.testing.assert_close(scripted(src, index, 0), getattr(ts, name)(src, index, 0))

@@ -58,14 +58,14 @@ def _compare(result, expected, p, arg_too=True):
 @settings(max_examples=120)
 @given(p=segment_problems())
 def test_segment_csr_matches_reference(p, backend):
-    """``out`` is written (in place), never read; empty segments 0; argindex as the reference (src.size(dim)
-    where nothing was selected)."""
+    """``out`` is written (in place), never read (returned untouched for an empty ``src``); empty segments 0;
+    argindex as the reference (src.size(dim) where nothing was selected)."""
     name = {"add": "sum"}.get(p["reduce"], p["reduce"])
-    expected = reference.ts_segment_csr(p["src"], p["indptr"], None, p["reduce"])
     M = max(p["indptr"].size(-1) - 1, 0)
     out = None
     if p["out"] is not None and p["out"].size(p["indptr"].dim() - 1) == M:
         out = backend.put(p["out"].clone())
+    expected = reference.ts_segment_csr(p["src"], p["indptr"], None if out is None else p["out"], p["reduce"])
     result = _run(lambda s, i: getattr(ts, f"segment_{name}_csr")(s, i, out), backend, p["src"], p["indptr"])
     _compare(result, expected, p)
     if out is not None:
@@ -145,3 +145,43 @@ def test_bad_offsets_raise_before_out_is_written():
         ts.gather_csr(torch.ones(2), torch.tensor([0, 2, 1]))
     with pytest.raises(IndexError):
         ts.gather_coo(torch.ones(2), torch.tensor([0, 2]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_csr_half_types_compare_from_float32s_extreme(dtype):
+    """torch_scatter's CSR kernel compares half types in float32: half's own extreme is selected, and a segment
+    of only NaN writes float32's extreme rounded, an infinity."""
+    low = torch.finfo(dtype).min
+    src = torch.tensor([low, low, math.nan], dtype=dtype)
+    values_, arg = ts.segment_max_csr(src, torch.tensor([0, 2, 3, 3]))
+    expected, expected_arg = reference.ts_segment_csr(src, torch.tensor([0, 2, 3, 3]), reduce="max")
+    assert values_.tolist() == expected.tolist() == [low, -math.inf, 0]
+    assert arg.tolist() == expected_arg.tolist() == [0, 3, 3]
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16])
+def test_coo_small_integers_start_from_their_own_extreme(dtype):
+    low = torch.iinfo(dtype).min
+    src = torch.tensor([low, low, 7], dtype=dtype)
+    values_, arg = ts.segment_max_coo(src, torch.tensor([0, 0, 1]))
+    assert values_.tolist() == [0, 7] and arg.tolist() == [3, 2]
+
+
+@pytest.mark.parametrize("fn", [ts.segment_sum_coo, ts.segment_mean_coo, lambda *a, **k: ts.segment_max_coo(*a, **k)[0]])
+def test_coo_out_with_src_requiring_grad(fn):
+    src = torch.rand(6, 3, dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 0, 1, 1, 2, 2])
+    start = torch.rand(3, 3, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda s: fn(s, index, out=start.clone()), (src,))
+
+
+def test_empty_src_leaves_out_untouched():
+    out = torch.full((2, 3), 7.0)
+    assert ts.segment_csr(torch.zeros(0, 3), torch.tensor([0, 0, 0]), out=out) is out
+    values_, arg = ts.segment_max_csr(torch.zeros(0, 3), torch.tensor([0, 0, 0]), out=out)
+    assert values_ is out and (out == 7).all() and (arg == 0).all()
+
+
+def test_batch_of_size_zero():
+    assert ts.segment_sum_coo(torch.zeros(0, 4, 3), torch.zeros(0, 4, dtype=torch.long)).shape == (0, 0, 3)
+    assert ts.segment_sum_csr(torch.zeros(0, 4, 3), torch.zeros(0, 3, dtype=torch.long)).shape == (0, 2, 3)
