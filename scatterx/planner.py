@@ -374,6 +374,20 @@ def scatter(
     return _run(m, p, data, updates, reduce, include_self, torch_ties)
 
 
+def reduced(m: XMap, updates: torch.Tensor, reduce: str) -> torch.Tensor:
+    """A new tensor of ``m.data_shape``: ``updates[u]`` reduced into position ``t(u)``, positions that receive
+    nothing 0 (the core op's result without ``out``). The same as ``scatter(m, zeros, updates, reduce,
+    include_self=False)``; a slice plan skips the zeros (allocating and reading them cost ~1 ms of ~8 at the
+    bench's shape)."""
+    p = plan(m)
+    if p.kind != "slice" or p.rows is None or p.region is not None or p.n == 0 or updates.numel() == 0:
+        zeros = torch.zeros(m.data_shape, dtype=updates.dtype, device=updates.device)
+        return scatter(m, zeros, updates, reduce, include_self=False)
+    src = updates.reshape(p.outer, p.n, p.inner)
+    result = index_scatter_reduce_from(1, p.rows, src, resolve(reduce).name, None, None, dim_size=p.S)
+    return result.reshape(m.data_shape)
+
+
 def _run(m: XMap, p: Plan, data, updates, reduce, include_self, torch_ties):
     src = updates.reshape(p.outer, p.n, p.inner)
     base = data.reshape(p.outer, p.S, p.inner)

@@ -61,6 +61,18 @@ def test_scatter_matches_the_reference_executor(m, reduce, include_self, dtype, 
     assert_matches(got, want, reduce)
 
 
+@given(m=xmaps(), reduce=st.sampled_from([r for r in planner.SCATTER_REDUCTIONS if r != "assign"]),
+       dtype=st.sampled_from(DTYPES), seed=st.integers(0, 1000))
+def test_reduced_is_a_scatter_into_zeros(m, reduce, dtype, seed):
+    """``reduced`` (no zeros allocated on a slice plan) against the reference executor on zeros."""
+    g = torch.Generator().manual_seed(seed)
+    updates = torch.randint(-5, 6, m.shape, generator=g).to(dtype)
+    if dtype.is_floating_point:
+        updates = updates / 4
+    zeros = torch.zeros(m.data_shape, dtype=dtype)
+    assert_matches(planner.reduced(m, updates, reduce), reference.x_scatter(m, zeros, updates, reduce, False), reduce)
+
+
 @given(m=xmaps())
 def test_gather_matches_the_reference_executor(m):
     data = torch.randn(m.data_shape)

@@ -90,16 +90,19 @@ def index_scatter_reduce(
 
 
 def index_scatter_reduce_from(
-    dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, sorted: Optional[bool], base: torch.Tensor,
-    include_self: bool = True, torch_ties: bool = False,
+    dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, sorted: Optional[bool],
+    base: Optional[torch.Tensor], include_self: bool = True, torch_ties: bool = False, *,
+    dim_size: Optional[int] = None,
 ) -> torch.Tensor:
     """Functional ``index_scatter_reduce(..., out=base.clone())``: a new tensor, ``base`` untouched, and no copy
     of ``base`` made on the way (the planner's entry point). Differentiable w.r.t. ``src`` and ``base``.
+    ``base=None``: ``index_scatter_reduce(..., dim_size=dim_size)``'s new tensor (rows that receive nothing 0),
+    with ``sorted`` still allowed to be None -- no zero-filled base to allocate and read.
 
     ``sorted=None``: not known; the sorted path is taken if the index is sorted (found in the pass that builds
     its segments, so free). ``torch_ties``: amax/amin split their gradient as ``torch.scatter_reduce`` does,
     counting ``base``'s value among the ties even with ``include_self=False``."""
-    call = _Call(dim, index, src, reduce, sorted, None, base, out_name="base")
+    call = _Call(dim, index, src, reduce, sorted, dim_size if base is None else None, base, out_name="base")
     if not needs_op(src, base):
         return call.run(base=call.out, include_self=include_self)
     if sorted is None:  # (traced, no value is read: the unsorted path, right for any order)

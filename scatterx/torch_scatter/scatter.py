@@ -77,11 +77,10 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
     if out is not None:
         result = planner.scatter(m, _engine.base_of(out, src), work, "prod" if reduce == "mul" else reduce, include_self=True)
         return _engine.finish(result, out, dtype)
-    fill = 1 if reduce == "mul" else 0
-    base = torch.full(shape, fill, dtype=work.dtype, device=src.device)
-    # mean without out: the core mean (sum / members, integer floor) is torch_scatter's
-    result = planner.scatter(m, base, work, "prod" if reduce == "mul" else reduce, include_self=False)
-    return _engine.finish(result, None, dtype)
+    if reduce != "mul":  # the core's sum, and its mean (sum / members, integer floor), are torch_scatter's
+        return _engine.finish(planner.reduced(m, work, reduce), None, dtype)
+    base = torch.ones(shape, dtype=work.dtype, device=src.device)  # a product of nothing is 1 here
+    return _engine.finish(planner.scatter(m, base, work, "prod", include_self=False), None, dtype)
 
 
 @torch.jit.ignore

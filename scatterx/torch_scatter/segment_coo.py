@@ -101,12 +101,12 @@ def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]
         if flat:  # flat rows -> positions in the batch's own rows
             arg = torch.where(arg == n, torch.full_like(arg, E), arg.remainder(max(E, 1)))
         return _engine.finish(values.reshape(shape), out, dtype), arg.reshape(shape)
-    if base is None:
-        base = torch.zeros(base_shape, dtype=work.dtype, device=src.device)
-        if reduce == "mean" and work.is_floating_point():  # sum / members: the core mean, in one pass
-            total = index_scatter_reduce_from(rdim, idx, work, "mean", True, base, include_self=False)
-            return _engine.finish(total.reshape(shape), None, dtype)
-    total = index_scatter_reduce_from(rdim, idx, work, "sum", True, base, include_self=out is not None)
+    if base is None and (reduce == "sum" or work.is_floating_point()):
+        # the core's sum, and its mean (sum / members), in one pass into a new tensor
+        total = index_scatter_reduce_from(rdim, idx, work, reduce, True, None, dim_size=S)
+        return _engine.finish(total.reshape(shape), None, dtype)
+    total = index_scatter_reduce_from(rdim, idx, work, "sum", True, base, include_self=out is not None,
+                                      dim_size=S)
     if reduce == "mean":
         ones = torch.ones(idx.numel(), dtype=total.dtype, device=src.device)
         count = index_scatter_reduce_from(0, idx, ones, "sum", True, torch.zeros(S, dtype=total.dtype,

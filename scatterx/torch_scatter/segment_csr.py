@@ -52,6 +52,8 @@ def _structure(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
         if int(low) < 0 or int(high) > N:
             raise IndexError(f"{name}: indptr holds {int(low) if int(low) < 0 else int(high)}, outside "
                              f"[0, src.size({dim})={N}]")
+        if indptr.size(-1) > 1 and bool((indptr[..., 1:] < indptr[..., :-1]).any()):
+            raise ValueError(f"{name}: indptr must be non-decreasing along its last dimension")
     one = _engine.leading_batch(indptr, lead) if dim > 0 else indptr
     zero = torch.zeros(1, dtype=torch.int64, device=src.device)
     if one is not None:
