@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit, prange
 
-from ._codegen import PRANGE_ONLY, LiteralKernel, acc_buffer, load, prefers, store
+from ._codegen import NATIVE, PRANGE_ONLY, LiteralKernel, acc_buffer, load, prefers, store
 
 #: what ``fill`` asks for, after the selection: nothing; 0 where no member was selected; 0 for empty segments
 FILL_NONE, FILL_UNSELECTED, FILL_EMPTY = 0, 1, 2
@@ -42,27 +42,51 @@ def segment_arg_reduce_kernel(
     for item in prange(outer * nchunks):
         o = item // nchunks
         c = item - o * nchunks
-        best = acc_buffer(storage, src, inner)
-        which = np.empty(inner, np.int64)
-        for s in range(bounds[c], bounds[c + 1]):
-            lo = ptr[s]
-            hi = ptr[s + 1]
-            for j in range(inner):
-                best[j] = load(storage, base[o, s, j]) if has_base else start
-                which[j] = none
-            for i in range(lo, hi):
-                r = perm[i] if gather else i
+        if storage == NATIVE:
+            # the best values and rows so far live in out's and arg's rows themselves (no scratch rows to copy
+            # out), as in segment.py
+            for s in range(bounds[c], bounds[c + 1]):
+                lo = ptr[s]
+                hi = ptr[s + 1]
                 for j in range(inner):
-                    x = load(storage, src[o, r, j])
-                    if prefers(reduce, x, best[j]):
-                        best[j] = x
-                        which[j] = r
-            for j in range(inner):
-                value = best[j]
-                if (fill == FILL_UNSELECTED and which[j] == none) or (fill == FILL_EMPTY and hi == lo):
-                    value = 0
-                out[o, s, j] = store(storage, value)
-                arg[o, s, j] = which[j]
+                    out[o, s, j] = base[o, s, j] if has_base else start
+                    arg[o, s, j] = none
+                for i in range(lo, hi):
+                    r = perm[i] if gather else i
+                    for j in range(inner):
+                        x = src[o, r, j]
+                        if prefers(reduce, x, out[o, s, j]):
+                            out[o, s, j] = x
+                            arg[o, s, j] = r
+                if fill == FILL_UNSELECTED:
+                    for j in range(inner):
+                        if arg[o, s, j] == none:
+                            out[o, s, j] = 0
+                elif fill == FILL_EMPTY and hi == lo:
+                    for j in range(inner):
+                        out[o, s, j] = 0
+        else:  # half types: float32 scratch rows
+            best = acc_buffer(storage, src, inner)
+            which = np.empty(inner, np.int64)
+            for s in range(bounds[c], bounds[c + 1]):
+                lo = ptr[s]
+                hi = ptr[s + 1]
+                for j in range(inner):
+                    best[j] = load(storage, base[o, s, j]) if has_base else start
+                    which[j] = none
+                for i in range(lo, hi):
+                    r = perm[i] if gather else i
+                    for j in range(inner):
+                        x = load(storage, src[o, r, j])
+                        if prefers(reduce, x, best[j]):
+                            best[j] = x
+                            which[j] = r
+                for j in range(inner):
+                    value = best[j]
+                    if (fill == FILL_UNSELECTED and which[j] == none) or (fill == FILL_EMPTY and hi == lo):
+                        value = 0
+                    out[o, s, j] = store(storage, value)
+                    arg[o, s, j] = which[j]
 
 
 segment_arg_reduce = LiteralKernel(segment_arg_reduce_kernel, ("reduce", "storage", "gather"))
