@@ -96,7 +96,7 @@ def check_ptr(ptr: torch.Tensor, length: int, what: str) -> torch.Tensor:
     torch._assert_async(ptr[-1] == length, f"ptr must end at {what}={length}")
     if ptr.numel() > 1:
         torch._assert_async(~(ptr[1:] < ptr[:-1]).any(), "ptr must be non-decreasing")
-    return ptr.to(torch.int64)
+    return ptr.to(torch.int64).contiguous()
 
 
 def _sorted_ptr(sorted_index: torch.Tensor, num_segments: int) -> torch.Tensor:
@@ -149,6 +149,7 @@ def index_scatter_reduce(
         result = index_scatter_reduce(src, index, dim, red, sorted, num_segments, base=out, include_self=include_self,
                                       index_checked=index_checked)
         return out.copy_(result)
+    index = index.contiguous()  # the kernels read it as a flat array (the planner's rows may be a strided view)
     if sorted is None:  # internal callers (the planner), which sync anyway: one read picks the path
         sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
     if not index_checked:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import scatterx
 from scatterx import backends, reference
+from scatterx.ops import index_scatter_reduce_from
 from conftest import assert_matches
 from strategies import ALIASES, OUT_MODES, REDUCES, random_values, scatter_problems
 
@@ -367,3 +368,23 @@ def test_gpu_deterministic_unsorted_sum_equals_sorted_path_on_stably_sorted_inpu
     unsorted = call(gpu_backend, 0, index, src, "sum", False, dim_size=6)
     sorted_ = call(gpu_backend, 0, index[order], src[order], "sum", True, dim_size=6)
     assert torch.equal(unsorted, sorted_)
+
+
+@pytest.mark.parametrize("sorted", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_strided_index_is_read_by_its_strides(backend, reduce, sorted):
+    """An index that is a strided view (the planner's rows of an expanded 2-D index are ``index[:, 0]``): the
+    kernels must not read it as a flat array (the GPU's atomic path once did)."""
+    g = torch.Generator().manual_seed(3)
+    rows = torch.randint(0, 4, (7,), generator=g)
+    if sorted:
+        rows = rows.sort().values
+    index = rows.view(-1, 1).repeat(1, 3)[:, 1]  # stride 3
+    assert index.stride() == (3,)
+    src = torch.randn(7, 5, generator=g)
+    expected = reference.index_scatter_reduce(0, rows, src, reduce, dim_size=4)
+    with backend:
+        got = scatterx.index_scatter_reduce(0, *backend.put([index, src]), reduce, sorted=sorted, dim_size=4)
+        got_from = index_scatter_reduce_from(0, *backend.put([index, src]), reduce, None, None, dim_size=4)
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got_from.cpu(), expected, atol=1e-5, rtol=1e-5)
