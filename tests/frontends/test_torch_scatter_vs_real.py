@@ -1,14 +1,16 @@
 """The drop-in against the real torch_scatter, where it is installed (skipped otherwise: it is built from its
 sdist for measurements only, see README "torch_scatter drop-in"). Random calls of every function, compared
-value for value; argindex where torch_scatter's is defined (its segment kernels leave a stale one where nothing
+value for value (the composites to a tolerance); argindex where torch_scatter's is defined (its segment kernels leave a stale one where nothing
 was selected in a non-empty segment)."""
 
 import pytest
 import torch
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import scatterx.torch_scatter as drop_in
 from test_torch_scatter import check, problems
+from test_torch_scatter_composite import close, groups
 from test_torch_scatter_segment import segment_problems
 
 real = pytest.importorskip("torch_scatter", reason="torch_scatter is not installed (the drop-in's own tests run)")
@@ -60,3 +62,38 @@ def test_segment_families(p):
     ours = getattr(drop_in, f"segment_{name}_coo")(p["src"], p["index"], None if out is None else out.clone())
     theirs = getattr(real, f"segment_{name}_coo")(p["src"], p["index"], None if out is None else out.clone())
     same(ours, theirs, p, defined)
+
+
+@settings(max_examples=200)
+@given(p=groups(), unbiased=st.booleans())
+def test_composites(p, unbiased):
+    """softmax, log_softmax and logsumexp with infinities and NaN among the values; std on finite ones."""
+    src, index, dim, size = p
+    for name, kwargs in (("scatter_softmax", {}), ("scatter_log_softmax", {}),
+                         ("scatter_logsumexp", {"dim_size": size})):
+        ours = getattr(drop_in, name)(src, index, dim, **kwargs)
+        theirs = getattr(real, name)(src, index, dim, **kwargs)
+        close(ours, theirs)
+    finite = torch.nan_to_num(src, nan=0.5, posinf=3.0, neginf=-3.0)
+    close(drop_in.scatter_std(finite, index, dim, dim_size=size, unbiased=unbiased),
+          real.scatter_std(finite, index, dim, dim_size=size, unbiased=unbiased))
+
+
+def exact(ours, theirs):
+    torch.testing.assert_close(ours, theirs, atol=0, rtol=0, equal_nan=True)
+
+
+@settings(max_examples=200)
+@given(p=segment_problems())
+def test_gathers(p):
+    """Where torch_scatter's result is defined: its gather_coo crashes the process (SIGFPE) on an empty index, its
+    gather_csr leaves positions before ``indptr[..., 0]`` uninitialised."""
+    src, dim = p["src"], p["index"].dim() - 1
+    M = max(p["indptr"].size(-1) - 1, 0)
+    rows = src.narrow(dim, 0, min(M, src.size(dim)))
+    if rows.size(dim) == M and bool((p["indptr"][..., 0] == 0).all()):
+        exact(drop_in.gather_csr(rows, p["indptr"]), real.gather_csr(rows, p["indptr"]))
+    if p["index"].numel():
+        index = p["index"].expand(list(src.shape[:dim]) + [p["index"].size(-1)])
+        table = torch.randn(list(src.shape[:dim]) + [5] + list(src.shape[dim + 1:]), dtype=torch.float64)
+        exact(drop_in.gather_coo(table, index), real.gather_coo(table, index))
