@@ -23,8 +23,9 @@ contiguous slices: the map is a 1-D row index over ``(outer, rows, inner)`` view
 3. folds every remaining dim into one flat row number: lookup coordinates from ``index``, carried coordinates from
    their own position (``arange``).
 
-When no trailing block survives (``inner == 1``) the plan is of kind ``"element"``: the rows are single elements,
-i.e. flat offsets into the data tensor, and the same kernels run on flat views -- element by element.
+When no carried block survives the plan is of kind ``"element"``: the rows are single elements, i.e. flat offsets
+into the data tensor, run element by element. One exception: a single coordinate into 1-D data (a 1-D scatter)
+is a slice plan with ``inner == 1`` whose rows are the index itself, for the core op's one-element-row kernels.
 
 Worked examples are in docs/MODEL.md. Frontends (``scatterx.pytorch``, ``scatterx.onnx``, ``scatterx.tf``,
 ``scatterx.paddle``) only translate their arguments into an :class:`XMap` and call :func:`scatter` or
@@ -267,12 +268,16 @@ def plan(m: XMap) -> Plan:
     n = math.prod([m.shape[s] for s in mid_u])  # (a list: dynamo cannot trace a generator here)
     S = math.prod([m.data_shape[t] for t in mid_t])
 
-    # "element": every dim went through the lookup, one row per element; "slice": each row moves a group
-    kind = "slice" if lead + k > 0 else "element"
+    # one coordinate into one data dim, every middle u dim looked up: the rows are the index itself
+    single = len(m.coords) == 1 and len(mid_t) == 1 and all(s in looked_up for s in mid_u)
+    # "element": every dim went through the lookup, one row per element; "slice": each row moves a group. With no
+    # carried block but a single coordinate into 1-D data (a 1-D src and index, or any index into a vector) the
+    # rows are single elements of the index itself: a slice plan with inner = 1, on the core op's one-element-row
+    # kernels (docs/DESIGN.md, "One coordinate into a vector")
+    kind = "slice" if lead + k > 0 or single else "element"
     route = _element_route(original) if kind == "element" else "slice"
     if route in ("along", "coords"):  # the kernels read the caller's index and validate it themselves
         return Plan(kind, outer, n, S, inner, None, False, None, route)
-    single = len(m.coords) == 1 and len(mid_t) == 1 and all(s in looked_up for s in mid_u)
     if single:
         # rows are the index itself: the kernel validates it in its own pass
         rows = _u_order(m.coordinate(0), m.lookup, mid_u).reshape(-1)

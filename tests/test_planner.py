@@ -129,6 +129,24 @@ def test_index_expanded_from_1d_is_a_slice_plan_on_the_1d_index():
     assert torch.equal(p.rows, idx) and not p.checked  # the kernel validates it
 
 
+def test_one_coordinate_into_a_vector_is_a_slice_plan_of_single_elements():
+    """A 1-D scatter (and any index into 1-D data) has no carried block, but its rows are the index itself: the
+    core op runs it with ``inner = 1`` (its one-element-row kernels), not the element kernels."""
+    idx = torch.tensor([3, 0, 3, 1])
+    m = along_dim(idx, (5,), 0)
+    p = planner.plan(m)
+    assert (p.kind, p.outer, p.n, p.S, p.inner, p.route) == ("slice", 1, 4, 5, 1, "slice")
+    assert torch.equal(p.rows, idx) and not p.checked
+    updates = torch.tensor([1.0, 2.0, 4.0, 8.0])
+    for reduce in ("sum", "amax", "assign"):
+        assert torch.equal(planner.scatter(m, torch.zeros(5), updates, reduce),
+                           reference.x_scatter(m, torch.zeros(5), updates, reduce))
+    grid = XMap((2, 2), (5,), idx.view(2, 2), (0, 1), (0,), ())  # a 2-D index into a vector
+    p = planner.plan(grid)
+    assert (p.kind, p.n, p.S, p.inner) == ("slice", 4, 5, 1) and torch.equal(p.rows, idx)
+    assert torch.equal(planner.gather(grid, torch.arange(5.0)), reference.x_gather(grid, torch.arange(5.0)))
+
+
 def test_materialised_expanded_index_is_recognised_by_value():
     idx = torch.tensor([2, 2, 0])
     full = idx.view(1, -1, 1).expand(2, 3, 4).contiguous()  # equal values along dims 0 and 2, real strides

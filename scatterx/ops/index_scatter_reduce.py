@@ -102,6 +102,12 @@ def index_scatter_reduce_from(
     ``sorted=None``: not known; the sorted path is taken if the index is sorted (found in the pass that builds
     its segments, so free). ``torch_ties``: amax/amin split their gradient as ``torch.scatter_reduce`` does,
     counting ``base``'s value among the ties even with ``include_self=False``."""
+    if base is None and type(src) is Tensor and type(index) is Tensor:
+        # a small call on the serial kernel: any order, the same bits as the sorted path (sorted=False only skips
+        # the promise's check); None when not small or not plainly valid (the general path explains it)
+        result = _small_call(dim, index, src, reduce, False if sorted is None else sorted, dim_size)
+        if result is not None:
+            return result
     call = _Call(dim, index, src, reduce, sorted, dim_size if base is None else None, base, out_name="base")
     if not needs_op(src, base):
         return call.run(base=call.out, include_self=include_self)

@@ -56,8 +56,27 @@ def normalize_dim(dim: int, ndim: int) -> int:
 
 
 def size_from_index(index: torch.Tensor) -> int:
-    """``index.max() + 1`` (0 for an empty index): torch_scatter's output size when none is given."""
-    return 0 if index.numel() == 0 else max(int(index.max()) + 1, 0)
+    """``index.max() + 1`` (0 for an empty index): torch_scatter's output size when none is given. An expanded
+    index is read once per distinct value (its stride-0 dims dropped: an index expanded from 1-D to 1M x 64 costs
+    a pass over 1M entries, not 64M)."""
+    if index.numel() == 0:
+        return 0
+    distinct = index[tuple(0 if index.stride(d) == 0 else slice(None) for d in range(index.dim()))]
+    return max(int(distinct.max()) + 1, 0)
+
+
+def vector_along(full: torch.Tensor, src: torch.Tensor, dim: int) -> Optional[torch.Tensor]:
+    """The 1-D index along ``dim`` when torch_scatter's broadcast index ``full`` (``src``'s shape) does not vary
+    along the other dims -- an index given 1-D or expanded from it, the usual case -- else None. That is the core
+    op's own form: the drop-in then calls it without building a plan."""
+    if full.dim() == 1:
+        return full
+    if full.numel() == 0:
+        return None
+    if all(full.stride(d) == 0 or full.size(d) == 1 for d in range(full.dim()) if d != dim):
+        return full[tuple(slice(None) if d == dim else 0 for d in range(full.dim()))]
+    m = planner.simplify(XMap.along_dim(full, list(src.shape), dim, op="torch_scatter"))
+    return m.index if m.index.dim() == 1 and tuple(m.lookup) == (dim,) else None
 
 
 def widened(src: torch.Tensor) -> torch.Tensor:
@@ -103,32 +122,40 @@ def select_rows(src: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tenso
 # ------------------------------------------------------------------------------------------------ scatter plans
 class ScatterPlan:
     """A torch_scatter scatter (``src``, a broadcast ``index``, ``dim``, ``S`` rows out) as a planner plan:
-    ``src3`` ``(outer, n, inner)``, ``rows`` (``n`` target rows in ``[0, S3)``), and how a row of ``n`` maps back
-    to a position along ``dim`` (``along``)."""
+    ``src3`` ``(outer, n, inner)``, ``rows`` (``n`` target rows in ``[0, S)``), and how a row of ``n`` maps back
+    to a position along ``dim`` (``along``). ``vector``: the index as 1-D along ``dim`` (``vector_along``), whose
+    plan is known without the planner: the rows are the index, ``(outer, n, inner)`` split at ``dim``."""
 
-    def __init__(self, src: torch.Tensor, index: torch.Tensor, dim: int, size: int):
+    def __init__(self, src: torch.Tensor, index: torch.Tensor, dim: int, size: int,
+                 vector: Optional[torch.Tensor] = None):
         shape = list(src.shape)
         shape[dim] = size
         self.out_shape = shape
-        self.map = XMap.along_dim(index, shape, dim, op="torch_scatter")
-        self.plan = planner.plan(self.map)
-        p = self.plan
-        self.rows = p.rows if p.rows is not None else planner.element_rows(self.map)
-        self.src3 = src.reshape(p.outer, p.n, p.inner)
-        self.S = p.S
         self.length = src.size(dim)
+        if vector is not None:
+            outer, inner = 1, 1
+            for d in range(dim):
+                outer *= src.size(d)
+            for d in range(dim + 1, src.dim()):
+                inner *= src.size(d)
+            self.outer, self.n, self.S, self.inner, self.rows = outer, self.length, size, inner, vector
+        else:
+            m = XMap.along_dim(index, shape, dim, op="torch_scatter")
+            p = planner.plan(m)
+            self.outer, self.n, self.S, self.inner = p.outer, p.n, p.S, p.inner
+            self.rows = p.rows if p.rows is not None else planner.element_rows(m)
+        self.src3 = src.reshape(self.outer, self.n, self.inner)
         after = 1
         for d in range(dim + 1, src.dim()):
             after *= src.size(d)
-        self.after = after // max(p.inner, 1)  # rows of n per step along dim
+        self.after = after // max(self.inner, 1)  # rows of n per step along dim
 
     def along(self, arg: torch.Tensor) -> torch.Tensor:
         """Rows of ``n`` (``n`` = none) -> positions along ``dim`` (``src.size(dim)`` = none)."""
-        p = self.plan
-        if p.n == self.length and self.after == 1:
+        if self.n == self.length and self.after == 1:
             return arg  # the rows are the positions along dim (a 1-D index)
         position = torch.div(arg, self.after, rounding_mode="floor").remainder_(max(self.length, 1))
-        return torch.where(arg == p.n, torch.full_like(arg, self.length), position)
+        return torch.where(arg == self.n, torch.full_like(arg, self.length), position)
 
 
 def segments(rows: torch.Tensor, size: int) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:

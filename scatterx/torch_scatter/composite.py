@@ -11,7 +11,6 @@ from typing import Optional
 
 import torch
 
-from .. import planner
 from ..ops import needs_op, segment_logsumexp, segment_softmax
 from . import _engine
 from .scatter import scatter_max, scatter_sum
@@ -27,9 +26,7 @@ def _floating(src: torch.Tensor, name: str) -> None:
 @torch.jit.ignore
 def _one_dim_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> Optional[torch.Tensor]:
     """The 1-D index along ``dim`` when torch_scatter's broadcast index does not vary along the other dims."""
-    full = broadcast(index, src, dim)
-    m = planner.simplify(planner.XMap.along_dim(full, list(src.shape), dim, op="scatter_softmax"))
-    return m.index if m.index.dim() == 1 and tuple(m.lookup) == (dim,) else None
+    return _engine.vector_along(broadcast(index, src, dim), src, dim)
 
 
 @torch.jit.ignore

@@ -21,14 +21,16 @@ from typing import Optional, Tuple
 import torch
 
 from .. import planner
+from ..ops import index_scatter_reduce_from
 from . import _engine
 from .utils import broadcast
 
 
 @torch.jit.ignore
 def _prepare(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor],
-             dim_size: Optional[int]) -> Tuple[torch.Tensor, torch.Tensor, int, int]:
-    """``(src, broadcast index, dim >= 0, rows out)`` after the checks that read no values."""
+             dim_size: Optional[int]) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], int, int]:
+    """``(src, broadcast index, its 1-D form or None (_engine.vector_along), dim >= 0, rows out)`` after the
+    checks that read no values."""
     _engine.check_tensor(src, "src")
     _engine.check_index(index)
     if src.dim() == 0:
@@ -43,6 +45,7 @@ def _prepare(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[tor
                          f"along dim={dim}: {e}") from None
     if index.device != src.device:
         raise ValueError(f"index is on {index.device} but src is on {src.device}")
+    vector = _engine.vector_along(index, src, dim)
     if out is not None:
         _engine.check_out(out, src, list(src.shape), dim)
         size = out.size(dim)
@@ -51,21 +54,25 @@ def _prepare(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[tor
             raise ValueError(f"dim_size must be >= 0, got {dim_size}")
         size = dim_size
     else:
-        size = _engine.size_from_index(index)
-    return src, index, dim, size
+        size = _engine.size_from_index(index if vector is None else vector)
+    return src, index, vector, dim, size
 
 
 @torch.jit.ignore
 def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int],
             reduce: str) -> torch.Tensor:
-    """sum, mul and mean (torch_scatter's rules above) on the planner's scatter."""
+    """sum, mul and mean (torch_scatter's rules above): sum and mean of a 1-D index (or one expanded from it)
+    into a new tensor on the core op, the rest on the planner's scatter."""
     dtype = src.dtype
-    src, index, dim, size = _prepare(src, index, dim, out, dim_size)
+    src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
     work = _engine.widened(src)
     shape = list(src.shape)
     shape[dim] = size
     if src.numel() == 0:  # nothing to reduce: torch_scatter's zeros (mul too), or out as it is
         return out if out is not None else _engine.nothing(src, shape)
+    if vector is not None and out is None and reduce != "mul":  # the core op's form: its sum, its mean
+        return _engine.finish(index_scatter_reduce_from(dim, vector, work, reduce, None, None, dim_size=size),
+                              None, dtype)
     m = planner.XMap.along_dim(index, shape, dim, op=f"scatter_{reduce}")
     if reduce == "mean" and out is not None:  # out + sum, divided by the members only
         total = planner.scatter(m, _engine.base_of(out, src), work, "sum", include_self=True)
@@ -87,15 +94,15 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
 def _select(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int],
             reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
     dtype = src.dtype
-    src, index, dim, size = _prepare(src, index, dim, out, dim_size)
+    src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
     work = _engine.widened(src)
     if src.numel() == 0:  # nothing to select: zeros (or out as it is), argindex src.size(dim)
         shape = list(src.shape)
         shape[dim] = size
         arg = torch.full(shape, src.size(dim), dtype=torch.int64, device=src.device)
         return (out if out is not None else _engine.nothing(src, shape)), arg
-    plan = _engine.ScatterPlan(work, index, dim, size)
-    base = None if out is None else _engine.base_of(out, src).reshape(plan.plan.outer, plan.S, plan.plan.inner)
+    plan = _engine.ScatterPlan(work, index, dim, size, vector)
+    base = None if out is None else _engine.base_of(out, src).reshape(plan.outer, plan.S, plan.inner)
     values, arg = _engine.select(plan.src3, plan.rows, plan.S, reduce, base, "unselected" if out is None else "none",
                                  dtype=dtype)
     values = values.reshape(plan.out_shape)

@@ -142,6 +142,26 @@ def test_dim_size_from_index_and_empty_index():
         [[0, 0]] * 3
 
 
+def test_output_size_and_1d_form_of_expanded_and_materialised_indices():
+    """Without dim_size the size is the index's max + 1 wherever the max sits (an expanded index is read once per
+    distinct value); an index that does not vary off ``dim`` is recognised as 1-D, stored expanded or not."""
+    from scatterx.torch_scatter import _engine
+    from scatterx.torch_scatter.utils import broadcast
+    src = torch.randn(2, 5, 3)
+    rows = torch.tensor([1, 0, 6, 2, 2])
+    for index in (rows, rows.view(1, -1), rows.view(1, -1, 1).expand(2, 5, 3).contiguous()):
+        full = broadcast(index, src, 1)
+        assert _engine.size_from_index(full) == 7
+        assert torch.equal(_engine.vector_along(full, src, 1), rows)
+        got = ts.scatter_sum(src, index, 1)
+        assert got.shape == (2, 7, 3)
+        torch.testing.assert_close(got, torch.zeros(2, 7, 3).index_add_(1, rows, src))
+    general = torch.tensor([[0, 3, 1, 1, 2], [4, 0, 0, 1, 2]])  # varies along dim 0 too: no 1-D form
+    full = broadcast(general, src, 1)
+    assert _engine.size_from_index(full) == 5 and _engine.vector_along(full, src, 1) is None
+    assert torch.equal(ts.scatter_max(src, general, 1)[0], reference.ts_scatter(src, general, 1, None, None, "max")[0])
+
+
 def test_broadcast_forms():
     """torch_scatter's README example and its broadcasting test's forms."""
     src = torch.randn(10, 6, 64)

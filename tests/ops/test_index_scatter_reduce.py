@@ -388,3 +388,18 @@ def test_strided_index_is_read_by_its_strides(backend, reduce, sorted):
         got_from = index_scatter_reduce_from(0, *backend.put([index, src]), reduce, None, None, dim_size=4)
     torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got_from.cpu(), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "amax", "amin"])
+def test_functional_form_of_a_small_call_in_unknown_order(reduce):
+    """``index_scatter_reduce_from(sorted=None, base=None)`` of a small call (the serial kernel, any order) gives
+    the sorted path's bits, and a bad index raises before anything is computed."""
+    g = torch.Generator().manual_seed(5)
+    index = torch.randint(0, 6, (40,), generator=g)
+    src = torch.randn(40, 3, generator=g, dtype=torch.float64)
+    order = index.argsort(stable=True)
+    want = scatterx.index_scatter_reduce(0, index[order], src[order], reduce, sorted=True, dim_size=7)
+    assert torch.equal(index_scatter_reduce_from(0, index, src, reduce, None, None, dim_size=7), want)
+    assert torch.equal(index_scatter_reduce_from(0, index[order], src[order], reduce, None, None, dim_size=7), want)
+    with pytest.raises(IndexError, match="out of range"):
+        index_scatter_reduce_from(0, index, src, reduce, None, None, dim_size=5)
