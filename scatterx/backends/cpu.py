@@ -30,8 +30,9 @@ from ..kernels.cpu import element as element_kernels
 from ..kernels.cpu.gatv2 import gatv2_grad as gatv2_grad_kernel
 from ..kernels.cpu.gatv2 import gatv2_logits as gatv2_logits_kernel
 from ..kernels.cpu import runs as runs_kernels
-from ..kernels.cpu.runs import sorted_runs
+from ..kernels.cpu.runs import sorted_rows, sorted_runs
 from ..kernels.cpu.scatter import slice_scatter
+from ..kernels.cpu._memory import STREAM_ALIGN
 from ..kernels.cpu.segment import segment_reduce as segment_kernel
 from ..kernels.cpu.segment import segment_tie_backward
 from ..kernels.cpu.serial import OK as SERIAL_OK
@@ -120,12 +121,17 @@ def _histogram_chunks(m: int, num_segments: int) -> int:
     return chunks
 
 
+def _head_sorted(index: torch.Tensor) -> bool:
+    """Whether the first entries of ``index`` are non-decreasing: a shuffled index is told apart by them before
+    a full pass is spent finding out."""
+    head = index[:_SORTED_PROBE]
+    return not bool((head[1:] < head[:-1]).any())
+
+
 def _sorted_or_none(index: torch.Tensor, num_segments: int) -> Optional[torch.Tensor]:
     """CSR offsets if ``index`` is non-decreasing and in range, else None (the caller takes the unsorted path,
-    whose own pass explains a bad value). A shuffled index is told apart by its first entries, before a full
-    pass."""
-    head = index[:_SORTED_PROBE]
-    if bool((head[1:] < head[:-1]).any()):
+    whose own pass explains a bad value)."""
+    if not _head_sorted(index):
         return None
     threads = use_torch_threads(index.numel())
     ptr, bad = index_kernels.sorted_index_to_ptr(numpy_view(index.contiguous()), num_segments, threads)
@@ -197,7 +203,8 @@ def index_scatter_reduce(
     values take part when ``include_self``; their slices that receive nothing keep their values.
     ``sorted=None``: not known -- the sorted path if the index turns out sorted. The index is validated here
     (``index_checked`` is the GPU's business: its host read may have done it)."""
-    if sorted is not False and out is None and base is None and _runs_pay(src, dim, index, num_segments):
+    if (sorted or (sorted is None and _head_sorted(index))) and out is None and base is None \
+            and _runs_pay(src, dim, index, num_segments):
         result = _sorted_runs(src, index, dim, red, num_segments)
         if result is not None:
             return result
@@ -355,10 +362,38 @@ def _reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: boo
             include_self,
             fill_empty,
             min(max(_PREFETCH_BYTES // row_bytes, 8), 32),  # rows of prefetch lookahead
+            perm is None and _streams(src, target, inner),
         )
     elif base is not None:
         target.copy_(base)
     return result if out is None else _finish(out, target)
+
+
+#: Outputs of at least this many bytes are written with non-temporal stores (``stream_row`` in
+#: ``kernels/cpu/_memory.py``) by the kernels that read ``src`` in order (sorted index, ``ptr``), for rows of up
+#: to ``STREAM_MAX_ROW_BYTES``. Below it a plain store leaves the result in cache for the op that reads it next;
+#: above it the result outgrows the caches anyway, and the read of each line before it is overwritten is saved.
+#: Measured in docs/DESIGN.md ("Streaming stores"): 3-13% at rows of 128-256 bytes, neutral at 64 and 512, 4%
+#: slower at 1 KiB; on the unsorted path's gather 9% slower (the stores hold the line-fill buffers that its
+#: cache misses wait for), so it never streams. Tests set it to 0.
+STREAM_MIN_BYTES = 4 << 20
+STREAM_MAX_ROW_BYTES = 512
+
+
+def _streams(src: torch.Tensor, target: torch.Tensor, inner: int) -> bool:
+    """Whether a kernel reading ``src`` in order writes ``target`` (C-contiguous, ``(outer, S, inner)``) by
+    ``stream_row``: large enough, native type (that of ``src``: the scratch row is ``src``'s type), rows of whole
+    64-byte blocks starting at 64-byte boundaries -- what the aligned non-temporal stores need (they fault
+    otherwise) -- and not longer than ``STREAM_MAX_ROW_BYTES``."""
+    row_bytes = inner * target.element_size()
+    return (
+        target.numel() * target.element_size() >= STREAM_MIN_BYTES
+        and target.dtype == src.dtype
+        and storage_code(target.dtype) == NATIVE
+        and 0 < row_bytes <= STREAM_MAX_ROW_BYTES
+        and row_bytes % STREAM_ALIGN == 0
+        and target.data_ptr() % STREAM_ALIGN == 0
+    )
 
 
 #: Sorted index into a new tensor with single-element rows: the one-pass runs kernel (``kernels/cpu/runs.py``);
@@ -366,33 +401,49 @@ def _reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: boo
 SORTED_RUNS = True
 
 
+#: Rows of at least this many bytes take ``sorted_rows`` (below it and above one element, the segment kernel).
+RUNS_MIN_ROW_BYTES = 64
+
+
 def _runs_pay(src: torch.Tensor, dim: int, index: torch.Tensor, num_segments: int) -> bool:
-    """The runs kernel where it was measured faster than offsets + the segment kernel: rows of one element
-    (1M edges x 1 feature, 2 threads: 1.1 ms against 3.0 ms; the last dim of a (16, 1M) tensor: 17 ms against
-    33 ms). With wider rows the segment kernel's loops are amortised and it stays (4 features: 3.3 ms against
-    4.0 ms)."""
-    return SORTED_RUNS and index.numel() > 0 and num_segments > 0 and shape3(src, dim)[2] == 1
+    """The runs kernels where they were measured faster than offsets + the segment kernel (docs/DESIGN.md):
+    rows of one element (1M edges x 1 feature, 2 threads: 1.1 ms against 3.0 ms; the last dim of a (16, 1M)
+    tensor: 17 ms against 33 ms), and rows of a cache line or more (4-17% at 1M edges x 16-64 float32 features,
+    the most at few rows a target) with at least one position per target (the chunks own the empty targets
+    between their runs, so an index much shorter than the output would leave the zero-filling to few threads;
+    the segment kernel balances rows and segments). Rows of 2-15 float32 lost 6-11% at 10 rows a target."""
+    if not (SORTED_RUNS and index.numel() > 0 and num_segments > 0):
+        return False
+    inner = shape3(src, dim)[2]
+    return inner == 1 or (inner * src.element_size() >= RUNS_MIN_ROW_BYTES and index.numel() >= num_segments)
 
 
 def _sorted_runs(src, index, dim: int, red: Reduction, num_segments: int) -> Optional[torch.Tensor]:
     """``index_scatter_reduce`` of a sorted index into a new tensor in one pass; None if the index is not
     non-decreasing and in range (the new tensor is then dropped, half written)."""
-    outer, n, _ = shape3(src, dim)  # rows of one element (``_runs_pay``)
+    outer, n, inner = shape3(src, dim)
     m = index.numel()
     result = new_result(src, dim, num_segments)
-    if outer == 0:
+    if outer * inner == 0:
         return result
-    threads = use_torch_threads(outer * (m + num_segments))
+    threads = use_torch_threads(outer * (m + num_segments) * inner)
     nchunks = 1 if threads == 1 else _CHUNKS_PER_THREAD * threads
-    if outer > 1:
+    if outer > 1 or inner > 1:  # chunks small enough to balance hubs (and, with outer > 1, to keep the index in L2)
         nchunks = max(nchunks, -(-m // runs_kernels.CHUNK_POSITIONS))
     nchunks = min(m, nchunks)
     index_np = numpy_view(index.contiguous())
-    bad = sorted_runs.keyed(
-        ("runs", red.code, src.dtype, index_np.dtype),
-        numpy_view(src.contiguous()).reshape(outer, n), index_np, numpy_view(result).reshape(outer, num_segments),
-        red.code, storage_code(src.dtype), nchunks,
-    )
+    if inner == 1:
+        bad = sorted_runs.keyed(
+            ("runs", red.code, src.dtype, index_np.dtype),
+            numpy_view(src.contiguous()).reshape(outer, n), index_np, numpy_view(result).reshape(outer, num_segments),
+            red.code, storage_code(src.dtype), nchunks,
+        )
+    else:
+        bad = sorted_rows.keyed(
+            ("rows", red.code, src.dtype, index_np.dtype),
+            _view3(src, outer, n, inner), index_np, numpy_view(result).reshape(outer, num_segments, inner),
+            red.code, storage_code(src.dtype), nchunks, _streams(src, result, inner),
+        )
     return None if bad else result
 
 

@@ -44,7 +44,7 @@ def run_segments(src, index, base, reduce, include_self, fill_empty):
     segment_reduce(
         numpy_view(src).reshape(1, *src.shape), order.numpy(), ptr.numpy(), np.array([0, base.size(0)]),
         numpy_view(base).reshape(1, *base.shape), numpy_view(out).reshape(1, *out.shape),
-        BY_NAME[reduce].code, storage_code(src.dtype), True, include_self, fill_empty, 8,
+        BY_NAME[reduce].code, storage_code(src.dtype), True, include_self, fill_empty, 8, False,
     )
     return out
 

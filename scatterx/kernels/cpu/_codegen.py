@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from llvmlite import ir
 from numba import njit, typeof, types
-from numba.core import cgutils
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from ..._reductions import BY_CODE
+from ._memory import stream_row
 
 NATIVE, F16, BF16 = 0, 1, 2
 
@@ -82,40 +82,6 @@ def _f32_to_bf16_bits(value):
     return np.int16(np.uint16(u >> np.uint32(16)))
 
 
-@intrinsic
-def prefetch_row(typingctx, arr, o, r):
-    """Hint the CPU to fetch row ``arr[o, r, :]`` of a C-contiguous 3-D array into cache (``llvm.prefetch``).
-
-    Used where rows are read in an order the hardware prefetcher cannot guess (the gather of the unsorted path).
-    A prefetch never faults, but callers still only pass valid rows."""
-
-    def codegen(context, builder, signature, args):
-        arr_type = signature.args[0]
-        ary = context.make_array(arr_type)(context, builder, args[0])
-        shape = cgutils.unpack_tuple(builder, ary.shape, 3)
-        strides = cgutils.unpack_tuple(builder, ary.strides, 3)
-        i64 = ir.IntType(64)
-        start = builder.add(
-            builder.ptrtoint(ary.data, i64),
-            builder.add(builder.mul(args[1], strides[0]), builder.mul(args[2], strides[1])),
-        )
-        nbytes = builder.mul(shape[2], strides[2])
-        i8p = ir.PointerType(ir.IntType(8))
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8"
-        )
-        line = ir.Constant(i64, 64)
-        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), nbytes, line) as (offset, _):
-            address = builder.inttoptr(builder.add(start, offset), i8p)
-            # read, locality 1 (into L2, not L1: L1 has ~12 line-fill buffers a core, too few to cover DRAM
-            # latency; measured 21 ms instead of 26 ms for the default shuffled benchmark), data cache
-            builder.call(fn, [address, ir.Constant(i32, 0), ir.Constant(i32, 1), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return types.void(arr, types.int64, types.int64), codegen
-
-
 def _literal(arg):
     return arg.literal_value if isinstance(arg, types.IntegerLiteral) else None
 
@@ -152,6 +118,11 @@ def accumulator_for(storage, rows):
 
 def identity(reduce, acc):
     """The reduction's neutral element, typed like the elements of the accumulator array ``acc``."""
+
+
+def write_row(storage, out, o, t, acc, stream):
+    """``out[o, t, :] = store(acc[:])``; for native types with ``stream`` true, by ``stream_row`` (whose
+    conditions the caller has checked)."""
 
 
 @overload(load, inline="always")
@@ -228,6 +199,27 @@ def _ov_acc_buffer(storage, like, n):
         return lambda storage, like, n: np.empty(n, like.dtype)
     if kind in (F16, BF16):
         return lambda storage, like, n: np.empty(n, np.float32)
+    return None
+
+
+@overload(write_row, inline="always")
+def _ov_write_row(storage, out, o, t, acc, stream):
+    kind = _literal(storage)
+    if kind == NATIVE:
+        def native(storage, out, o, t, acc, stream):
+            if stream:
+                stream_row(out, o, t, acc)
+            else:
+                for j in range(acc.shape[0]):
+                    out[o, t, j] = acc[j]
+
+        return native
+    if kind in (F16, BF16):
+        def half(storage, out, o, t, acc, stream):  # (never streamed)
+            for j in range(acc.shape[0]):
+                out[o, t, j] = store(storage, acc[j])
+
+        return half
     return None
 
 

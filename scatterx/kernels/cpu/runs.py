@@ -1,9 +1,13 @@
-"""Numba CPU kernel for a sorted index into a new tensor with rows of one element: no CSR offsets, one pass.
+"""Numba CPU kernels for a sorted index into a new tensor: no CSR offsets, one pass over the data.
 
-Rows of one element are a 1-D ``src`` or feature, or the last dim of a ``(features, edges)`` tensor. There the
-segment kernel (``segment.py``) spends most of its time on bookkeeping: a first pass over the index for the
-offsets ``ptr`` and a few loops per segment (at 1M edges x 1 feature 3-8 ms, where reading the data costs ~1 ms).
-This kernel reads the index once more to check it (a loop that vectorises) and once to reduce.
+``sorted_runs_kernel`` takes rows of one element: a 1-D ``src`` or feature, or the last dim of a ``(features,
+edges)`` tensor. There the segment kernel (``segment.py``) spends most of its time on bookkeeping: a first pass
+over the index for the offsets ``ptr`` and a few loops per segment (at 1M edges x 1 feature 3-8 ms, where reading
+the data costs ~1 ms). It reads the index once more to check it (a loop that vectorises) and once to reduce.
+
+``sorted_rows_kernel`` takes wider rows, with the segment kernel's loops but no offsets: the separate pass that
+builds them, and the kernel's wait for it, were ~15% of a 1M x 64 sorted sum (docs/DESIGN.md, "Streaming
+stores"). Large outputs are written with non-temporal stores, as the segment kernel writes them.
 
 **Work items** are chunks of positions. Chunk ``c`` nominally starts at position ``c * step`` and is moved back to
 the start of the run holding that position (a binary search), so no run of equal entries is split and chunk ``c``
@@ -21,8 +25,9 @@ the caller raises and drops the new tensor (the kernel only writes results nobod
 so far, the last write being the whole run's, in two interleaved streams; with several outer slices and long
 runs, ``_reduce_lanes`` reduces eight slices at once, run by run.
 
-**The same bits as the segment kernel.** Each run is combined in position order from the table's identity (which
-the table guarantees is bit for bit the same as starting from the first row), with the same ``combine``,
+**The same bits as the segment kernel.** Each run is combined in position order (one-element rows: from the
+table's identity, which the table guarantees is bit for bit the same as starting from the first row; wide rows:
+from the first row, as the segment kernel), with the same ``combine``,
 ``finalize`` and float32 accumulation of half types rounded once on store; ``tests/kernels/test_cpu_runs.py``
 checks it bitwise. One thread reduces each run, so the result does not depend on the number of threads.
 """
@@ -32,7 +37,9 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit, prange
 
-from ._codegen import PRANGE_ONLY, LiteralKernel, acc_buffer, combine, finalize, identity, load, store
+from ._codegen import (NATIVE, PRANGE_ONLY, LiteralKernel, acc_buffer, combine, finalize, identity, load, store,
+                       write_row)
+from ._memory import store_fence
 
 
 @njit(cache=True, nogil=True)
@@ -73,20 +80,11 @@ def sorted_runs_kernel(src, index, out, reduce, storage, nchunks):
     outer = src.shape[0]
     m = index.shape[0]
     num_targets = out.shape[1]
-    step = (m + nchunks - 1) // nchunks
-    starts = np.empty(nchunks + 1, np.int64)
-    starts[0] = 0
-    for c in range(1, nchunks):
-        starts[c] = _run_start(index, 0, min(c * step, m - 1))
-    starts[nchunks] = m
+    starts = _chunk_starts(index, nchunks)
     bad = np.zeros(nchunks, np.int64)
     for c in prange(nchunks):
-        lo = starts[c]
-        hi = starts[c + 1]
-        # the targets this chunk owns: [first, last) (an empty chunk owns none, except chunk 0 before a hub)
-        first = np.int64(0) if c == 0 else np.int64(index[lo])
-        last = np.int64(num_targets) if hi == m else min(np.int64(index[hi]), np.int64(num_targets))
-        if hi < lo or _bad_entries(index, lo, hi, first, last):
+        lo, hi, first, last, ok = _checked_chunk(index, starts, c, num_targets)
+        if not ok:
             bad[c] = 1
             continue
         if outer == 1 or m < LANES_MIN_RUN * num_targets:
@@ -99,6 +97,35 @@ def sorted_runs_kernel(src, index, out, reduce, storage, nchunks):
     for c in range(nchunks):
         total += bad[c]
     return total
+
+
+@njit(cache=True, nogil=True)
+def _chunk_starts(index, nchunks):
+    """The first position of each of ``nchunks`` chunks (and ``m`` after the last): ``c * step`` moved back to
+    the start of its run, so that no run is split."""
+    m = index.shape[0]
+    step = (m + nchunks - 1) // nchunks
+    starts = np.empty(nchunks + 1, np.int64)
+    starts[0] = 0
+    for c in range(1, nchunks):
+        starts[c] = _run_start(index, 0, min(c * step, m - 1))
+    starts[nchunks] = m
+    return starts
+
+
+@njit(cache=True, nogil=True)
+def _checked_chunk(index, starts, c, num_targets):
+    """Chunk ``c``: its positions ``[lo, hi)``, the targets it owns ``[first, last)`` -- from its first entry (0
+    for chunk 0) to the next chunk's first entry (``num_targets`` for the last chunk); an empty chunk owns none,
+    except chunk 0 before a hub -- and whether its entries passed ``_bad_entries`` (then it may write exactly its
+    own targets)."""
+    m = index.shape[0]
+    lo = starts[c]
+    hi = starts[c + 1]
+    first = np.int64(0) if c == 0 else np.int64(index[lo])
+    last = np.int64(num_targets) if hi == m else min(np.int64(index[hi]), np.int64(num_targets))
+    ok = hi >= lo and not _bad_entries(index, lo, hi, first, last)
+    return lo, hi, first, last, ok
 
 
 @njit(cache=True, nogil=True)
@@ -204,4 +231,73 @@ def _reduce_lanes(src, index, out, o, lanes, lo, hi, first, last, reduce, storag
             out[o + lane, t] = 0
 
 
+@njit(parallel=PRANGE_ONLY, cache=True, nogil=True)
+def sorted_rows_kernel(src, index, out, reduce, storage, nchunks, stream):
+    """out[o, t, :] = reduce(src[o, i, :] for i with index[i] == t) for every target t, 0 where none: the wide
+    rows' counterpart of ``sorted_runs_kernel``, with its chunks, checks and return value (bad chunks).
+
+    src: (outer, n, inner), n >= m; index: int32/int64 (m,), m >= 1; out: (outer, S, inner), S >= 1, fresh;
+    1 <= nchunks <= m. Each run is reduced from its first row on, in the segment kernel's order and ways (the
+    same bits as ``segment.py``): native types in ``out``'s row itself; half types, and native types with
+    ``stream`` (whose conditions the caller has checked), in a scratch row written once.
+    """
+    literally(reduce)
+    literally(storage)
+    outer = src.shape[0]
+    inner = src.shape[2]
+    num_targets = out.shape[1]
+    starts = _chunk_starts(index, nchunks)
+    bad = np.zeros(nchunks, np.int64)
+    for c in prange(nchunks):
+        lo, hi, first, last, ok = _checked_chunk(index, starts, c, num_targets)
+        if not ok:
+            bad[c] = 1
+            continue
+        acc = acc_buffer(storage, src, inner)
+        for o in range(outer):
+            done = max(first, 0) - 1  # the last target written
+            i = lo
+            while i < hi:
+                v = np.int64(index[i])
+                if v > done + 1:
+                    for j in range(inner):
+                        acc[j] = 0
+                    for t in range(done + 1, v):
+                        write_row(storage, out, o, t, acc, stream)
+                k = i + 1
+                if storage == NATIVE and not stream:  # accumulate in out's row (no scratch row to copy out)
+                    for j in range(inner):
+                        out[o, v, j] = src[o, i, j]
+                    while k < hi and index[k] == v:
+                        for j in range(inner):
+                            out[o, v, j] = combine(reduce, out[o, v, j], src[o, k, j])
+                        k += 1
+                    for j in range(inner):
+                        out[o, v, j] = finalize(reduce, out[o, v, j], k - i)
+                else:
+                    for j in range(inner):
+                        acc[j] = load(storage, src[o, i, j])
+                    while k < hi and index[k] == v:
+                        for j in range(inner):
+                            acc[j] = combine(reduce, acc[j], load(storage, src[o, k, j]))
+                        k += 1
+                    for j in range(inner):
+                        acc[j] = finalize(reduce, acc[j], k - i)
+                    write_row(storage, out, o, v, acc, stream)
+                done = v
+                i = k
+            if last > done + 1:
+                for j in range(inner):
+                    acc[j] = 0
+                for t in range(done + 1, last):
+                    write_row(storage, out, o, t, acc, stream)
+        if stream:
+            store_fence()
+    total = 0
+    for c in range(nchunks):
+        total += bad[c]
+    return total
+
+
 sorted_runs = LiteralKernel(sorted_runs_kernel, ("reduce", "storage"))
+sorted_rows = LiteralKernel(sorted_rows_kernel, ("reduce", "storage"))
