@@ -253,17 +253,14 @@ def sorted_rows_kernel(src, index, out, reduce, storage, nchunks, stream):
         if not ok:
             bad[c] = 1
             continue
-        acc = acc_buffer(storage, src, inner)
+        # the scratch row, where one is used (half types; streamed rows)
+        acc = acc_buffer(storage, src, inner if storage != NATIVE or stream else 0)
         for o in range(outer):
             done = max(first, 0) - 1  # the last target written
             i = lo
             while i < hi:
                 v = np.int64(index[i])
-                if v > done + 1:
-                    for j in range(inner):
-                        acc[j] = 0
-                    for t in range(done + 1, v):
-                        write_row(storage, out, o, t, acc, stream)
+                _zero_rows(out, o, done + 1, v, acc, storage, stream)
                 k = i + 1
                 if storage == NATIVE and not stream:  # accumulate in out's row (no scratch row to copy out)
                     for j in range(inner):
@@ -286,17 +283,31 @@ def sorted_rows_kernel(src, index, out, reduce, storage, nchunks, stream):
                     write_row(storage, out, o, v, acc, stream)
                 done = v
                 i = k
-            if last > done + 1:
-                for j in range(inner):
-                    acc[j] = 0
-                for t in range(done + 1, last):
-                    write_row(storage, out, o, t, acc, stream)
+            _zero_rows(out, o, done + 1, last, acc, storage, stream)
         if stream:
             store_fence()
     total = 0
     for c in range(nchunks):
         total += bad[c]
     return total
+
+
+@njit(cache=True, nogil=True)
+def _zero_rows(out, o, start, stop, acc, storage, stream):
+    """Rows ``out[o, start:stop, :]`` = 0 (empty targets): directly for native types written in place, else
+    through the scratch row ``acc`` and ``write_row``."""
+    literally(storage)
+    if stop <= start:
+        return
+    if storage == NATIVE and not stream:
+        for t in range(start, stop):
+            for j in range(out.shape[2]):
+                out[o, t, j] = 0
+    else:
+        for j in range(acc.shape[0]):
+            acc[j] = 0
+        for t in range(start, stop):
+            write_row(storage, out, o, t, acc, stream)
 
 
 sorted_runs = LiteralKernel(sorted_runs_kernel, ("reduce", "storage"))
