@@ -4,8 +4,12 @@ feature, in one kernel (two passes over each segment's rows, nothing of ``src``'
 It is the normaliser of torch_scatter's ``scatter_logsumexp`` (``flavour="logsumexp"``: ``top`` the largest member
 above -inf, NaN members add nothing) and of ``scatter_log_softmax`` (``flavour="log_softmax"``: ``top`` is
 ``scatter_max``'s result -- 0 where nothing beats the lowest finite value -- and NaN propagates), which
-``scatterx.torch_scatter`` runs on it. The gradient is ``grad[s] * exp(x - out[s])`` for each member (0 where
-``flavour="logsumexp"`` dropped a NaN), made of torch ops, so it is differentiated again by autograd.
+``scatterx.torch_scatter`` runs on it. The gradient of ``out[s]`` w.r.t. a member ``x`` is its share
+``exp((x - top) - log(S + eps))`` (``S`` the segment's sum; 0 where ``flavour="logsumexp"`` dropped a NaN), plus,
+for the member that is ``top`` (the first of tied ones, as ``scatter_max`` selects it), ``eps / (S + eps)``: ``top``
+is a function of the members, and with ``eps > 0`` the result is not invariant to it. The backward recomputes
+``top`` and ``S`` with torch ops rather than reading ``out - top`` (rounded at ``top``'s magnitude), so it is exact
+for large values too, and autograd differentiates it again.
 """
 
 from __future__ import annotations
@@ -84,22 +88,55 @@ def _setup_context(ctx, inputs, output):
     src, ptr, perm, dim, eps, flavour = inputs
     ctx.given_shape = tuple(src.shape)
     ctx.dim = dim % max(src.dim(), 1)
+    ctx.eps = float(eps)
     ctx.flavour = flavour
-    ctx.save_for_backward(src.view(1) if src.dim() == 0 else src, ptr, perm, output)
+    ctx.save_for_backward(src.view(1) if src.dim() == 0 else src, ptr, perm)
+
+
+def _along(t: Tensor, d: int, like: Tensor) -> Tensor:
+    """A vector along dim ``d``, broadcast to ``like``'s shape."""
+    return t.view([-1 if k == d else 1 for k in range(like.dim())]).expand_as(like)
+
+
+def _shares(x: Tensor, segment: Tensor, num_segments: int, d: int, eps: float, flavour: str) -> Tensor:
+    """d out[s] / d x for every member x (rows of ``x`` along ``d`` in segment order; ``segment`` their segments)."""
+    shape = list(x.shape)
+    shape[d] = num_segments
+    ids = _along(segment, d, x)
+    nan = torch.isnan(x)
+    candidates = x.masked_fill(nan, float("-inf"))
+    top = x.new_full(shape, float("-inf")).scatter_reduce(d, ids, candidates, "amax")
+    floor = float("-inf") if flavour == "logsumexp" else torch.finfo(x.dtype).min
+    chosen = top > floor  # a member was selected as top (else the kernel's top is -inf or 0: no member is)
+    top = torch.where(chosen, top, torch.zeros_like(top))
+    shifted = x - top.gather(d, ids)
+    if flavour == "logsumexp":  # torch_scatter masks a NaN x - top to -inf: it adds nothing, and gets nothing
+        shifted = shifted.masked_fill(torch.isnan(shifted), float("-inf"))
+    total = x.new_zeros(shape).index_add(d, segment, shifted.exp())
+    share = torch.exp(shifted - torch.log(total + eps).gather(d, ids))
+    if flavour == "logsumexp":
+        share = torch.nan_to_num(share, nan=0.0, posinf=0.0)
+    if eps != 0.0:  # the top member's extra eps / (S + eps)
+        n = x.size(d)
+        position = _along(torch.arange(n, device=x.device), d, x)
+        is_top = (candidates == top.gather(d, ids)) & chosen.gather(d, ids)
+        first = torch.full(shape, n, dtype=torch.int64, device=x.device).scatter_reduce(
+            d, ids, torch.where(is_top, position, n), "amin")
+        selected = is_top & (position == first.gather(d, ids))
+        share = share + torch.where(selected, (eps / (total + eps)).gather(d, ids), torch.zeros_like(share))
+    return share
 
 
 def _autograd_backward(ctx, grad):
-    """d out[s] / d x = exp(x - out[s]) for every member x of segment s (the softmax, with eps in its sum)."""
-    src, ptr, perm, out = ctx.saved_tensors
+    src, ptr, perm = ctx.saved_tensors
     d = ctx.dim
     length = perm.numel() if perm is not None else src.size(d)
     segment = segment_of_entries(ptr.to(torch.int64), length)
     rows = perm.to(torch.int64) if perm is not None else None
     x = src if rows is None else src.index_select(d, rows)
-    share = torch.exp(x - out.index_select(d, segment))
-    if ctx.flavour == "logsumexp":
-        share = torch.nan_to_num(share, nan=0.0, posinf=0.0)
-    g = grad.index_select(d, segment) * share
+    wide = x if x.dtype in (torch.float32, torch.float64) else x.float()  # half types: as the kernel, in float32
+    share = _shares(wide, segment, ptr.numel() - 1, d, ctx.eps, ctx.flavour)
+    g = (grad.index_select(d, segment) * share).to(src.dtype)
     if rows is not None:
         g = torch.zeros_like(src).index_add(d, rows, g)
     return g.reshape(ctx.given_shape), None, None, None, None, None

@@ -2,16 +2,19 @@
 ``scatter_std``, with torch_scatter's formulas (its ``eps`` terms included) and differentiable.
 
 ``scatter_softmax`` with an index expanded from 1-D runs on scatterx's fused segment softmax (three passes over
-each group, no temporaries of ``src``'s size but the result); the others, and softmax with a general index, are
-made of the drop-in's own kernels (``scatter_max``'s selection, the core sums) and elementwise torch ops, as
-torch_scatter composes them -- never a Python loop over groups.
+each group, no temporaries of ``src``'s size but the result), ``scatter_logsumexp`` on ``segment_logsumexp`` (one
+kernel) and ``scatter_log_softmax`` on ``scatter_max`` and ``segment_logsumexp`` of the shifted values (so that the
+result is ``(x - max) - log(sum + eps)`` as torch_scatter rounds it, exact for large values); the others, and every
+function with a general index, are made of the drop-in's own kernels (``scatter_max``'s selection, the core sums)
+and elementwise torch ops, as torch_scatter composes them -- never a Python loop over groups. A general index is
+used as int64: torch's CPU ``gather`` misreads an expanded (stride-0) int32 index.
 """
 
 from typing import Optional
 
 import torch
 
-from ..ops import needs_op, segment_logsumexp, segment_softmax
+from ..ops import needs_op, segment_arg_reduce, segment_logsumexp, segment_softmax
 from . import _engine
 from .scatter import scatter_max, scatter_sum
 from .utils import broadcast
@@ -47,12 +50,20 @@ def _segments_along(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: 
     return d, one, ptr, perm
 
 
-def _minus_gathered(src: torch.Tensor, per_group: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
-    """``src - per_group[index]`` along ``dim`` (in place in the gathered buffer when no gradient is wanted)."""
+def _minus_gathered(src: torch.Tensor, per_group: torch.Tensor, dim: int, index: torch.Tensor,
+                    in_place: bool = False) -> torch.Tensor:
+    """``src - per_group[index]`` along ``dim`` (when no gradient is wanted: in place in the gathered buffer, or
+    in ``src`` itself with ``in_place``)."""
     gathered = _engine.select_rows(per_group, dim, index)
     if needs_op(src, per_group):
         return src - gathered
-    return torch.sub(src, gathered, out=gathered)
+    return torch.sub(src, gathered, out=src if in_place else gathered)
+
+
+def _general_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:
+    """torch_scatter's broadcast of ``index`` to ``src``'s shape, as int64 (torch's CPU ``gather`` misreads an
+    expanded int32 index)."""
+    return broadcast(index.to(torch.int64), src, dim)
 
 
 @torch.jit.ignore
@@ -65,7 +76,7 @@ def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optiona
     if one is not None:
         size = dim_size if dim_size is not None else _engine.size_from_index(one)
         return segment_softmax(src1, one, dim=d, num_segments=size).view(src.shape)
-    full = broadcast(index, src1, d)
+    full = _general_index(index, src1, d)
     top = scatter_max(src1, full, d, dim_size=dim_size)[0]
     shifted = (src1 - top.gather(d, full)).exp()
     total = scatter_sum(shifted, full, d, dim_size=dim_size)
@@ -84,11 +95,15 @@ def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float,
     _floating(src, "scatter_log_softmax")
     _engine.check_index(index)
     fast = _segments_along(src, index, dim, dim_size)
-    if fast is not None:  # x - (top + log(sum exp(x - top) + eps)) of its group: one kernel, then one gather
+    if fast is not None:  # (x - top) - log(sum exp(x - top) + eps): two kernels, two gathers
         d, one, ptr, perm = fast
-        norm = segment_logsumexp(src, ptr, d, perm=perm, eps=eps, flavour="log_softmax")
-        return _minus_gathered(src, norm, d, one)
-    full = broadcast(index, src, dim)
+        # scatter_max's values, on the segments already built (no second sort of a shuffled index)
+        top = segment_arg_reduce(src, ptr, "amax", d, perm=perm, finite_start=True, fill="unselected")[0]
+        shifted = _minus_gathered(src, top, d, one)
+        # the shifted values' own top is 0 (or nothing is selected: also 0), so this is log(sum + eps) alone
+        norm = segment_logsumexp(shifted, ptr, d, perm=perm, eps=eps, flavour="log_softmax")
+        return _minus_gathered(shifted, norm, d, one, in_place=True)
+    full = _general_index(index, src, dim)
     top = scatter_max(src, full, dim, dim_size=dim_size)[0]
     shifted = src - top.gather(dim, full)
     total = scatter_sum(shifted.exp(), full, dim, dim_size=dim_size)
@@ -112,7 +127,7 @@ def _logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[t
     if fast is not None and out is None:  # one kernel, no temporary of src's size
         d, one, ptr, perm = fast
         return segment_logsumexp(src, ptr, d, perm=perm, eps=eps).nan_to_num(neginf=0.0)
-    full = broadcast(index, src, dim)
+    full = _general_index(index, src, dim)
     if out is not None:
         dim_size = out.size(dim)
     elif dim_size is None:
@@ -166,12 +181,12 @@ def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.T
         if unbiased:
             count = count.sub(1).clamp_(min=1)
         return result.div_(count + 1e-6).sqrt_()
-    count_dim = dim if index.dim() > dim else index.dim() - 1
-    ones = torch.ones((), dtype=src.dtype, device=src.device).expand(index.shape)
-    count = scatter_sum(ones, index, count_dim, dim_size=dim_size)
-    full = broadcast(index, src, dim)
+    full = _general_index(index, src, dim)
     total = scatter_sum(src, full, dim, dim_size=dim_size)
-    count = broadcast(count, total, dim).clamp(min=1)
+    # the members of each group, counted on the broadcast index (torch_scatter counts on the index's own shape,
+    # which miscounts an index that broadcasts along ``dim``: README, "torch_scatter drop-in")
+    ones = torch.ones((), dtype=src.dtype, device=src.device).expand(full.shape)
+    count = scatter_sum(ones, full, dim, dim_size=total.size(dim) if src.dim() else dim_size).clamp(min=1)
     mean = total / count
     var = src - mean.gather(dim, full)
     var = var * var

@@ -87,6 +87,63 @@ def test_gradcheck(fn):
         assert torch.autograd.gradgradcheck(lambda x: fn(x, index, -1), (src,))
 
 
+@pytest.mark.parametrize("fn", [ts.scatter_log_softmax, ts.scatter_logsumexp])
+def test_gradcheck_with_eps(fn):
+    """With ``eps > 0`` the result is not invariant to the group's maximum: the member that is the maximum gets
+    ``eps / (sum + eps)`` more (through ``scatter_max`` in torch_scatter's composition)."""
+    g = torch.Generator().manual_seed(4)
+    src = torch.randn(3, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    groups = torch.tensor([0, 1, 0, 2, 2, 1, 0])
+    shuffled = torch.tensor([2, 0, 1, 1, 0, 2, 0])
+    for index, dim in ((groups, -1), (shuffled, -1), (groups[:3], 0)):
+        assert torch.autograd.gradcheck(lambda x: fn(x, index, dim, eps=0.5), (src,))
+        assert torch.autograd.gradgradcheck(lambda x: fn(x, index, dim, eps=0.5), (src,))
+    # by hand: group {0.3}: d/dx = 1 (logsumexp), 0 (log_softmax); group {-1, 2}: S = e^-3 + 1
+    x = torch.tensor([0.3, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(fn(x, torch.tensor([0, 1, 1]), 0, eps=0.5).sum(), x)
+    S = math.exp(-3) + 1
+    want = ([1.0, math.exp(-3) / (S + 0.5), 1 / (S + 0.5) + 0.5 / (S + 0.5)] if fn is ts.scatter_logsumexp else
+            [0.0, 1 - 2 * math.exp(-3) / (S + 0.5), 1 - 2 * (1 + 0.5) / (S + 0.5)])
+    torch.testing.assert_close(grad, torch.tensor(want, dtype=torch.float64))
+
+
+def test_log_softmax_is_exact_for_large_values():
+    """``(x - max) - log(sum + eps)``, rounded as torch_scatter rounds it: not ``x - (max + log(sum + eps))``,
+    which is rounded at the maximum's magnitude."""
+    for scale in (1e3, 1e6, 3e38):
+        x = torch.tensor([scale, scale, scale - scale / 4, 1.0], requires_grad=True)
+        index = torch.tensor([0, 0, 1, 1])
+        got = ts.scatter_log_softmax(x, index, 0)
+        torch.testing.assert_close(got[:3], torch.tensor([-math.log(2), -math.log(2), 0.0]))
+        (grad,) = torch.autograd.grad(ts.scatter_logsumexp(x, index, 0).sum(), x)
+        torch.testing.assert_close(grad, torch.tensor([0.5, 0.5, 1.0, 0.0]))
+
+
+def test_mean_and_std_count_on_the_broadcast_index():
+    """An index that broadcasts along ``dim`` itself (torch_scatter counts it on its own shape and miscounts)."""
+    src = torch.arange(8.0).view(1, 2, 4)
+    index = torch.tensor([[0, 1]])  # broadcast to (1, 2, 4): every position of a row goes to that row's value
+    mean = ts.scatter_mean(src, index, -1)
+    torch.testing.assert_close(mean, torch.tensor([[[1.5, 0.0], [0.0, 5.5]]]))
+    std = ts.scatter_std(src, index, -1)
+    want = torch.tensor([[[src[0, 0].std().item(), 0.0], [0.0, src[0, 1].std().item()]]])
+    torch.testing.assert_close(std, want, atol=1e-5, rtol=1e-5)
+    # the differentiable path gives the same
+    torch.testing.assert_close(ts.scatter_std(src.clone().requires_grad_(), index, -1).detach(), std)
+
+
+def test_int32_index_with_a_general_index():
+    """A general (not 1-D) int32 index: the composites gather through it as int64 (torch's CPU ``gather`` misreads
+    an expanded int32 index)."""
+    x = torch.tensor([[1.0, 2.0], [3.0, 5.0], [4.0, 9.0], [0.0, 1.0]], dtype=torch.float64)
+    index = torch.tensor([0, 0, 1, 1])
+    for fn in (ts.scatter_std, ts.scatter_softmax, ts.scatter_log_softmax, ts.scatter_logsumexp):
+        want = fn(x, index, 0)
+        for src in (x, x.clone().requires_grad_()):  # the fast path, and the differentiable (general) one
+            torch.testing.assert_close(fn(src, index.to(torch.int32), 0).detach(), want)
+            torch.testing.assert_close(fn(src, index.view(-1, 1).expand(4, 2).to(torch.int32), 0).detach(), want)
+
+
 def test_compiles_fullgraph():
     """A message-passing step with ``scatter_max`` and ``scatter_softmax`` under ``torch.compile(fullgraph=True)``,
     forward and backward, equal to eager."""

@@ -57,7 +57,9 @@ def test_opcheck_gradients_and_compile():
     perm = torch.tensor([3, 1, 0, 6, 5, 4, 2])
     torch.library.opcheck(segment_logsumexp_op, (src, ptr, None, 0, 1e-12, "logsumexp"))
     torch.library.opcheck(segment_logsumexp_op, (src, ptr, perm, 0, 0.0, "log_softmax"))
-    for kw in (dict(), dict(perm=perm, flavour="log_softmax")):
+    # eps = 0.5: the member that is ``top`` gets an extra eps / (S + eps) (top is a function of the members)
+    for kw in (dict(), dict(eps=0.5), dict(perm=perm, flavour="log_softmax"),
+               dict(perm=perm, flavour="log_softmax", eps=0.5), dict(flavour="log_softmax", eps=0.0)):
         assert torch.autograd.gradcheck(lambda t: segment_logsumexp(t, ptr, **kw), (src,))
         assert torch.autograd.gradgradcheck(lambda t: segment_logsumexp(t, ptr, **kw), (src,))
     x = torch.randn(9, 4, requires_grad=True)
@@ -66,6 +68,18 @@ def test_opcheck_gradients_and_compile():
     got = torch.compile(f, fullgraph=True)(x)
     torch.testing.assert_close(got, f(x))
     torch.testing.assert_close(segment_logsumexp(x, p, eps=0.0), torch.stack([x[:4].logsumexp(0), x[4:].logsumexp(0)]))
+
+
+@pytest.mark.parametrize("flavour", ["logsumexp", "log_softmax"])
+def test_gradient_is_exact_for_large_values(flavour):
+    """The shares come from ``x - top`` and ``log(S + eps)``, not from ``x - out`` (rounded at ``top``'s magnitude):
+    each segment's gradient sums to 1 (eps = 0) however large the values."""
+    for scale in (1e4, 1e6, 3e38):
+        x = torch.tensor([scale, scale, scale / 3, -scale, 3.0], requires_grad=True)
+        ptr = torch.tensor([0, 2, 4, 5])
+        out = segment_logsumexp(x, ptr, eps=0.0, flavour=flavour)
+        (grad,) = torch.autograd.grad(out.sum(), x)
+        torch.testing.assert_close(grad, torch.tensor([0.5, 0.5, 1.0, 0.0, 1.0]))
 
 
 def test_bad_input_raises():

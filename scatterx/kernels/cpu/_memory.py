@@ -102,9 +102,10 @@ def stream_row(typingctx, out, o, t, row):
 
 @intrinsic
 def store_fence(typingctx):
-    """A full memory fence (``fence seq_cst``: ``mfence`` on x86-64, ``dmb ish`` on arm64), which also orders
-    non-temporal stores: a kernel that used ``stream_row`` calls it before its work item ends, so the rows are
-    visible to whichever thread reads them next."""
+    """A full memory fence (``fence seq_cst``: on x86-64 ``mfence`` or a locked instruction such as ``lock or``,
+    which LLVM may choose instead; ``dmb ish`` on arm64), which also orders non-temporal stores: a kernel that used
+    ``stream_row`` calls it before its work item ends, so the rows are visible to whichever thread reads them
+    next."""
 
     def codegen(context, builder, signature, args):
         builder.fence("seq_cst")

@@ -260,7 +260,8 @@ def sorted_rows_kernel(src, index, out, reduce, storage, nchunks, stream):
             i = lo
             while i < hi:
                 v = np.int64(index[i])
-                _zero_rows(out, o, done + 1, v, acc, storage, stream)
+                if v > done + 1:  # guarded here: a call per run costs ~30% of a streamed sum
+                    _zero_rows(out, o, done + 1, v, acc, storage, stream)
                 k = i + 1
                 if storage == NATIVE and not stream:  # accumulate in out's row (no scratch row to copy out)
                     for j in range(inner):
