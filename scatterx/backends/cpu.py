@@ -203,8 +203,8 @@ def index_scatter_reduce(
     values take part when ``include_self``; their slices that receive nothing keep their values.
     ``sorted=None``: not known -- the sorted path if the index turns out sorted. The index is validated here
     (``index_checked`` is the GPU's business: its host read may have done it)."""
-    if (sorted or (sorted is None and _head_sorted(index))) and out is None and base is None \
-            and _runs_pay(src, dim, index, num_segments):
+    if sorted is not False and out is None and base is None and _runs_pay(src, dim, index, num_segments) \
+            and (sorted or _head_sorted(index)):  # (sorted=None: probed only where the runs kernels would run)
         result = _sorted_runs(src, index, dim, red, num_segments)
         if result is not None:
             return result

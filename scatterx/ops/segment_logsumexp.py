@@ -8,8 +8,8 @@ above -inf, NaN members add nothing) and of ``scatter_log_softmax`` (``flavour="
 ``exp((x - top) - log(S + eps))`` (``S`` the segment's sum; 0 where ``flavour="logsumexp"`` dropped a NaN), plus,
 for the member that is ``top`` (the first of tied ones, as ``scatter_max`` selects it), ``eps / (S + eps)``: ``top``
 is a function of the members, and with ``eps > 0`` the result is not invariant to it. The backward recomputes
-``top`` and ``S`` with torch ops rather than reading ``out - top`` (rounded at ``top``'s magnitude), so it is exact
-for large values too, and autograd differentiates it again.
+``top`` and the member that is it (``segment_arg_reduce``) and ``S`` (torch ops) rather than reading ``out - top``
+(rounded at ``top``'s magnitude), so it is exact for large values too, and autograd differentiates it again.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..backends import backend_for
 from ..backends._common import segment_of_entries
 from ._checks import check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
+from .segment_arg_reduce import segment_arg_reduce_op
 
 FLAVOURS = {"logsumexp": 0, "log_softmax": 1}
 
@@ -98,46 +99,33 @@ def _along(t: Tensor, d: int, like: Tensor) -> Tensor:
     return t.view([-1 if k == d else 1 for k in range(like.dim())]).expand_as(like)
 
 
-def _shares(x: Tensor, segment: Tensor, num_segments: int, d: int, eps: float, flavour: str) -> Tensor:
-    """d out[s] / d x for every member x (rows of ``x`` along ``d`` in segment order; ``segment`` their segments)."""
-    shape = list(x.shape)
-    shape[d] = num_segments
-    ids = _along(segment, d, x)
-    nan = torch.isnan(x)
-    candidates = x.masked_fill(nan, float("-inf"))
-    top = x.new_full(shape, float("-inf")).scatter_reduce(d, ids, candidates, "amax")
-    floor = float("-inf") if flavour == "logsumexp" else torch.finfo(x.dtype).min
-    chosen = top > floor  # a member was selected as top (else the kernel's top is -inf or 0: no member is)
-    top = torch.where(chosen, top, torch.zeros_like(top))
-    shifted = x - top.gather(d, ids)
-    if flavour == "logsumexp":  # torch_scatter masks a NaN x - top to -inf: it adds nothing, and gets nothing
-        shifted = shifted.masked_fill(torch.isnan(shifted), float("-inf"))
-    total = x.new_zeros(shape).index_add(d, segment, shifted.exp())
-    share = torch.exp(shifted - torch.log(total + eps).gather(d, ids))
-    if flavour == "logsumexp":
-        share = torch.nan_to_num(share, nan=0.0, posinf=0.0)
-    if eps != 0.0:  # the top member's extra eps / (S + eps)
-        n = x.size(d)
-        position = _along(torch.arange(n, device=x.device), d, x)
-        is_top = (candidates == top.gather(d, ids)) & chosen.gather(d, ids)
-        first = torch.full(shape, n, dtype=torch.int64, device=x.device).scatter_reduce(
-            d, ids, torch.where(is_top, position, n), "amin")
-        selected = is_top & (position == first.gather(d, ids))
-        share = share + torch.where(selected, (eps / (total + eps)).gather(d, ids), torch.zeros_like(share))
-    return share
-
-
 def _autograd_backward(ctx, grad):
+    """Each member's share of its segment's gradient (module docstring). ``top`` and the member that is it come
+    from ``segment_arg_reduce``, whose selection rule (strictly above -inf, or above the dtype's lowest finite
+    value for ``log_softmax``; NaN never; the first of ties) and fill (0 where nothing is selected) are the
+    kernel's ``top``."""
     src, ptr, perm = ctx.saved_tensors
     d = ctx.dim
+    eps = ctx.eps
     length = perm.numel() if perm is not None else src.size(d)
     segment = segment_of_entries(ptr.to(torch.int64), length)
-    rows = perm.to(torch.int64) if perm is not None else None
-    x = src if rows is None else src.index_select(d, rows)
-    wide = x if x.dtype in (torch.float32, torch.float64) else x.float()  # half types: as the kernel, in float32
-    share = _shares(wide, segment, ptr.numel() - 1, d, ctx.eps, ctx.flavour)
+    rows = perm.to(torch.int64) if perm is not None else torch.arange(length, device=src.device)
+    x = src if perm is None else src.index_select(d, rows)
+    wide = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype  # half types: as the kernel
+    top, arg = segment_arg_reduce_op(src, ptr, perm, None, "amax", d, ctx.flavour == "log_softmax", "unselected")
+    ids = _along(segment, d, x)
+    shifted = x.to(wide) - top.to(wide).gather(d, ids)
+    if ctx.flavour == "logsumexp":  # torch_scatter masks a NaN x - top to -inf: it adds nothing, and gets nothing
+        shifted = shifted.masked_fill(torch.isnan(shifted), float("-inf"))
+    total = torch.zeros_like(top, dtype=wide).index_add(d, segment, shifted.exp())
+    share = torch.exp(shifted - torch.log(total + eps).gather(d, ids))
+    if ctx.flavour == "logsumexp":
+        share = torch.nan_to_num(share, nan=0.0, posinf=0.0)
+    if eps != 0.0:  # the member that is top: eps / (S + eps) more
+        selected = _along(rows, d, x) == arg.gather(d, ids)
+        share = share + torch.where(selected, (eps / (total + eps)).gather(d, ids), torch.zeros_like(share))
     g = (grad.index_select(d, segment) * share).to(src.dtype)
-    if rows is not None:
+    if perm is not None:
         g = torch.zeros_like(src).index_add(d, rows, g)
     return g.reshape(ctx.given_shape), None, None, None, None, None
 

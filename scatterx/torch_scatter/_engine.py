@@ -17,6 +17,7 @@ from .. import planner
 from ..backends._common import empty
 from ..ops import csr_order, index_to_ptr, needs_op, segment_arg_reduce
 from ..planner import XMap
+from .utils import broadcast
 
 SMALL_INT = (torch.int8, torch.uint8, torch.int16)
 
@@ -63,6 +64,21 @@ def size_from_index(index: torch.Tensor) -> int:
         return 0
     distinct = index[tuple(0 if index.stride(d) == 0 else slice(None) for d in range(index.dim()))]
     return max(int(distinct.max()) + 1, 0)
+
+
+def broadcast_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:
+    """torch_scatter's broadcast of ``index`` to ``src``'s shape (``dim >= 0``), with ValueError where it cannot
+    be (torch_scatter lets ``expand`` raise RuntimeError) or the devices differ."""
+    if index.dim() > src.dim():
+        raise ValueError(f"index has {index.dim()} dimensions but src has {src.dim()}; index may not have more")
+    try:
+        full = broadcast(index, src, dim)
+    except RuntimeError as e:
+        raise ValueError(f"index of shape {tuple(index.shape)} cannot be broadcast to src's {tuple(src.shape)} "
+                         f"along dim={dim}: {e}") from None
+    if full.device != src.device:
+        raise ValueError(f"index is on {index.device} but src is on {src.device}")
+    return full
 
 
 def vector_along(full: torch.Tensor, src: torch.Tensor, dim: int) -> Optional[torch.Tensor]:

@@ -17,7 +17,6 @@ import torch
 from ..ops import needs_op, segment_arg_reduce, segment_logsumexp, segment_softmax
 from . import _engine
 from .scatter import scatter_max, scatter_sum
-from .utils import broadcast
 
 
 def _floating(src: torch.Tensor, name: str) -> None:
@@ -29,7 +28,7 @@ def _floating(src: torch.Tensor, name: str) -> None:
 @torch.jit.ignore
 def _one_dim_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> Optional[torch.Tensor]:
     """The 1-D index along ``dim`` when torch_scatter's broadcast index does not vary along the other dims."""
-    return _engine.vector_along(broadcast(index, src, dim), src, dim)
+    return _engine.vector_along(_engine.broadcast_index(index, src, dim), src, dim)
 
 
 @torch.jit.ignore
@@ -63,7 +62,7 @@ def _minus_gathered(src: torch.Tensor, per_group: torch.Tensor, dim: int, index:
 def _general_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:
     """torch_scatter's broadcast of ``index`` to ``src``'s shape, as int64 (torch's CPU ``gather`` misreads an
     expanded int32 index)."""
-    return broadcast(index.to(torch.int64), src, dim)
+    return _engine.broadcast_index(index.to(torch.int64), src, dim)
 
 
 @torch.jit.ignore

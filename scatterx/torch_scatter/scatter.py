@@ -23,7 +23,6 @@ import torch
 from .. import planner
 from ..ops import index_scatter_reduce_from
 from . import _engine
-from .utils import broadcast
 
 
 @torch.jit.ignore
@@ -36,15 +35,7 @@ def _prepare(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[tor
     if src.dim() == 0:
         src = src.view(1)
     dim = _engine.normalize_dim(dim, src.dim())
-    if index.dim() > src.dim():
-        raise ValueError(f"index has {index.dim()} dimensions but src has {src.dim()}; index may not have more")
-    try:
-        index = broadcast(index, src, dim)
-    except RuntimeError as e:
-        raise ValueError(f"index of shape {tuple(index.shape)} cannot be broadcast to src's {tuple(src.shape)} "
-                         f"along dim={dim}: {e}") from None
-    if index.device != src.device:
-        raise ValueError(f"index is on {index.device} but src is on {src.device}")
+    index = _engine.broadcast_index(index, src, dim)
     vector = _engine.vector_along(index, src, dim)
     if out is not None:
         _engine.check_out(out, src, list(src.shape), dim)

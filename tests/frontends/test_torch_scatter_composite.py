@@ -172,3 +172,15 @@ def test_composites_are_scriptable(name):
     src = torch.rand(5, 2)
     index = torch.tensor([0, 0, 1, 1, 1])
     torch.testing.assert_close(scripted(src, index, 0), getattr(ts, name)(src, index, 0))
+
+
+@pytest.mark.parametrize("fn", [ts.scatter_softmax, ts.scatter_log_softmax, ts.scatter_logsumexp, ts.scatter_std])
+def test_index_that_does_not_broadcast_raises_value_error(fn):
+    """As the scatter functions (``_engine.broadcast_index``), not torch's RuntimeError from ``expand``."""
+    x = torch.randn(4, 3)
+    for grad in (False, True):  # the fused path and the general one
+        src = x.clone().requires_grad_(grad)
+        with pytest.raises(ValueError, match="cannot be broadcast"):
+            fn(src, torch.tensor([0, 1, 1, 1, 2]), 0)
+        with pytest.raises(ValueError, match="may not have more"):
+            fn(src, torch.zeros(1, 4, 3, dtype=torch.long), 0)
