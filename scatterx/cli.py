@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--edges", type=int, default=None, help="default: the graph's (arxiv: 1,166,243)")
     n.add_argument("--features", type=int, default=None, help="default: the graph's (arxiv: 128)")
     n.add_argument("--no-memory", action="store_true", help="skip the peak-memory steps")
+    n.add_argument("--cold", action="store_true", help="also time each model's first training step in fresh "
+                   "processes: scatterx with an empty Numba cache and cached, and PyG")
     n.add_argument("--onnx", action="store_true", help="also time onnxruntime's inference of the SAGE model "
                    "exported with scatterx.export against scatterx eager (needs onnxscript and onnxruntime)")
     n.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
@@ -251,7 +253,7 @@ def _bench_gnn(args) -> None:
     config = gnn.GnnConfig.for_graph(
         args.graph, nodes=args.nodes, edges=args.edges, features=args.features, hidden=args.hidden,
         epochs=args.epochs, models=_split(args.models, gnn.MODELS, "models"), threads=args.threads, seed=args.seed,
-        memory=not args.no_memory, onnx=args.onnx,
+        memory=not args.no_memory, onnx=args.onnx, cold=args.cold,
     )
     report = gnn.run(config, log=lambda msg: print(msg, file=sys.stderr))
     print(gnn.table(report))

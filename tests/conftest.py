@@ -6,12 +6,14 @@ import hashlib
 import os
 import pathlib
 
-# Numba's disk cache is keyed on the source file of each kernel only: a change to the reduction table or to
-# _codegen.py (which the kernels compile in) would not invalidate it, and tests would run stale kernels. Tests
-# therefore cache in a directory named after the contents of every file the kernels are generated from.
-# (Set before scatterx, hence numba, is imported.)
+# Numba's disk cache is keyed on the source file of each kernel: an edit to a kernel file recompiles that file's
+# variants, and no others. But a kernel also compiles in what it imports from the files it is generated from -- the
+# reduction table, the codegen steps, the memory intrinsics -- and Numba does not track those. Tests therefore cache
+# in a directory named after the contents of exactly those files (``tests/test_layering.py`` checks that kernel
+# modules import nothing compiled from anywhere else). Set before scatterx, hence numba, is imported.
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
-_SOURCES = sorted([_ROOT / "scatterx" / "_reductions.py", *(_ROOT / "scatterx" / "kernels").rglob("*.py")])
+_SOURCES = [_ROOT / "scatterx" / "_reductions.py", _ROOT / "scatterx" / "kernels" / "cpu" / "_codegen.py",
+            _ROOT / "scatterx" / "kernels" / "cpu" / "_memory.py"]
 _KEY = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_ROOT / ".numba-cache" / _KEY))
 
@@ -24,6 +26,8 @@ if not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
+
+import compile_budget  # noqa: E402
 
 from scatterx import backends  # noqa: E402
 from scatterx.kernels.gpu import available as triton_available  # noqa: E402
@@ -90,8 +94,9 @@ class Backend:
         return f"Backend({self.name!r})"
 
     def examples(self, n: int) -> int:
-        """How many hypothesis examples to run where the CPU backend runs ``n``."""
-        return max(2, n // 4) if self.interpreted else n
+        """How many hypothesis examples to run where the CPU backend runs ``n``: an eighth through the interpreter
+        (every test's cross-product of reductions, dtypes and routes is kept; each example costs ~100x)."""
+        return max(2, n // 8) if self.interpreted else n
 
     def put(self, x):
         if isinstance(x, torch.Tensor):
@@ -126,33 +131,57 @@ def backend(request):
     return _backend(request.param)
 
 
-#: every strategy of every backend: (backend, strategy); "sorted" is the sorted path of either, the others force
-#: the unsorted strategy of that backend; "serial" and "serial-sorted" are the CPU's path for small calls (the
-#: other CPU routes switch it off, so that the tests' small problems reach the general kernels, and the unsorted
-#: ones its use for narrow unsorted rows of any size)
+#: every route of every backend: (backend, route). The CPU's are ``backends/cpu/routes.py``'s (``serial-sorted`` is
+#: the serial route checking a promised order); the GPU's, ``backends/gpu/routes.py``'s.
 ROUTES = [
-    ("cpu", "sorted"), ("cpu", "gather"), ("cpu", "slices"), ("cpu", "serial"), ("cpu", "serial-sorted"),
-    ("gpu", "sorted"), ("gpu", "atomic"), ("gpu", "sort"),
+    ("cpu", "serial"), ("cpu", "serial-sorted"), ("cpu", "runs"), ("cpu", "segments"), ("cpu", "gather"),
+    ("cpu", "slices"), ("gpu", "segments"), ("gpu", "atomic"), ("gpu", "sort"),
 ]
+#: the routes that need a sorted index, and those that write new tensors only (no ``out=``, no base)
+SORTED_ROUTES = {"serial-sorted", "runs", "segments"}
+INTO_NEW_ROUTES = {"serial", "serial-sorted", "runs"}
 
 
-@pytest.fixture(params=ROUTES, ids=[f"{b}-{s}" for b, s in ROUTES])
-def route(request, monkeypatch):
-    """A backend with one strategy forced: ``route.sorted`` says whether the test must pass a sorted index."""
+def route_id(param) -> str:
+    return "-".join(param)
+
+
+@pytest.fixture(params=ROUTES, ids=route_id)
+def route(request):
+    """A backend with one route forced: ``route.sorted`` says whether the test must pass a sorted index,
+    ``route.into_new`` whether it may only ask for new tensors."""
     name, strategy = request.param
     b = _backend(name)
-    b.strategy, b.sorted = strategy, strategy in ("sorted", "serial-sorted")
+    b.strategy, b.sorted, b.into_new = strategy, strategy in SORTED_ROUTES, strategy in INTO_NEW_ROUTES
     if name == "cpu":
-        serial = strategy.startswith("serial")
-        monkeypatch.setattr(backends.cpu, "SMALL_CALL_ELEMENTS", 1 << 20 if serial else -1)
-        if serial:
-            return b
-    if not b.sorted:
-        if name == "cpu":
-            monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", strategy)
-            monkeypatch.setattr(backends.cpu, "SERIAL_UNSORTED_MAX_WORK", 0)  # the strategy, not the serial kernel
-        else:
-            from scatterx.backends import gpu
+        forced = backends.cpu.routes.Route(strategy.split("-")[0])
+        with backends.cpu.routes.force(forced):
+            yield b
+    else:
+        from scatterx.backends import gpu
 
-            monkeypatch.setattr(gpu, "UNSORTED_STRATEGY", strategy)
-    return b
+        with gpu.routes.force(gpu.routes.Route(strategy)):
+            yield b
+
+
+# ----------------------------------------------------------------------------------------------- compile budget
+def pytest_sessionfinish(session, exitstatus):
+    """Count the CPU kernels' compiled variants (``compile_budget.py``); over the budget, the run fails."""
+    rows = compile_budget.variants()
+    session.config._compile_budget = rows
+    total = sum(n for _, n in rows)
+    if total > compile_budget.BUDGET and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    rows = getattr(config, "_compile_budget", None)
+    if not rows:
+        return
+    terminalreporter.section("compiled variants of the CPU kernels")
+    for line in compile_budget.report(rows):
+        terminalreporter.write_line(line)
+    total = sum(n for _, n in rows)
+    if total > compile_budget.BUDGET:
+        terminalreporter.write_line(f"FAILED: {total} compiled variants, over the budget of {compile_budget.BUDGET}",
+                                    red=True, bold=True)

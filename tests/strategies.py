@@ -18,21 +18,6 @@ def random_values(shape, dtype, generator, reduce):
     return torch.randint(-high, high + 1, shape, generator=generator, dtype=torch.int64).to(dtype)
 
 
-def count_launches(monkeypatch, module, name):
-    """Replace the ``LiteralKernel`` ``module.name`` by one that records the key of each ``keyed`` launch (and
-    launches): the list of keys, for tests of which route a call took."""
-    keys = []
-    real = getattr(module, name)
-
-    class Counting:
-        def keyed(self, key, *args):
-            keys.append(key)
-            return real.keyed(key, *args)
-
-    monkeypatch.setattr(module, name, Counting())
-    return keys
-
-
 OUT_MODES = ["none", "dim_size", "out_self", "out_noself"]
 
 
@@ -75,3 +60,20 @@ def scatter_problems(draw, dtype=None, reduce=None, sorted=None, out_mode=None):
         out=out,
         include_self=out_mode != "out_noself",
     )
+
+
+@st.composite
+def segment_problems(draw, dtypes=SUPPORTED_DTYPES, reduce="sum", max_outer=3, max_inner=5, max_segments=8,
+                     max_size=6):
+    """``(src (outer, n, inner), ptr, perm or None)``: 0..max_segments segments of 0..max_size rows (empty ones
+    included), rows in segment order or gathered through a random permutation (int64), values for ``reduce``."""
+    outer = draw(st.integers(1, max_outer))
+    inner = draw(st.integers(1, max_inner))
+    sizes = draw(st.lists(st.integers(0, max_size), max_size=max_segments))
+    dtype = draw(st.sampled_from(dtypes))
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    n = sum(sizes)
+    src = random_values((outer, n, inner), dtype, g, reduce)
+    ptr = torch.tensor([0] + sizes, dtype=torch.int64).cumsum(0)
+    perm = torch.randperm(n, generator=g) if draw(st.booleans()) else None
+    return src, ptr, perm

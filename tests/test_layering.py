@@ -167,3 +167,56 @@ def test_long_modules_say_why(module):
         return
     docstring = ast.get_docstring(ast.parse(source)) or ""
     assert "Why this module is long" in docstring, f"{module}: over 350 lines and no reason in its docstring"
+
+
+# ------------------------------------------------------------------------------------------- one name per op
+#: kernel modules that serve no single op: the index -> segments pass every segment op starts with, and the thread
+#: pool that runs every CPU kernel
+KERNEL_INFRASTRUCTURE = {"segments", "pool"}
+OPS = sorted(p.stem for p in (PACKAGE / "ops").glob("*.py") if not p.stem.startswith("_"))
+TESTS = ROOT / "tests"
+
+
+def _stems(folder):
+    return sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("side", ["cpu", "gpu"])
+def test_every_kernel_module_is_named_after_its_op(side):
+    """``kernels/<side>/<op>.py`` or ``<op>_<route>.py`` (the routes of ``index_scatter_reduce`` under one
+    prefix); underscore modules are the kernels' building blocks."""
+    stray = [stem for stem in _stems(PACKAGE / "kernels" / side) if not stem.startswith("_")
+             and stem not in KERNEL_INFRASTRUCTURE and not any(stem == op or stem.startswith(op + "_") for op in OPS)]
+    assert not stray, f"kernels/{side} modules named after no op: {stray}"
+
+
+@pytest.mark.parametrize("side", ["cpu", "gpu"])
+def test_every_kernel_module_has_its_test_file(side):
+    """``kernels/<side>/X.py`` <-> ``tests/kernels/test_<side>_X.py`` (``_X`` -> ``test_<side>_X``)."""
+    missing = [stem for stem in _stems(PACKAGE / "kernels" / side)
+               if not (TESTS / "kernels" / f"test_{side}_{stem.lstrip('_')}.py").exists()]
+    assert not missing, f"kernels/{side} modules without a test file in tests/kernels: {missing}"
+    orphans = [p.name for p in (TESTS / "kernels").glob(f"test_{side}_*.py")
+               if not any(p.stem == f"test_{side}_{stem.lstrip('_')}" for stem in _stems(PACKAGE / "kernels" / side))]
+    assert not orphans, f"tests/kernels files of no kernel module: {orphans}"
+
+
+def test_every_op_has_its_backend_modules_and_tests():
+    """``ops/X.py`` <-> ``backends/cpu/X.py``, ``backends/gpu/X.py``, ``tests/ops/test_X.py``."""
+    for op in OPS:
+        assert (PACKAGE / "backends" / "cpu" / f"{op}.py").exists(), f"backends/cpu/{op}.py"
+        assert (PACKAGE / "backends" / "gpu" / f"{op}.py").exists(), f"backends/gpu/{op}.py"
+        assert (TESTS / "ops" / f"test_{op}.py").exists(), f"tests/ops/test_{op}.py"
+
+
+#: what CPU kernel modules may import: Numba compiles what a kernel calls into it, and its disk cache only follows
+#: the kernel's own file; ``tests/conftest.py`` keys the test cache on these files, so nothing else may be compiled in
+KERNEL_SOURCES = {"scatterx._reductions", "scatterx.kernels.cpu._codegen", "scatterx.kernels.cpu._memory"}
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("scatterx.kernels.cpu.")])
+def test_cpu_kernels_compile_in_only_the_files_the_test_cache_is_keyed_on(module):
+    others = {t for t, _ in GRAPH[module]} - KERNEL_SOURCES - {module}
+    if module.endswith((".pool", "._codegen", "._memory")):  # not kernels: no njit function calls across
+        others -= {"scatterx.kernels.cpu._codegen", "scatterx.kernels.cpu._memory", "scatterx._reductions"}
+    assert not others, f"{module} imports {others}: an edit there would not recompile its kernels"

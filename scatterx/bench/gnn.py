@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import torch.nn.functional as F
 
+from . import gnn_cold
 from .gnn_onnx import onnx_inference
 from .harness import environment
 
@@ -74,6 +75,7 @@ class GnnConfig:
     seed: int = 0
     memory: bool = True  # measure the peak step memory of each path (after the timed epochs)
     onnx: bool = False  # time onnxruntime's inference of the exported SAGE model against scatterx eager
+    cold: bool = False  # also time each model's first training step in fresh processes (gnn_cold.py)
 
     @classmethod
     def for_graph(cls, graph: str, **overrides) -> "GnnConfig":
@@ -183,6 +185,7 @@ class GnnReport:
     environment: Dict[str, str]
     csr_build_ms: Optional[float] = None
     onnx: Optional[Any] = None  # gnn_onnx.OnnxRow
+    cold: List[Any] = field(default_factory=list)  # gnn_cold.FirstStep per model
 
 
 def _step(model, optimizer, data: ArxivLike) -> float:
@@ -244,10 +247,11 @@ def run(config: GnnConfig, log: Callable = print) -> GnnReport:
             log(f"onnx: SAGE inference {onnx.onnxruntime_ms:.1f} ms in onnxruntime, {onnx.eager_ms:.1f} ms eager")
     finally:
         torch.set_num_threads(before)
+    cold = gnn_cold.first_steps(config, log) if config.cold else []
     import torch_geometric
 
     env = {**environment(), "torch_geometric": torch_geometric.__version__, "torch_threads": str(config.threads)}
-    return GnnReport(data.describe(), config, results, env, csr_ms, onnx)
+    return GnnReport(data.describe(), config, results, env, csr_ms, onnx, cold)
 
 
 def csr_build_ms(data: ArxivLike, repeats: int = 5) -> float:
@@ -372,6 +376,8 @@ def table(report: GnnReport) -> str:
         lines.append(f"onnx (SAGE inference, exported with scatterx.export): onnxruntime {o.onnxruntime_ms:.1f} ms, "
                      f"scatterx eager {o.eager_ms:.1f} ms ({o.onnxruntime_ms / o.eager_ms:.2f}x), "
                      f"max |difference| {o.max_abs_diff:.1e}")
+    if report.cold:
+        lines += gnn_cold.table(report.cold)
     lines.append("goals:")
     for label, value, op, limit, ok in goals(report):
         lines.append(f"  {label:50} {value:9.3g} (goal {op} {limit:g})  {'ok' if ok else 'MISSED'}")
@@ -409,6 +415,7 @@ def write_files(report: GnnReport, out_dir: str) -> List[str]:
                 ],
                 "graph_shape": report.config.graph,
                 "csr_build_ms": report.csr_build_ms,
+                "first_steps": gnn_cold.as_dicts(report.cold),
                 "goals": [dict(label=g[0], value=g[1], op=g[2], limit=g[3], ok=g[4]) for g in goals(report)],
             },
             f,

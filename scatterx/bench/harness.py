@@ -159,10 +159,10 @@ def environment(device: str = "cpu") -> Dict[str, str]:
         "scatterx": scatterx.__version__,
         "torch": torch.__version__,
         "numba": numba.__version__,
-        "numba_threading_layer": _threading_layer(),
         "torch_scatter": torch_scatter_version() or "not installed",
         "python": platform.python_version(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model(),
+        "numba_cpu_target": numba_cpu_target(),
         "torch_threads": str(torch.get_num_threads()),
     }
 
@@ -202,11 +202,27 @@ class OtherLoad:
         return f"{others:.0%} of a core, hypervisor steal {steal:.0%} of a core ({verdict})"
 
 
-def _threading_layer() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what ``platform`` knows: a figure holds for the CPU
+    it was measured on."""
     try:
-        return numba.threading_layer()
-    except ValueError:  # no parallel region has run yet
-        return "not initialised"
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def numba_cpu_target() -> str:
+    """The CPU Numba compiles the kernels for (``NUMBA_CPU_NAME``, else the host's), and its vector extensions."""
+    import llvmlite.binding as llvm
+
+    name = numba.config.CPU_NAME or llvm.get_host_cpu_name()
+    features = numba.config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
+    vector = [f for f in ("avx512f", "avx2", "avx", "sse4.2", "neon", "sve") if f"+{f}" in features.split(",")]
+    return f"{name} ({', '.join(vector) or 'no vector extensions found'})"
 
 
 def run(config: Config, progress: Callable = lambda iterable, **kw: iterable, log: Callable = print) -> Report:
@@ -278,7 +294,7 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     report = Report(config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=env)
     if config.latency and device == "cpu":  # Numba's JIT and disk cache; Triton's are not measured
         log("measuring first-call latency in fresh processes (cold and cached Numba cache)...")
-        report.latency = first_call_latency()
+        report.latency = first_call_latency(graph=(config.edges, config.nodes, config.features))
     return report
 
 

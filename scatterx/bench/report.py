@@ -53,12 +53,8 @@ def table(report: Report) -> str:
             lines.append(f"  {reduce:<5} {order:<8} {ours.ms:7.2f} ms = {ours.probe_ratio:.2f}x probe; " + "; ".join(parts))
     lines += _dropin_table(report)
     if report.latency:
-        lat = report.latency
         lines.append("")
-        lines.append(
-            f"first call (JIT): {lat['cold_s']:.2f} s with an empty Numba cache, {lat['cached_s']:.3f} s cached "
-            f"(import torch + scatterx: {lat['import_s']:.2f} s, not included)"
-        )
+        lines += _latency_table(report)
     lines.append("")
     if c.device == "cuda":
         lines.append("goals of issue #5 (stated for an H100)")
@@ -73,6 +69,20 @@ def table(report: Report) -> str:
     lines.append("")
     lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
     return "\n".join(lines)
+
+
+def _latency_table(report: Report) -> List[str]:
+    """The first calls: empty Numba cache, cached, and the call itself (what is not JIT)."""
+    lat, c = report.latency, report.config
+    lines = [f"first call of index_scatter_reduce (sum, float32), each in a fresh process (import torch + scatterx: "
+             f"{lat['import_s']:.2f} s, not included):"]
+    shapes = {"small": "6 x 16 -> 4", "sorted": f"{c.edges:,} x {c.features} -> {c.nodes:,} sorted",
+              "shuffled": f"{c.edges:,} x {c.features} -> {c.nodes:,} shuffled"}
+    for kind, shape in shapes.items():
+        if f"{kind}_cold_s" in lat:
+            lines.append(f"  {shape:<34} {lat[f'{kind}_cold_s']:6.2f} s empty cache  {lat[f'{kind}_cached_s']:6.3f} s "
+                         f"cached  ({lat[f'{kind}_call_s'] * 1e3:.1f} ms the call itself)")
+    return lines
 
 
 def _dropin_table(report: Report) -> List[str]:

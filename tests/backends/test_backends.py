@@ -1,7 +1,9 @@
 """The backends: the same functions with the same signatures on both sides, ``backend_for`` choosing by device,
 and the helpers both share (``_common.py``)."""
 
+import ast
 import inspect
+import pathlib
 
 import numpy as np
 import pytest
@@ -32,11 +34,53 @@ def test_both_backends_have_the_same_function_and_signature(name):
 
 
 def test_the_documented_interface_is_complete():
-    public = {n for n, f in vars(cpu).items() if inspect.isfunction(f) and f.__module__ == cpu.__name__
-              and not n.startswith("_")}
-    assert public - {"balanced_bounds"} == set(INTERFACE)  # balanced_bounds: the CPU's own work split
+    assert set(cpu.__all__) - {"routes"} == set(INTERFACE)
     for name in INTERFACE:
         assert f"``{name}``" in backends.__doc__, f"backends/__init__.py does not list {name}"
+
+
+def test_both_backends_have_the_same_modules():
+    """One module per op family on each side, with the same names (``backends/cpu/X.py`` <-> ``backends/gpu/X.py``)."""
+    here = pathlib.Path(backends.__file__).parent
+    names = {side: sorted(p.name for p in (here / side).glob("*.py")) for side in ("cpu", "gpu")}
+    assert names["cpu"] == names["gpu"]
+
+
+def _names_bound_to_backends(tree: ast.AST):
+    """Names a test module binds to scatterx.backends or one of its modules."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = node.module
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                if full.startswith("scatterx.backends") or (module == "scatterx" and alias.name == "backends"):
+                    bound.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("scatterx.backends"):
+                    bound.add(alias.asname or alias.name.split(".")[0])
+    return bound
+
+
+def test_no_test_overwrites_a_backend_global():
+    """Tests force routes and thresholds with ``routes.force`` / ``routes.tuned``, never by overwriting a module
+    global of a backend (``monkeypatch.setattr(cpu, ...)``, ``setattr(backends.cpu, ...)``): what they test is then
+    what users run."""
+    offenders = []
+    for path in sorted(pathlib.Path(__file__).resolve().parents[1].rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        bound = _names_bound_to_backends(tree) | {"backends"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+                if name in ("setattr", "delattr") and node.args:
+                    target = node.args[0]
+                    while isinstance(target, ast.Attribute):
+                        target = target.value
+                    if isinstance(target, ast.Name) and target.id in bound:
+                        offenders.append(f"{path.name}:{node.lineno}")
+    assert not offenders, f"tests overwrite backend globals at {offenders}"
 
 
 def test_backend_for_picks_by_device():

@@ -1,101 +1,112 @@
-"""Numba's thread pool (``kernels/cpu/__init__.py``): launches from several Python threads, launches in a forked
-child, and the launch lock's invariant. The pool runs in subprocesses here: a bad launch aborts its process."""
+"""The thread pool that runs the CPU kernels (``kernels/cpu/pool.py``): every work item claimed exactly once,
+whatever the thread count; launches from several Python threads at once; an exception raised where the launcher
+sees it; a forked child that launches (its parent's workers did not come along)."""
 
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 
+import numpy as np
 import pytest
-import torch
+from numba import njit
 
-from scatterx.kernels.cpu import use_torch_threads
+from scatterx.kernels.cpu import launch
+from scatterx.kernels.cpu._codegen import Kernel, claim
 
-_TWO_THREADS = """
-    import threading, torch, scatterx
-    g = torch.Generator().manual_seed(0)
-    cases = []
-    for reduce in ("sum", "amax"):
-        index = torch.randint(0, 5000, (100_000,), generator=g)
-        src = torch.randn(100_000, 8, generator=g)
-        cases.append((index, src, reduce, scatterx.index_scatter_reduce(0, index, src, reduce, sorted=False,
-                                                                         dim_size=5000)))
+
+@njit(nogil=True)
+def _mark_items(counter, seen, spin):
+    """seen[item] += 1 for every item this call claims; returns how many it claimed."""
+    claimed = 0
+    while True:
+        item = claim(counter)
+        if item < 0:
+            break
+        for _ in range(spin):  # some work, so that threads overlap
+            seen[item] += 0
+        seen[item] += 1
+        claimed += 1
+    return claimed
+
+
+_MARK = Kernel(_mark_items)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("items", [0, 1, 5, 1000])
+def test_every_item_is_claimed_exactly_once(threads, items):
+    seen = np.zeros(max(items, 1), np.int64)
+    total = launch(_MARK, None, items, threads, seen[:items], 100)
+    assert total == items
+    assert (seen[:items] == 1).all()
+
+
+def test_launches_from_several_python_threads_at_once():
     failures = []
+
     def work():
-        for _ in range(40):
-            for index, src, reduce, expected in cases:
-                got = scatterx.index_scatter_reduce(0, index, src, reduce, sorted=False, dim_size=5000)
-                if not torch.equal(got, expected):
-                    failures.append(reduce)
-    threads = [threading.Thread(target=work) for _ in range(3)]
+        for _ in range(50):
+            seen = np.zeros(300, np.int64)
+            if launch(_MARK, None, 300, 3, seen, 10) != 300 or not (seen == 1).all():
+                failures.append(1)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
     [t.start() for t in threads]
     [t.join() for t in threads]
-    import numba
-    print(numba.threading_layer(), "failures", len(failures))
-"""
+    assert not failures
+
+
+class _Boom(Kernel):
+    """A kernel whose compiled entry raises (as a failed allocation inside a kernel would)."""
+
+    def __init__(self):
+        pass
+
+    def entry(self, key, args):
+        def raises(counter, *rest):
+            raise MemoryError("boom")
+
+        return raises
+
+
+def test_an_exception_in_any_thread_reaches_the_launcher_after_every_call_returned():
+    with pytest.raises(MemoryError, match="boom"):
+        launch(_Boom(), None, 10, 3)
+    seen = np.zeros(10, np.int64)  # the pool still works
+    assert launch(_MARK, None, 10, 3, seen, 1) == 10
+
 
 _FORK = """
-    import os, torch, scatterx
+    import os, numpy as np, torch, scatterx
+    import test_cpu_pool as pool_test
+    from scatterx.kernels.cpu import launch
     index, src = torch.arange(100_000) // 3, torch.randn(100_000, 4)
     expected = scatterx.index_scatter_reduce(0, index, src, "sum")
-    small = scatterx.index_scatter_reduce(0, index[:10], src[:10], "sum")
+    launch(pool_test._MARK, None, 100, 3, np.zeros(100, np.int64), 1)  # the parent's workers exist
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        torch.set_num_threads(1)  # as a DataLoader worker does: torch's own OpenMP is not fork-safe either
-        try:
-            ok = torch.equal(scatterx.index_scatter_reduce(0, index, src, "sum"), expected)
-            said = "computed" if ok else "wrong"
-        except RuntimeError as e:
-            said = "raised " + str(e).split(":")[0]
-        said += " small " + str(torch.equal(scatterx.index_scatter_reduce(0, index[:10], src[:10], "sum"), small))
-        os.write(write, said.encode())
+        torch.set_num_threads(1)  # as a DataLoader worker does: torch's own OpenMP is not fork-safe
+        seen = np.zeros(100, np.int64)
+        said = [launch(pool_test._MARK, None, 100, 3, seen, 1) == 100 and bool((seen == 1).all()),
+                torch.equal(scatterx.index_scatter_reduce(0, index, src, "sum"), expected)]
+        os.write(write, str(said).encode())
         os._exit(0)
     os.close(write)
     _, status = os.waitpid(pid, 0)
-    import numba
-    print(numba.threading_layer(), "|", os.read(read, 1000).decode(), "| exit", status)
+    print(os.read(read, 1000).decode(), "| exit", status)
 """
 
 
-def _run(code: str, layer=None) -> str:
-    env = dict(os.environ)
-    env.pop("NUMBA_THREADING_LAYER", None)
-    if layer:
-        env["NUMBA_THREADING_LAYER"] = layer
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip().splitlines()[-1]
-
-
-@pytest.mark.parametrize("layer", [None, "workqueue"])
-def test_launches_from_several_threads(layer):
-    """Three Python threads launching at once: under ``workqueue`` (not thread-safe) the process would abort
-    without the launch lock; under any layer every result equals the single-threaded one."""
-    line = _run(_TWO_THREADS, layer)
-    assert line.endswith("failures 0"), line
-    if layer:
-        assert line.startswith(layer)
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_forked_child():
-    """A child forked after a parallel launch (one thread, as a DataLoader worker): under OpenMP a clear
-    RuntimeError instead of Numba terminating the child, the serial small-call kernel still working; under
-    ``workqueue`` the child computes."""
-    line = _run(_FORK)
-    layer, said, status = (part.strip() for part in line.split("|"))
-    assert status == "exit 0", line
-    assert said.endswith("small True"), line
-    if layer == "omp":
-        assert said.startswith("raised scatterx cannot launch its parallel CPU kernels"), line
-    else:
-        assert said.startswith("computed"), line
-    line = _run(_FORK, "workqueue")
-    assert line.startswith("workqueue") and "computed small True" in line, line
-
-
-def test_launch_outside_the_lock_is_an_error():
-    with pytest.raises(RuntimeError, match="outside the launch lock"):
-        use_torch_threads(1 << 20)
+def test_a_forked_child_launches_on_threads_of_its_own():
+    """A child forked after a parallel launch (as a DataLoader worker): the parent's workers and lock did not come
+    along; the child starts its own, and computes the parent's result."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_FORK)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[True, True] | exit 0"

@@ -1,6 +1,8 @@
 """index_scatter_reduce against the reference (random and hand-written cases) and against torch's own ops, on
-every backend and every strategy of each (the ``route`` and ``backend`` fixtures of conftest.py)."""
+every backend and every route of each (the ``route`` and ``backend`` fixtures of conftest.py)."""
 
+import contextlib
+import functools
 import math
 
 import pytest
@@ -10,8 +12,9 @@ from hypothesis import strategies as st
 
 import scatterx
 from scatterx import backends, reference
+from scatterx._reductions import BY_NAME
 from scatterx.ops import index_scatter_reduce_from
-from conftest import assert_matches
+from conftest import INTO_NEW_ROUTES, ROUTES, assert_matches, route_id
 from strategies import ALIASES, OUT_MODES, REDUCES, random_values, scatter_problems
 
 
@@ -42,9 +45,21 @@ def call(backend, *args, **kwargs):
 
 
 # --------------------------------------------------------------------------------------- random vs the reference
-@pytest.mark.parametrize("out_mode", OUT_MODES)
+def serves(route, reduce, out_mode="none") -> bool:
+    """Whether ``route`` serves such calls: the routes that write new tensors only take no ``out=``, the GPU's
+    atomic route only the reductions the table marks atomic."""
+    if route[1] in INTO_NEW_ROUTES and out_mode.startswith("out"):
+        return False
+    return not (route == ("gpu", "atomic") and not BY_NAME[ALIASES.get(reduce, reduce)].atomic)
+
+
+#: (route, out mode, reduction) triples the route serves
+MATRIX = [(r, m, red) for r in ROUTES for m in OUT_MODES for red in REDUCES if serves(r, red, m)]
+
+
+@pytest.mark.parametrize("route, out_mode, reduce", MATRIX, indirect=["route"],
+                         ids=[f"{red}-{route_id(r)}-{m}" for r, m, red in MATRIX])
 @pytest.mark.parametrize("dtype", scatterx.SUPPORTED_DTYPES, ids=str)
-@pytest.mark.parametrize("reduce", REDUCES)
 def test_matches_reference(route, reduce, dtype, out_mode):
     @settings(max_examples=route.examples(10))
     @given(data=st.data())
@@ -59,8 +74,12 @@ def test_matches_reference_any_combination(route):
     """Everything drawn at once, aliases included."""
 
     @settings(max_examples=route.examples(150))
-    @given(p=scatter_problems())
-    def check(p):
+    @given(data=st.data())
+    def check(data):
+        out_mode = data.draw(st.sampled_from(["none", "dim_size"])) if route.into_new else None
+        served = [r for r in REDUCES + list(ALIASES) if serves((route.name, route.strategy), r)]
+        reduce = data.draw(st.sampled_from(served))
+        p = data.draw(scatter_problems(out_mode=out_mode, sorted=True if route.sorted else None, reduce=reduce))
         p = p if route.sorted else dict(p, sorted=False)
         assert_matches(run(route, p), run_reference(p), ALIASES.get(p["reduce"], p["reduce"]))
 
@@ -91,33 +110,50 @@ def test_long_segments_and_wide_rows_cover_several_tiles(backend):
             assert_matches(got, reference.index_scatter_reduce(0, index, src, reduce, dim_size=3), reduce)
 
 
-CPU_PATHS = ["sorted", "gather", "slices"]
+#: the CPU's parallel routes, each forced (``sorted``: the backend's own choice for a sorted index)
+CPU_PATHS = ["sorted", "runs", "segments", "gather", "slices"]
 
 
 @pytest.fixture
-def cpu_path(request, monkeypatch):
-    if request.param != "sorted":
-        monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", request.param)
-        monkeypatch.setattr(backends.cpu, "SERIAL_UNSORTED_MAX_WORK", 0)  # the strategy, not the serial kernel
-    return request.param
+def cpu_path(request):
+    if request.param == "sorted":
+        yield request.param
+        return
+    with backends.cpu.routes.force(request.param):
+        yield request.param
+
+
+def _sorted_path(cpu_path):
+    return cpu_path in ("sorted", "runs", "segments")
 
 
 @pytest.mark.parametrize("cpu_path", CPU_PATHS, indirect=True)
 def test_parallel_path_with_hub_segments_matches_reference(torch_threads, cpu_path):
     """Large enough to run on several chunks; a few huge segments (hubs) and many empty ones (CPU: the
     interpreter would take minutes at this size)."""
+    index, src, num_nodes = _hub_problem()
+    for reduce in REDUCES:
+        is_sorted = _sorted_path(cpu_path)
+        idx, s = _sorted_pair(index, src) if is_sorted else (index, src)
+        got = scatterx.index_scatter_reduce(0, idx, s, reduce, sorted=is_sorted, dim_size=num_nodes)
+        assert_matches(got, _hub_reference(reduce), reduce)
+
+
+@functools.lru_cache(maxsize=None)
+def _hub_problem():
     g = torch.Generator().manual_seed(0)
     num_nodes, num_edges = 3000, 60000
     hubs = torch.randint(0, num_nodes, (5,), generator=g)
     index = torch.cat([hubs.repeat_interleave(8000), torch.randint(0, num_nodes // 2, (num_edges - 40000,), generator=g)])
     index = index[torch.randperm(num_edges, generator=g)]
-    src = torch.randn(num_edges, 3, dtype=torch.float64, generator=g)
-    for reduce in REDUCES:
-        want = reference.index_scatter_reduce(0, index, src, reduce, dim_size=num_nodes)
-        is_sorted = cpu_path == "sorted"
-        idx, s = _sorted_pair(index, src) if is_sorted else (index, src)
-        got = scatterx.index_scatter_reduce(0, idx, s, reduce, sorted=is_sorted, dim_size=num_nodes)
-        assert_matches(got, want, reduce)
+    return index, torch.randn(num_edges, 3, dtype=torch.float64, generator=g), num_nodes
+
+
+@functools.lru_cache(maxsize=None)
+def _hub_reference(reduce):
+    """The reference's result on the hub problem (a plain loop: computed once for all routes and thread counts)."""
+    index, src, num_nodes = _hub_problem()
+    return reference.index_scatter_reduce(0, index, src, reduce, dim_size=num_nodes)
 
 
 def _sorted_pair(index, src):
@@ -285,12 +321,13 @@ def test_zero_dim_src_out_and_index_are_one_slice_as_in_torch(backend):
 @pytest.mark.parametrize("include_self", [True, False])
 def test_matches_torch_index_reduce(backend, dtype, reduce, include_self):
     g = torch.Generator().manual_seed(7)
-    src = random_values((300, 5), dtype, g, reduce)
-    index = torch.randint(0, 40, (300,), generator=g)
-    out = random_values((40, 5), dtype, g, reduce)
+    rows, targets = (60, 12) if backend.interpreted else (300, 40)  # (the interpreter: a few programs)
+    src = random_values((rows, 5), dtype, g, reduce)
+    index = torch.randint(0, targets, (rows,), generator=g)
+    out = random_values((targets, 5), dtype, g, reduce)
     if reduce == "sum":
         want = out.clone().index_add_(0, index, src) if include_self else torch.zeros_like(out).index_add_(0, index, src)
-        received = torch.zeros(40, dtype=torch.bool).index_fill_(0, index, True)
+        received = torch.zeros(targets, dtype=torch.bool).index_fill_(0, index, True)
         want = torch.where(received[:, None], want, out)
     else:
         want = out.clone().index_reduce_(0, index, src, reduce, include_self=include_self)
@@ -302,12 +339,13 @@ def test_matches_torch_index_reduce(backend, dtype, reduce, include_self):
 def test_matches_torch_scatter_reduce_with_expanded_index(backend, reduce):
     """PyG's path: scatter_reduce with the index broadcast to src's shape, include_self=False on zeros."""
     g = torch.Generator().manual_seed(11)
-    src = torch.randn(500, 16, generator=g, dtype=torch.float64)
-    index = torch.randint(0, 60, (500,), generator=g)
-    want = torch.zeros(60, 16, dtype=torch.float64).scatter_reduce(
+    rows, targets = (100, 12) if backend.interpreted else (500, 60)  # (the interpreter: a few programs)
+    src = torch.randn(rows, 16, generator=g, dtype=torch.float64)
+    index = torch.randint(0, targets, (rows,), generator=g)
+    want = torch.zeros(targets, 16, dtype=torch.float64).scatter_reduce(
         0, index[:, None].expand_as(src), src, reduce, include_self=False
     )
-    got = call(backend, 0, index, src, reduce, sorted=False, dim_size=60)
+    got = call(backend, 0, index, src, reduce, sorted=False, dim_size=targets)
     assert_matches(got, want, reduce)
 
 
@@ -317,7 +355,7 @@ def test_same_bits_whatever_the_thread_count(cpu_path):
     """The documented guarantee, for every CPU path: results do not depend on torch.get_num_threads()."""
     g = torch.Generator().manual_seed(5)
     index = torch.randint(0, 1000, (200_000,), generator=g)
-    if cpu_path == "sorted":
+    if _sorted_path(cpu_path):
         index = index.sort().values
     src = torch.randn(200_000, 4, generator=g)
     before = torch.get_num_threads()
@@ -326,18 +364,24 @@ def test_same_bits_whatever_the_thread_count(cpu_path):
             results = []
             for threads in (1, 2, 1):
                 torch.set_num_threads(threads)
-                results.append(scatterx.index_scatter_reduce(0, index, src, reduce, cpu_path == "sorted"))
+                results.append(scatterx.index_scatter_reduce(0, index, src, reduce, _sorted_path(cpu_path)))
             assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2]), reduce
     finally:
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("strategy", ["gather", "slices", "auto"])
+@pytest.mark.parametrize("strategy", ["gather", "slices", "serial", "auto"])
 @pytest.mark.parametrize("dim", [0, -1])
-def test_unsorted_path_equals_sorted_path_on_the_stably_sorted_input(strategy, dim, monkeypatch):
+def test_unsorted_path_equals_sorted_path_on_the_stably_sorted_input(strategy, dim):
     """The documented guarantee (CPU): each segment is reduced in original position order, from its first value
-    (or from the identity, which is exact: -0.0 for sums), so both strategies give the sorted path's bits."""
-    monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", strategy)
+    (or from the identity, which is exact: -0.0 for sums), so every unsorted route gives the sorted path's bits."""
+    with contextlib.ExitStack() as stack:
+        if strategy != "auto":
+            stack.enter_context(backends.cpu.routes.force(strategy))
+        _check_unsorted_equals_sorted(dim)
+
+
+def _check_unsorted_equals_sorted(dim):
     g = torch.Generator().manual_seed(6)
     index = torch.randint(0, 500, (100_000,), generator=g)
     src = torch.randn(100_000, 8, generator=g)
@@ -353,19 +397,19 @@ def test_unsorted_path_equals_sorted_path_on_the_stably_sorted_input(strategy, d
         assert torch.equal(unsorted.signbit(), sorted_result.signbit()), reduce
 
 
-def test_gpu_deterministic_unsorted_sum_equals_sorted_path_on_stably_sorted_input(monkeypatch):
+def test_gpu_deterministic_unsorted_sum_equals_sorted_path_on_stably_sorted_input():
     """The GPU's deterministic unsorted strategy (stable sort + segments) gives the sorted path's bits."""
     from conftest import _backend
 
     gpu_backend = _backend("gpu")
     from scatterx.backends import gpu
 
-    monkeypatch.setattr(gpu, "UNSORTED_STRATEGY", "sort")
     g = torch.Generator().manual_seed(11)
     src = torch.randn(40, 3, generator=g)
     index = torch.randint(0, 6, (40,), generator=g)
     order = torch.sort(index, stable=True).indices
-    unsorted = call(gpu_backend, 0, index, src, "sum", False, dim_size=6)
+    with gpu.routes.force(gpu.routes.Route.SORT):
+        unsorted = call(gpu_backend, 0, index, src, "sum", False, dim_size=6)
     sorted_ = call(gpu_backend, 0, index[order], src[order], "sum", True, dim_size=6)
     assert torch.equal(unsorted, sorted_)
 

@@ -1,5 +1,6 @@
 """Every bad input raises a clear Python exception before anything is written; ``out`` stays exactly as it was."""
 
+import contextlib
 import numpy as np
 import pytest
 import torch
@@ -197,13 +198,19 @@ def test_messages_use_the_caller_s_names():
 
 
 # ------------------------------------------------------------------------------------ memory shared with out
-@pytest.mark.parametrize("sorted", [True, False])
-@pytest.mark.parametrize("strategy", ["auto", "gather", "slices"])
-def test_out_sharing_memory_with_index_is_computed_from_the_original_index(strategy, sorted, monkeypatch):
+@pytest.mark.parametrize("sorted, route", [(True, None), (True, "segments"), (True, "gather"), (True, "slices"),
+                                           (False, None), (False, "gather"), (False, "slices")])
+def test_out_sharing_memory_with_index_is_computed_from_the_original_index(sorted, route):
     """Found by fuzzing: out viewing the index's memory (a segfault on the slice-owner path)."""
-    from scatterx import backends
+    from scatterx.backends.cpu import routes
 
-    monkeypatch.setattr(backends.cpu, "UNSORTED_STRATEGY", strategy)
+    with contextlib.ExitStack() as stack:
+        if route:
+            stack.enter_context(routes.force(route))
+        _check_out_sharing_memory_with_index(sorted)
+
+
+def _check_out_sharing_memory_with_index(sorted):
     buf = torch.zeros(16, dtype=torch.int64)
     out = buf.view(4, 4)
     index = buf[4:12]

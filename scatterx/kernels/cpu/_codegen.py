@@ -1,14 +1,29 @@
-"""Compile-time building blocks that turn a row of the reduction table into Numba code.
+"""Compile-time building blocks that turn a row of the reduction table into Numba code, and the ``Kernel`` that
+compiles and calls each kernel.
 
-The kernels call four generic steps -- ``load``, ``combine``, ``finalize``, ``store`` -- and pass the reduction and
-the storage format as *literal* integers (``numba.literally``). Each step is an ``overload`` that looks the literal up
-in the table and returns the matching implementation, so every (reduction, storage, dtype) gets its own straight-line
-kernel with no branch on the reduction in the inner loop, and -- unlike closures made in a factory -- the result is
-cached on disk by Numba (``cache=True``), keyed by the literals.
+The kernels call a few generic steps -- ``load``, ``combine``, ``finalize``, ``store`` and their helpers -- and
+pass the reduction and the storage format as *literal* integers. Each step is an ``overload`` that looks the
+literal up in the table and returns the matching implementation, so every (reduction, storage, dtype) gets its own
+straight-line kernel with no branch on the reduction in the inner loop, and -- unlike closures made in a factory --
+the result is cached on disk by Numba (``cache=True``), keyed by the literals.
+
+Only the reduction and the storage format are literals: they decide what the inner loop computes, and a branch
+on them there would cost vectorisation. Every other choice of a kernel (gather or not, include_self, streamed
+stores, ...) is a run-time argument -- a branch outside the inner loop, or one that is always predicted the same
+way -- since each literal value multiplies the variants compiled (about 1 s each; ``docs/decisions/
+compile-budget.md``).
 
 Storage formats: ``NATIVE`` arrays hold the values themselves (float32/64, int32/64). ``F16`` and ``BF16`` arrays
 are int16 *views* of half-precision tensors (Numba has no half type on the CPU); ``load`` widens the bits to float32
 in registers and ``store`` rounds back to nearest-even, so no float32 copy of ``src`` is ever made.
+
+A kernel's accumulators are either the output's own rows (native types: nothing to copy out) or a scratch row of
+the accumulator type (half types, and rows written by non-temporal stores); ``accumulator``, ``in_place`` and
+``write_row`` let one loop serve both.
+
+Why this module is long: it is, with ``_memory.py``, everything the kernels are generated from -- the steps, the
+half-precision conversions, the work-item counter and the ``Kernel`` that compiles them -- and the test cache is
+keyed on exactly these files (``tests/conftest.py``); split further, each new file would join that key.
 """
 
 from __future__ import annotations
@@ -26,12 +41,6 @@ from ..._reductions import BY_CODE
 from ._memory import stream_row
 
 NATIVE, F16, BF16 = 0, 1, 2
-
-# ``parallel=`` for the kernels: only ``prange`` loops run in parallel. The other parfor transformations (array
-# expressions, np.full, reductions) add compile time -- a cold first call compiled in 3.7 s with them -- for loops
-# that are small or that the kernels already parallelise themselves.
-PRANGE_ONLY = dict(prange=True, comprehension=False, reduction=False, inplace_binop=False, setitem=False,
-                   numpy=False, stencil=False, fusion=False)
 
 
 # ---------------------------------------------------------------------------------------------- half precision
@@ -111,6 +120,10 @@ def acc_buffer(storage, like, n):
     """A scratch array of ``n`` accumulators for elements stored like the array ``like``."""
 
 
+def rows_buffer(storage, like, rows, inner):
+    """A scratch array of ``(rows, inner)`` accumulators for elements stored like the array ``like``."""
+
+
 def accumulator_for(storage, rows):
     """Accumulators for the C-contiguous ``rows`` (flat): ``rows`` itself for native types, a float32 buffer
     for half types."""
@@ -120,9 +133,19 @@ def identity(reduce, acc):
     """The reduction's neutral element, typed like the elements of the accumulator array ``acc``."""
 
 
-def write_row(storage, out, o, t, acc, stream):
-    """``out[o, t, :] = store(acc[:])``; for native types with ``stream`` true, by ``stream_row`` (whose
-    conditions the caller has checked)."""
+def in_place(storage, stream):
+    """Whether a kernel accumulates in the output's rows themselves: native types not written by ``stream_row``
+    (the elements are then the accumulators)."""
+
+
+def accumulator(storage, rows, scratch, use_rows):
+    """The 2-D accumulator array of a work item: ``rows`` (the output's rows, native types, ``use_rows``) or
+    ``scratch`` (a ``rows_buffer``)."""
+
+
+def write_row(storage, out, o, t, acc, a, stream):
+    """``out[o, t, :] = store(acc[a, :])``; for native types with ``stream`` true, by ``stream_row`` (whose
+    conditions the caller has checked; ``acc`` is then a C-contiguous scratch and ``a`` is 0)."""
 
 
 @overload(load, inline="always")
@@ -202,22 +225,52 @@ def _ov_acc_buffer(storage, like, n):
     return None
 
 
-@overload(write_row, inline="always")
-def _ov_write_row(storage, out, o, t, acc, stream):
+@overload(rows_buffer, inline="always")
+def _ov_rows_buffer(storage, like, rows, inner):
     kind = _literal(storage)
     if kind == NATIVE:
-        def native(storage, out, o, t, acc, stream):
+        return lambda storage, like, rows, inner: np.empty((rows, inner), like.dtype)
+    if kind in (F16, BF16):
+        return lambda storage, like, rows, inner: np.empty((rows, inner), np.float32)
+    return None
+
+
+@overload(in_place, inline="always")
+def _ov_in_place(storage, stream):
+    kind = _literal(storage)
+    if kind == NATIVE:
+        return lambda storage, stream: not stream
+    if kind in (F16, BF16):
+        return lambda storage, stream: False
+    return None
+
+
+@overload(accumulator, inline="always")
+def _ov_accumulator(storage, rows, scratch, use_rows):
+    kind = _literal(storage)
+    if kind == NATIVE:
+        return lambda storage, rows, scratch, use_rows: rows if use_rows else scratch
+    if kind in (F16, BF16):
+        return lambda storage, rows, scratch, use_rows: scratch
+    return None
+
+
+@overload(write_row, inline="always")
+def _ov_write_row(storage, out, o, t, acc, a, stream):
+    kind = _literal(storage)
+    if kind == NATIVE:
+        def native(storage, out, o, t, acc, a, stream):
             if stream:
                 stream_row(out, o, t, acc)
             else:
-                for j in range(acc.shape[0]):
-                    out[o, t, j] = acc[j]
+                for j in range(out.shape[2]):
+                    out[o, t, j] = acc[a, j]
 
         return native
     if kind in (F16, BF16):
-        def half(storage, out, o, t, acc, stream):  # (never streamed)
-            for j in range(acc.shape[0]):
-                out[o, t, j] = store(storage, acc[j])
+        def half(storage, out, o, t, acc, a, stream):  # (never streamed)
+            for j in range(out.shape[2]):
+                out[o, t, j] = store(storage, acc[a, j])
 
         return half
     return None
@@ -233,36 +286,83 @@ def _ov_accumulator_for(storage, rows):
     return None
 
 
-# ------------------------------------------------------------------------------------------------------ launching
-class LiteralKernel:
-    """Calls a Numba kernel specialised on some literal arguments, without Numba's literal dispatch per call.
+# ---------------------------------------------------------------------------------------------- work items
+@intrinsic
+def _fetch_add(typingctx, counter, value):
+    """Atomically ``old = counter[0]; counter[0] += value``; returns ``old`` (``counter``: int64, C-contiguous)."""
 
-    Calling a dispatcher whose function uses ``numba.literally`` costs ~10 ms a call: Numba first types the call
-    with plain ``int64`` arguments, fails, and only then finds the literal specialisation. Here the signature
-    (literal types for the positions named in ``literal_args``) is built directly and compiled once per process
-    (a disk-cache load after the first process), and its entry point is kept for later calls.
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.atomic_rmw("add", array.data, args[1], "monotonic")
+
+    return types.int64(counter, types.int64), codegen
+
+
+@njit(inline="always", cache=True)
+def claim(counter):
+    """The next work item of a launch, or -1 when every item is taken. ``counter``: ``[next, items]`` (int64),
+    shared by the threads of the launch (``kernels.cpu.launch``)."""
+    item = _fetch_add(counter, np.int64(1))
+    return item if item < counter[1] else np.int64(-1)
+
+
+# ------------------------------------------------------------------------------------------------------ launching
+class Kernel:
+    """A compiled kernel's entry points, one per variant, compiled on first use (a disk-cache load after the
+    first process).
+
+    Calling a Numba dispatcher costs ~10 us of typing per call (``numba.typeof`` on every array), and one whose
+    function takes literals (``numba.literally``) ~10 ms: Numba first types the call with plain integers, fails,
+    and only then finds the literal specialisation. Here the signature is built directly -- literal types for the
+    arguments named in ``literal``, layout "A" (any strides) for those in ``strided`` (the element kernels read
+    the caller's tensors through their strides: one variant per combination of layouts would multiply them), the
+    arrays' own types otherwise -- and the entry point is kept under a key of what determines it.
+
+    Every ``Kernel`` is listed in ``Kernel.all``: the test suite counts the variants each holds
+    (``tests/compile_budget.py``).
     """
 
-    def __init__(self, dispatcher, literal_args):
+    all: "list[Kernel]" = []
+
+    def __init__(self, dispatcher, literal=(), strided=()):
         self.dispatcher = dispatcher
         code = dispatcher.py_func.__code__
         names = code.co_varnames[: code.co_argcount]
-        self._literal_positions = frozenset(names.index(a) for a in literal_args)
+        self._literal = frozenset(names.index(a) for a in literal)
+        self._strided = frozenset(names.index(a) for a in strided)
         self._entries = {}
+        self.name = f"{dispatcher.py_func.__module__.rsplit('.', 1)[-1]}.{dispatcher.py_func.__name__}"
         self.__doc__ = dispatcher.py_func.__doc__
+        Kernel.all.append(self)
+
+    @property
+    def variants(self) -> int:
+        """Variants compiled (or loaded from the disk cache) in this process."""
+        return len(self.dispatcher.overloads)
 
     def __call__(self, *args):
-        return self.keyed(tuple(self._key(i, a) for i, a in enumerate(args)), *args)
+        """Call on the calling thread (a kernel whose work items are all claimed by this one call, or that has
+        none)."""
+        return self.entry(None, args)(*args)
 
     def keyed(self, key, *args):
-        """Call with a key made by the caller, which must determine the Numba type of every argument (e.g. the
-        literal values and the dtypes, when every array is C-contiguous, writable and aligned): a small call's
-        dispatch then costs a dict lookup instead of ``_key`` on each argument. Keep such keys apart from
-        ``_key``'s tuples (e.g. start them with a string)."""
+        """Call with a key made by the caller (see ``entry``)."""
+        return self.entry(key, args)(*args)
+
+    def entry(self, key, args):
+        """The compiled entry point for ``args``. ``key``: made by the caller, it must determine the Numba type of
+        every argument (e.g. the literal values and the dtypes, when every array is C-contiguous, writable and
+        aligned): a small call's dispatch then costs a dict lookup instead of ``_key`` on each argument. Keep such
+        keys apart from ``_key``'s tuples (start them with a string). None: computed here."""
+        if key is None:
+            key = tuple(self._key(i, a) for i, a in enumerate(args))
         entry = self._entries.get(key)
         if entry is None:
             sig = tuple(
-                types.literal(a) if i in self._literal_positions else typeof(a) for i, a in enumerate(args)
+                types.literal(a) if i in self._literal
+                else typeof(a).copy(layout="A") if i in self._strided
+                else typeof(a)
+                for i, a in enumerate(args)
             )
             with warnings.catch_warnings():
                 # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns
@@ -270,14 +370,15 @@ class LiteralKernel:
                 warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
                 self.dispatcher.compile(sig)
             entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
-        return entry(*args)
+        return entry
 
     def _key(self, position, arg):
         """What Numba's type of ``arg`` depends on, computed ~10x faster than ``numba.typeof`` (which costs ~10 us
         an array and would dominate small calls)."""
         if isinstance(arg, np.ndarray):
             f = arg.flags
-            return (arg.dtype.num, arg.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
-        if position in self._literal_positions:
+            layout = None if position in self._strided else (f.c_contiguous, f.f_contiguous)
+            return (arg.dtype.num, arg.ndim, f.writeable, f.aligned, layout)
+        if position in self._literal:
             return (type(arg), arg)
         return type(arg)

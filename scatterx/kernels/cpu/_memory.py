@@ -1,6 +1,7 @@
 """Memory-access intrinsics for the Numba CPU kernels, emitted as LLVM IR (``numba.extending.intrinsic``):
 
 - ``prefetch_row``: hint that a row will be read soon (``llvm.prefetch``), for rows read out of order;
+- ``prefetch_write``: the same for one element about to be written;
 - ``stream_row`` and ``store_fence``: write a finished output row with non-temporal stores, without reading its
   cache lines first, and order those stores before the work item ends.
 
@@ -56,7 +57,8 @@ STREAM_ALIGN = 64
 
 @intrinsic
 def stream_row(typingctx, out, o, t, row):
-    """``out[o, t, :] = row[:]`` with non-temporal stores, 64 bytes at a time (``!nontemporal``: ``vmovntps``
+    """``out[o, t, :] = row[:inner]`` (the first ``inner`` elements of the C-contiguous ``row``: a 1-D row, or a
+    scratch array whose first row it is) with non-temporal stores, 64 bytes at a time (``!nontemporal``: ``vmovntps``
     on x86-64, ``stnp`` on arm64, a plain store where the target has none).
 
     A plain store of a line that is not in cache first reads it from memory (read for ownership), only to
@@ -67,7 +69,7 @@ def stream_row(typingctx, out, o, t, row):
     The caller guarantees what the stores need (they fault otherwise): ``out`` is a C-contiguous 3-D array of
     ``row``'s element type, the row starts at a multiple of ``STREAM_ALIGN`` bytes and is a multiple of
     ``STREAM_ALIGN`` bytes long. Non-temporal stores are weakly ordered: ``store_fence`` before anyone reads."""
-    if not (isinstance(out, types.Array) and out.ndim == 3 and isinstance(row, types.Array) and row.ndim == 1
+    if not (isinstance(out, types.Array) and out.ndim == 3 and isinstance(row, types.Array) and row.layout == "C"
             and out.dtype == row.dtype):
         return None
 
@@ -98,6 +100,27 @@ def stream_row(typingctx, out, o, t, row):
         return context.get_dummy_value()
 
     return types.void(out, types.int64, types.int64, row), codegen
+
+
+@intrinsic
+def prefetch_write(typingctx, arr, k):
+    """Hint the CPU to fetch the line of ``arr[k]`` (1-D, C-contiguous) for writing (``llvm.prefetch``; never
+    faults, whatever ``k``)."""
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        i64 = ir.IntType(64)
+        offset = builder.mul(args[1], ir.Constant(i64, context.get_abi_sizeof(ary.data.type.pointee)))
+        address = builder.inttoptr(builder.add(builder.ptrtoint(ary.data, i64), offset), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]),
+            "llvm.prefetch.p0i8",
+        )
+        builder.call(fn, [address, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, types.int64), codegen
 
 
 @intrinsic

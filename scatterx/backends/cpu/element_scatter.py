@@ -1,0 +1,173 @@
+"""The planner's element plans on the CPU (``ops/element_scatter.py``): scatters and gathers whose index names a
+target per element, along a dim or by coordinates (``kernels/cpu/element_scatter.py``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import torch
+
+from ..._reductions import BY_NAME
+from ...kernels.cpu import launch, numpy_view, storage_code
+from ...kernels.cpu import element_scatter as element_kernels
+from .._common import empty, shape3
+from . import routes
+
+def element_scatter(
+    src: torch.Tensor, index: torch.Tensor, base: torch.Tensor, dim: Optional[int], reduce: str, include_self: bool
+) -> torch.Tensor:
+    """The element plan (``ops/element_scatter.py``): a new tensor, ``base`` with ``src[u]`` reduced into the
+    target the caller's ``index`` names for ``u`` -- along ``dim``, or by coordinate vectors (``dim=None``).
+    ``reduce``: a name of the table or ``"assign"`` (the last write wins). IndexError for a bad entry, raised
+    after the kernel counted it (the kernel writes only the new tensor, never ``base``).
+
+    Along a dim with at least two carried lanes (``outer * inner``) work items own lanes and walk the index in
+    order; otherwise (one lane, or coordinates) each thread owns a range of targets and streams the whole index
+    (``kernels/cpu/element.py``)."""
+    # int64 indices only: each index dtype doubles the element kernels' compiled variants, whose cold compile
+    # dominated the test suite; an int32 general index is rare, and its copy costs one pass
+    index = index.long()
+    t = routes.tuning()
+    assign = reduce == "assign"
+    code = 0 if assign else BY_NAME[reduce].code
+    storage = element_kernels.NATIVE if assign else storage_code(src.dtype)  # assign moves bits: no conversion
+    include_self = include_self and not assign
+    out = empty(base.shape, base.dtype, "cpu")
+    if dim is not None and base.numel() // max(base.size(dim), 1) > 1:
+        routes.record("element_scatter.along")
+        bad = _along_scatter(src, index, base, out, dim, code, storage, assign, include_self, t)
+    else:
+        routes.record("element_scatter.coords")
+        coords, sizes, strides = _coordinates(index, base, dim)
+        threads = routes.threads_for(coords.size(0), torch.get_num_threads(), t)
+        size = out.numel()
+        step = max(1, -(-size // threads))
+        bad = launch(
+            element_kernels.coords_scatter, None, -(-size // step), threads,
+            numpy_view(coords), sizes, strides, _flat(src, False), _flat(base), numpy_view(out).reshape(-1),
+            code, storage, assign, include_self, step,
+        )
+    if bad:
+        raise _explain_element(index, base.shape, dim)
+    return out
+
+
+def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) -> torch.Tensor:
+    """``out[u] = data[t(u)]`` for the map of ``element_scatter``: a new tensor of ``index``'s shape (``dim``
+    given) or ``index.shape[:-1]`` (coordinates). Parallel over positions (an int64 index along the last dim:
+    torch's own gather); IndexError for a bad entry."""
+    index = index.long()  # int64 only, as element_scatter
+    t = routes.tuning()
+    if dim is not None:
+        outer, S, inner = shape3(data, dim)
+        n = index.size(dim)
+        if S == 0 and index.numel():  # nothing to read: every entry is bad (the kernels read row 0 for one)
+            raise _explain_element(index, data.shape, dim)
+        if inner == 1 and index.dtype == torch.int64:
+            # along the last dim torch's gather is the faster (64 x 200k from 64 x 50k float32: 15 ms against 20 ms
+            # for ``row_gather``, both into an existing output); it takes the index as it is, and checks it
+            try:
+                return torch.gather(data, dim, index)
+            except RuntimeError:
+                if not bool(((index < 0) | (index >= S)).any()):
+                    raise
+                raise _explain_element(index, data.shape, dim) from None
+        out = empty(index.shape, data.dtype, "cpu")
+        threads = routes.threads_for(outer * n * inner, torch.get_num_threads(), t)
+        nchunks = max(1, min(n, -(-t.gather_items_per_thread * threads // max(outer, 1))))
+        data3, index3 = _strided3(data, outer, S, inner), _strided3(index, outer, n, inner)
+        routes.record("element_gather.along")
+        if inner == 1:  # along the last dim: rows
+            rows_out = numpy_view(out).reshape(outer, n)
+            bad = launch(element_kernels.row_gather, None, outer * nchunks, threads,
+                         data3[:, :, 0], index3[:, :, 0], rows_out, nchunks)
+        else:
+            bad = launch(element_kernels.along_gather, None, outer * nchunks, threads,
+                         data3, index3, numpy_view(out).reshape(outer, n, inner), nchunks)
+    else:
+        coords, sizes, strides = _coordinates(index, data, None)
+        out = empty(index.shape[:-1], data.dtype, "cpu")
+        rows = coords.size(0)
+        threads = routes.threads_for(rows, torch.get_num_threads(), t)
+        step = max(1, -(-rows // threads))
+        routes.record("element_gather.coords")
+        bad = launch(
+            element_kernels.coords_gather, None, -(-rows // step), threads,
+            _flat(data), numpy_view(coords), sizes, strides, numpy_view(out).reshape(-1), step,
+        )
+    if bad:
+        raise _explain_element(index, data.shape, dim)
+    return out
+
+
+def _along_scatter(src, index, base, out, dim, code, storage, assign, include_self, t) -> int:
+    """The along-dim scatter kernel: work items own an outer slice and a block of columns; an item whose
+    accumulator block outgrows ``t.range_bytes`` buffers its hits by target range (``kernels/cpu/
+    element_scatter.py``; measured in docs/decisions/element-scatter.md)."""
+    outer, S, inner = shape3(base, dim)
+    n = index.size(dim)
+    threads = routes.threads_for(outer * n * inner, torch.get_num_threads(), t)
+    nblocks = min(inner, -(-threads // outer))
+    block = -(-inner // nblocks)
+    if block > t.lane_block:
+        block = -(-block // t.lane_block) * t.lane_block
+        nblocks = -(-inner // block)
+    out_np = numpy_view(out).reshape(outer, S, inner)
+    acc = out_np if storage == element_kernels.NATIVE else np.empty((outer, S, inner), np.float32)
+    mean = code == BY_NAME["mean"].code and not assign
+    if mean:
+        track, seen = element_kernels.TRACK_COUNT, np.empty((outer, S, inner), np.int32 if n < 2**31 else np.int64)
+    elif assign or include_self:
+        track, seen = element_kernels.TRACK_NONE, np.empty((outer, 0, 0), np.uint8)
+    else:
+        track, seen = element_kernels.TRACK_FLAG, np.empty((outer, S, inner), np.uint8)
+    entry = acc.itemsize + seen.itemsize * (track != element_kernels.TRACK_NONE)
+    rows = max(1, t.range_bytes // (block * entry))
+    shift = rows.bit_length() - 1  # ranges of 2**shift target rows
+    ranges = -(-S // (1 << shift))
+    capacity = 1
+    if 1 < ranges <= t.max_ranges and not assign:  # assign writes without reading: direct stores are faster
+        capacity = max(1, min(t.buffer_bytes // (ranges * (4 + acc.itemsize)), n * block))
+    else:
+        shift = 62  # one range: direct updates (the block fits in cache, or the buffers would not pay)
+    return launch(
+        element_kernels.along_scatter, None, outer * nblocks, threads,
+        _strided3(index, outer, n, inner), _strided3(src, outer, n, inner), _strided3(base, outer, S, inner),
+        out_np, acc, seen, code, storage, assign, include_self, track, nblocks, block, shift, capacity,
+    )
+
+
+def _strided3(t: torch.Tensor, outer: int, rows: int, inner: int) -> np.ndarray:
+    """``t`` as a 3-D NumPy array, strided as it is when its dims merge that way (else a copy)."""
+    return numpy_view(t.reshape(outer, rows, inner))
+
+
+def _flat(t: torch.Tensor, contiguous: bool = True) -> np.ndarray:
+    """``t`` as a 1-D NumPy array in row-major order: C-contiguous (a copy if need be), or strided if allowed."""
+    return numpy_view(t.contiguous().view(-1) if contiguous else t.reshape(-1))
+
+
+def _coordinates(index: torch.Tensor, data: torch.Tensor, dim: Optional[int]):
+    """``(coords, sizes, strides)`` of the coordinate kernels: ``index`` as ``(n, k)`` rows of coordinates, the
+    sizes of the dims they index and those dims' strides in the flat (C-contiguous) data. An index along ``dim``
+    with a single lane is a coordinate into the flat data."""
+    if dim is not None:
+        return index.reshape(-1, 1), np.array([data.numel()], np.int64), np.ones(1, np.int64)
+    strides = np.cumprod([1] + list(data.shape[:0:-1]), dtype=np.int64)[::-1].copy()
+    return index.reshape(-1, index.size(-1)), np.array(data.shape, np.int64), strides
+
+
+def _explain_element(index: torch.Tensor, shape, dim: Optional[int]) -> IndexError:
+    """The IndexError for an element-plan index a kernel rejected: the first bad entry, at its position in
+    ``index`` (the failure path only)."""
+    if dim is not None:
+        bad, sizes = (index < 0) | (index >= shape[dim]), None
+    else:
+        sizes = torch.tensor(list(shape), dtype=torch.int64)
+        bad = (index < 0) | (index >= sizes)
+    where = tuple(int(i) for i in torch.nonzero(bad)[0])
+    d = dim if dim is not None else where[-1]
+    return IndexError(f"index{list(where)} = {int(index[where])} is out of bounds for dimension {d} with size "
+                      f"{shape[d]}")
+

@@ -1,0 +1,234 @@
+"""``index_scatter_reduce`` on the CPU: the route (``routes.choose_route``), then its kernel; and the backward of
+amax/amin (the gradient split among ties).
+
+Terms: tensors are seen as ``(outer, n, inner)`` with the reduced dim in the middle (``shape3``); ``ptr`` are CSR
+offsets (segment ``s`` covers positions ``ptr[s]:ptr[s+1]``); ``perm`` names the row of each position when rows
+are gathered (a stable sort of an unsorted index), else positions are rows.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import torch
+
+from ..._reductions import SUPPORTED_DTYPES, Reduction
+from ...kernels.cpu import NATIVE, launch, numpy_view, storage_code
+from ...kernels.cpu import index_scatter_reduce_owner as owner
+from ...kernels.cpu.index_scatter_reduce_backward import index_scatter_reduce_backward as tie_kernel
+from ...kernels.cpu.index_scatter_reduce_runs import CHUNK_POSITIONS, index_scatter_reduce_runs
+from ...kernels.cpu.segments import index_bound
+from .._common import empty, explain_bad_index, new_result, shape3
+from . import routes
+from ._launch import chunks, finish, index64, perm_np, streams, target, view3
+from .routes import Route
+from .segment_reduce import reduce_segments
+from .segments import count_index, head_sorted, segments, sorted_ptr
+
+_NO_COUNTS = np.empty(0, np.int64)
+_SMALL_DTYPES = frozenset(SUPPORTED_DTYPES)
+_INDEX_DTYPES = (torch.int64, torch.int32)
+
+
+def index_scatter_reduce(
+    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: Optional[bool], num_segments: int,
+    base: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None, include_self: bool = True,
+    index_checked: bool = False,
+) -> torch.Tensor:
+    """Reduce ``src``'s first ``index.numel()`` slices along ``dim`` into ``num_segments`` slices.
+
+    Without ``base`` and ``out``: a new tensor, empty slices 0. ``base``: a new tensor computed as if ``out``
+    were a copy of ``base`` (without the copy). ``out``: written in place and returned. ``base``'s / ``out``'s
+    values take part when ``include_self``; their slices that receive nothing keep their values.
+    ``sorted=None``: not known -- a sorted route if the index's head is sorted, and an unsorted one if the whole
+    index turns out not to be. The index is validated here (``index_checked`` is the GPU's business: its host
+    read may have done it)."""
+    t = routes.tuning()
+    into_new = out is None and base is None
+    outer, n, inner = shape3(src, dim)
+    m = index.numel()
+    forced = routes.forced()
+    if forced is not None:
+        why = routes.refusal(forced, sorted=sorted, into_new=into_new)
+        if why:
+            raise ValueError(f"cannot force the CPU route {forced.value!r} of index_scatter_reduce: {why}")
+        route = forced
+    else:
+        guess = head_sorted(index) if sorted is None else sorted
+        route = routes.choose_route(
+            sorted=guess, into_new=into_new, outer=outer, n=n, inner=inner, m=m, segments=num_segments,
+            itemsize=src.element_size(), threads=torch.get_num_threads(), t=t,
+        )
+    if route is Route.SERIAL:
+        return _serial(src, index64(index), index, red, bool(sorted), num_segments, outer, n, inner, dim)
+    if route in (Route.RUNS, Route.SEGMENTS):
+        result = (_runs(src, index, red, num_segments, outer, n, inner, dim, t) if route is Route.RUNS
+                  else _segments(src, index, dim, red, num_segments, out, base, include_self))
+        if result is not None:
+            return result
+        if sorted:
+            raise explain_bad_index(index, num_segments, True)
+        if forced is not None:
+            raise ValueError(f"cannot force the CPU route {forced.value!r} of index_scatter_reduce: it needs a sorted "
+                             "index in range, and this one (order not given) is not")
+        # not known to be sorted, and it is not (or it is bad: the unsorted route explains that)
+        route = routes.choose_route(
+            sorted=False, into_new=into_new, outer=outer, n=n, inner=inner, m=m, segments=num_segments,
+            itemsize=src.element_size(), threads=torch.get_num_threads(), t=t,
+        )
+        if route is Route.SERIAL:
+            return _serial(src, index64(index), index, red, False, num_segments, outer, n, inner, dim)
+    if route is Route.SLICES:
+        return _slices(src, index, dim, red, num_segments, out, base, include_self, t)
+    ptr, perm = segments(index, num_segments, False)
+    return reduce_segments(src, dim, ptr, perm, red, out, include_self, base, index, route=Route.GATHER)
+
+
+def small_index_scatter_reduce(
+    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: bool, num_segments: Optional[int]
+) -> Optional[torch.Tensor]:
+    """``index_scatter_reduce`` of a small call into a new tensor on the serial route; None when the call is not
+    small (or another route is forced), or not plainly valid (the caller then takes the general path, which
+    explains any bad input). ``src`` is a tensor, ``index`` a 1-D tensor no longer than ``src.size(dim)``, ``dim
+    >= 0`` (the caller checked); ``num_segments`` None: ``index.max() + 1``. Written for per-call cost: every line
+    here is paid by calls of ~10 us."""
+    forced = routes.forced()
+    if forced is not None and forced is not Route.SERIAL:
+        return None
+    t = routes.tuning()
+    numel = src.numel()
+    if forced is None and numel > t.small_call_elements * t.small_wide_factor:
+        return None
+    if src.dtype not in _SMALL_DTYPES or index.dtype not in _INDEX_DTYPES or not (src.is_cpu and index.is_cpu):
+        return None
+    index_np = index64(index)
+    if num_segments is None:
+        num_segments = int(index_bound(index_np))
+        if num_segments < 0:
+            return None
+    shape = src.shape
+    n = shape[dim]
+    row = numel // n if n else 0  # outer * inner
+    if row == 0 or num_segments == 0:
+        return None
+    outer = 1
+    for size in shape[:dim]:
+        outer *= size
+    inner = row // outer
+    if forced is None and not routes.small(outer=outer, n=n, inner=inner, segments=num_segments,
+                                           threads=torch.get_num_threads(), t=t):
+        return None
+    result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim)
+    return result if status == owner.OK else None
+
+
+def _serial(src, index_np, index, red, sorted, num_segments, outer, n, inner, dim):
+    """The serial route: a new tensor, or the error the kernel's checks found."""
+    result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim)
+    if status != owner.OK:
+        raise explain_bad_index(index, num_segments, status == owner.NOT_SORTED)
+    return result
+
+
+def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
+    """``(result, status)`` of the owner kernel on the calling thread, checking the index itself first."""
+    routes.record(Route.SERIAL)
+    shape = list(src.shape)
+    shape[dim] = num_segments
+    result = empty(shape, src.dtype, "cpu")
+    if result.numel() == 0:
+        return result, owner.OK
+    storage = storage_code(src.dtype)
+    src3 = view3(src, outer, n, inner)
+    out3 = numpy_view(result).reshape(outer, num_segments, inner)
+    marks = red.name in owner.MARKS_EMPTY
+    key = ("owner", red.code, src.dtype)
+    while True:
+        counts = _NO_COUNTS if marks else np.empty(num_segments, np.int64)
+        status = launch(owner.index_scatter_reduce_owner, key, outer, 1, src3, index_np, counts, out3, out3,
+                        red.code, storage, True, sorted, False, True, marks)
+        if status != owner.AMBIGUOUS:
+            return result, status
+        marks = False  # a value with the identity's bits: count the entries instead
+
+
+def _runs(src, index, red, num_segments, outer, n, inner, dim, t):
+    """The runs route: a new tensor, or None if the index is not non-decreasing and in range."""
+    m = index.numel()
+    result = new_result(src, dim, num_segments)
+    if outer * inner * m * num_segments == 0:  # (the kernel needs an entry and a target)
+        return result.zero_()
+    threads = routes.threads_for(outer * (m + num_segments) * inner, torch.get_num_threads(), t)
+    nchunks = 1 if threads == 1 else t.chunks_per_thread * threads
+    if outer > 1 or inner > 1:  # chunks small enough to balance hubs (and, with outer > 1, to keep the index in L2)
+        nchunks = max(nchunks, -(-m // CHUNK_POSITIONS))
+    nchunks = min(m, nchunks)
+    stream = inner > 1 and streams(src, result, inner, t)
+    routes.record(Route.RUNS, stream)
+    bad = launch(
+        index_scatter_reduce_runs, ("runs", red.code, src.dtype), nchunks, threads,
+        view3(src, outer, n, inner), index64(index), numpy_view(result).reshape(outer, num_segments, inner),
+        -(-m // nchunks), red.code, storage_code(src.dtype), stream,
+    )
+    return None if bad else result
+
+
+def _segments(src, index, dim, red, num_segments, out, base, include_self):
+    """The segments route: CSR offsets, then the segment kernel; None if the index is not non-decreasing and in
+    range."""
+    ptr = sorted_ptr(index, num_segments)
+    if ptr is None:
+        return None
+    return reduce_segments(src, dim, ptr, None, red, out, include_self, base, index, route=Route.SEGMENTS)
+
+
+def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
+    """The slices route: each work item owns whole outer slices of the output."""
+    index_np, counts = count_index(index, num_segments)
+    outer, n, inner = shape3(src, dim)
+    result = new_result(src, dim, num_segments) if out is None else out
+    written = result if out is None else target(out, src, index)
+    if base is not None:
+        initial = base.contiguous()
+    elif out is not None and not include_self and storage_code(src.dtype) == NATIVE:
+        initial = written.clone()  # native types accumulate in ``written``: keep the values empty targets get
+    else:
+        initial = written
+    if outer * inner * num_segments > 0:
+        routes.record(Route.SLICES)
+        threads = routes.threads_for(outer * (n + num_segments) * inner, torch.get_num_threads(), t)
+        launch(
+            owner.index_scatter_reduce_owner, ("owner", red.code, src.dtype), outer, threads,
+            view3(src, outer, n, inner), index_np, counts,
+            numpy_view(initial).reshape(outer, num_segments, inner),
+            numpy_view(written).reshape(outer, num_segments, inner),
+            red.code, storage_code(src.dtype), False, False,
+            bool(include_self) and (out is not None or base is not None), out is None and base is None, False,
+        )
+    return result if out is None else finish(out, written)
+
+
+def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_base: bool):
+    """amax/amin backward on the forward's segments: ``(grad_src, ties)``, ``ties`` being the number of members
+    equal to each result (``base``'s value counted when ``count_base``). ``index`` was validated by the forward."""
+    num_segments = result.size(dim)
+    outer, n, inner = shape3(src, dim)
+    grad_src = torch.empty_like(src, memory_format=torch.contiguous_format)
+    grad_src.narrow(dim, index.numel(), n - index.numel()).zero_()  # slices that take no part
+    ties = torch.empty_like(result, memory_format=torch.contiguous_format)
+    if outer * inner * num_segments == 0 or index.numel() == 0:  # no members: only base's value can be a tie
+        counted = base is not None and bool(count_base)
+        return grad_src.zero_(), (base == result).to(ties.dtype) if counted else ties.zero_()
+    ptr, perm = segments(index, num_segments, sorted)
+    ptr_np = ptr.numpy()
+    bounds, threads = chunks(ptr_np, outer, n, inner, routes.tuning())
+    launch(
+        tie_kernel, None, outer * (len(bounds) - 1), threads,
+        view3(src, outer, n, inner), perm_np(perm), ptr_np, bounds,
+        view3(result, outer, num_segments, inner), view3(grad, outer, num_segments, inner),
+        view3(result if base is None else base, outer, num_segments, inner),
+        numpy_view(grad_src).reshape(outer, n, inner), numpy_view(ties).reshape(outer, num_segments, inner),
+        storage_code(src.dtype), perm is not None, base is not None and bool(count_base),
+    )
+    return grad_src, ties

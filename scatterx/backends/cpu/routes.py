@@ -1,0 +1,216 @@
+"""Which kernel runs ``index_scatter_reduce`` on the CPU: the routes, the thresholds that choose among them, and the
+ways to force one.
+
+A route depends on the call's shape only, never on index values (except ``sorted=None``, whose caller probes the
+index head first and falls back to an unsorted route if the sorted one rejects it):
+
+==============  =======================================================================================
+``SERIAL``      one thread, no offsets (``index_scatter_reduce_owner``): small calls, and unsorted narrow
+                rows into a new tensor
+``RUNS``        sorted index into a new tensor, one pass, no offsets (``index_scatter_reduce_runs``)
+``SEGMENTS``    sorted index: CSR offsets, then the segment kernel (``segment_reduce``)
+``GATHER``      any index: a counting sort, then the segment kernel reading rows through the permutation
+``SLICES``      any index: each work item owns whole outer slices (``index_scatter_reduce_owner``)
+==============  =======================================================================================
+
+Every route gives the same bits (each target's rows combined in position order, from the table's identity), so
+the choice is about speed only; ``tests/backends/test_cpu_routes.py`` checks ``choose_route`` on a table of
+shapes, and the kernel tests check the bits.
+
+Tests and users force a route with ``force(Route.GATHER)`` and change a threshold with ``tuned(...)``; both are
+context managers (per thread, per asyncio task), and nothing here is a module global to overwrite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Iterator, List, NamedTuple, Optional
+
+
+class Route(str, enum.Enum):
+    SERIAL = "serial"
+    RUNS = "runs"
+    SEGMENTS = "segments"
+    GATHER = "gather"
+    SLICES = "slices"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Every threshold of the CPU backend, with the reason for its value; the measurements behind them are in
+    ``docs/decisions/`` (file named after each field's topic)."""
+
+    #: Below this many elements of work a kernel runs on the calling thread alone: waking a worker costs 10-150 us
+    #: (cpu-parallelism.md).
+    parallel_min_elements: int = 1 << 15
+    #: A call into a new tensor whose ``src`` and output hold at most this many elements takes the serial route:
+    #: the other routes' fixed costs (offsets, chunks, waking threads) dominate below it (small-calls.md).
+    small_call_elements: int = 81_920
+    #: ... and this many times as many, divided by the thread count, with rows of at least ``small_wide_row``
+    #: elements, whose inner loop vectorises (small-calls.md).
+    small_wide_factor: int = 8
+    small_wide_row: int = 16
+    #: An unsorted index into a new tensor with one outer slice takes the serial route at any size while ``inner x
+    #: threads`` is at most this: sorting positions and gathering rows costs more than one thread's direct scatter
+    #: there (narrow-rows.md).
+    serial_unsorted_max_work: int = 8
+    #: Rows of at least this many bytes, and rows of one element, take the runs route for a sorted index into a
+    #: new tensor (narrow-rows.md, streaming-stores.md).
+    runs_min_row_bytes: int = 64
+    #: The slices route: rows of at most this many bytes along the reduced dim, an accumulator per outer slice of
+    #: at most ``slices_max_buffer_bytes``, and at least as many outer slices as threads (unsorted-routes.md).
+    slices_max_row_bytes: int = 32
+    slices_max_buffer_bytes: int = 8 << 20
+    #: Chunks of segments (work items) per thread: more than one lets a thread that drew a hub take fewer.
+    chunks_per_thread: int = 4
+    #: The gather route prefetches rows about this many bytes ahead (unsorted-routes.md).
+    prefetch_bytes: int = 8192
+    #: A caller that does not know whether its index is sorted looks at this many entries first.
+    sorted_probe: int = 1024
+    #: Outputs of at least this many bytes, with rows of whole 64-byte blocks up to ``stream_max_row_bytes``, are
+    #: written by non-temporal stores on the routes that read ``src`` in order (streaming-stores.md).
+    stream_min_bytes: int = 4 << 20
+    stream_max_row_bytes: int = 512
+    #: Element plans along a dim: a work item owns blocks of this many columns of a wider row, so that no cache
+    #: line of the output is written by two threads; a gather makes this many items per thread.
+    lane_block: int = 16
+    gather_items_per_thread: int = 4
+    #: An element scatter whose accumulator block outgrows ``range_bytes`` buffers its hits by target range (up to
+    #: ``max_ranges`` of them, ``buffer_bytes`` of buffers in all) and applies a range's buffer when it is full,
+    #: the range then being in cache (element-scatter.md).
+    range_bytes: int = 512 << 10
+    max_ranges: int = 32
+    buffer_bytes: int = 4 << 20
+
+
+TUNING = Tuning()
+
+_TUNING: contextvars.ContextVar[Tuning] = contextvars.ContextVar("scatterx_cpu_tuning", default=TUNING)
+_FORCED: contextvars.ContextVar[Optional[Route]] = contextvars.ContextVar("scatterx_cpu_route", default=None)
+_LOG: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("scatterx_cpu_log", default=None)
+
+
+def tuning() -> Tuning:
+    """The thresholds in effect (``tuned`` changes them)."""
+    return _TUNING.get()
+
+
+@contextlib.contextmanager
+def tuned(**changes) -> Iterator[Tuning]:
+    """Within the block, the CPU backend uses these thresholds (fields of ``Tuning``)."""
+    token = _TUNING.set(dataclasses.replace(_TUNING.get(), **changes))
+    try:
+        yield _TUNING.get()
+    finally:
+        _TUNING.reset(token)
+
+
+@contextlib.contextmanager
+def force(route: Route) -> Iterator[Route]:
+    """Within the block, ``index_scatter_reduce`` on the CPU takes ``route``; a call it cannot serve raises
+    ``ValueError`` naming the route and why (``refusal``)."""
+    token = _FORCED.set(Route(route))
+    try:
+        yield Route(route)
+    finally:
+        _FORCED.reset(token)
+
+
+def forced() -> Optional[Route]:
+    return _FORCED.get()
+
+
+class Launch(NamedTuple):
+    """One kernel launch as ``recording`` sees it: the route (or the op, off ``index_scatter_reduce``) and whether
+    the output was written by non-temporal stores."""
+
+    route: str
+    stream: bool = False
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[List[Launch]]:
+    """Within the block, every launch of the CPU backend's reductions is appended to the list yielded (what tests
+    check the route choice and the stores with)."""
+    log: List[Launch] = []
+    token = _LOG.set(log)
+    try:
+        yield log
+    finally:
+        _LOG.reset(token)
+
+
+def record(route: str, stream: bool = False) -> None:
+    log = _LOG.get()
+    if log is not None:
+        log.append(Launch(str(route.value if isinstance(route, Route) else route), bool(stream)))
+
+
+def threads_for(work: int, threads: int, t: Tuning) -> int:
+    """Threads for a kernel over ``work`` elements: ``threads`` (torch's), or 1 for small work."""
+    return 1 if work < t.parallel_min_elements else max(1, threads)
+
+
+# ----------------------------------------------------------------------------------------------- the choice
+def choose_route(
+    *, sorted: bool, into_new: bool, outer: int, n: int, inner: int, m: int, segments: int, itemsize: int,
+    threads: int, t: Tuning = TUNING,
+) -> Route:
+    """The route for a call of ``index_scatter_reduce``: ``src`` seen as ``(outer, n, inner)`` of ``itemsize``-byte
+    elements, ``m`` index entries, ``segments`` output slices along the dim, ``threads`` torch threads;
+    ``sorted``: promised (or probed) non-decreasing; ``into_new``: no ``out``/``base`` (a new tensor, empty
+    targets 0)."""
+    if into_new and small(outer=outer, n=n, inner=inner, segments=segments, threads=threads, t=t):
+        return Route.SERIAL
+    if sorted:
+        if into_new and runs_pay(inner=inner, m=m, segments=segments, itemsize=itemsize, t=t):
+            return Route.RUNS
+        return Route.SEGMENTS
+    if into_new and outer == 1 and inner * threads <= t.serial_unsorted_max_work and inner > 0:
+        return Route.SERIAL
+    if slices_pay(outer=outer, inner=inner, segments=segments, itemsize=itemsize, threads=threads, t=t):
+        return Route.SLICES
+    return Route.GATHER
+
+
+def small(*, outer: int, n: int, inner: int, segments: int, threads: int, t: Tuning = TUNING) -> bool:
+    """Whether ``src`` and the output together are small enough for the serial route (written for per-call cost:
+    it is asked on every small call)."""
+    row = outer * inner
+    limit = t.small_call_elements
+    if inner >= t.small_wide_row:
+        limit = max(limit, limit * t.small_wide_factor // max(threads, 1))
+    return row * (n + segments) <= limit
+
+
+def runs_pay(*, inner: int, m: int, segments: int, itemsize: int, t: Tuning = TUNING) -> bool:
+    """The runs route where it was measured faster than offsets + the segment kernel: rows of one element, and rows
+    of a cache line or more with at least one position per target (its chunks own the empty targets between their
+    runs, so an index much shorter than the output would leave the zero-filling to few threads)."""
+    if m == 0 or segments == 0:
+        return False
+    return inner == 1 or (inner * itemsize >= t.runs_min_row_bytes and m >= segments)
+
+
+def slices_pay(*, outer: int, inner: int, segments: int, itemsize: int, threads: int, t: Tuning = TUNING) -> bool:
+    """The slices route instead of sort + gather: rows along the dim so small that a gather would fetch a cache
+    line for a few bytes, enough outer slices to keep every thread busy, and an accumulator that stays in cache."""
+    acc_bytes = 8 if itemsize == 8 else 4
+    return (
+        inner * itemsize <= t.slices_max_row_bytes
+        and outer >= threads
+        and segments * inner * acc_bytes <= t.slices_max_buffer_bytes
+    )
+
+
+def refusal(route: Route, *, sorted: Optional[bool], into_new: bool) -> Optional[str]:
+    """Why ``route`` cannot serve a call (None: it can)."""
+    if route in (Route.SERIAL, Route.RUNS) and not into_new:
+        return f"the {route.value} route writes a new tensor only, and this call has out= (or a base)"
+    if route in (Route.RUNS, Route.SEGMENTS) and sorted is False:
+        return f"the {route.value} route needs a sorted index, and this call has sorted=False"
+    return None

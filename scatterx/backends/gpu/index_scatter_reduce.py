@@ -1,0 +1,115 @@
+"""``index_scatter_reduce`` on the GPU: the route (``routes.py``), then its kernels; and the backward of amax/amin
+(the gradient split among ties). Made of torch ops and ``wrap_triton`` launches, with no host sync, so that the op
+is a ``triton_op`` that ``torch.compile`` traces into."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..._reductions import Reduction, accumulator_dtype
+from ...kernels.gpu import index_scatter_reduce_atomic as scatter_kernels
+from ...kernels.gpu import index_scatter_reduce_backward as backward_kernels
+from ...kernels.gpu._tiles import launch_config
+from .._common import new_result, shape3
+from . import routes
+from ._launch import TL_DTYPE, cdiv, wrap_triton
+from .routes import Route
+from .segment_reduce import launch_segments
+from .segments import assert_index, segments, sorted_ptr
+
+
+def index_scatter_reduce(
+    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: Optional[bool], num_segments: int,
+    base: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None, include_self: bool = True,
+    index_checked: bool = False,
+) -> torch.Tensor:
+    """As ``backends.cpu.index_scatter_reduce``. The result is computed into a new tensor and then copied into
+    ``out`` (so ``out`` may share memory with anything). ``index_checked``: ``output_size`` validated it."""
+    if out is not None:  # base=out: out's values as the initial ones
+        result = index_scatter_reduce(src, index, dim, red, sorted, num_segments, base=out, include_self=include_self,
+                                      index_checked=index_checked)
+        return out.copy_(result)
+    index = index.contiguous()  # the kernels read it as a flat array (the planner's rows may be a strided view)
+    if sorted is None:  # internal callers (the planner), which sync anyway: one read picks the path
+        sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
+    if not index_checked:
+        assert_index(index, num_segments, sorted)
+    outer, n, inner = shape3(src, dim)
+    result = new_result(src, dim, num_segments)
+    if result.numel() == 0:
+        return result
+    src = src.contiguous()
+    base = None if base is None else base.contiguous()
+    route = routes.route_for(red, sorted)
+    if route is Route.ATOMIC:
+        return _atomic(src, index, red, base, include_self, result, outer, n, inner, num_segments)
+    if sorted:
+        ptr, perm = sorted_ptr(index.contiguous(), num_segments), None
+    else:
+        ordered, perm = torch.sort(index, stable=True)
+        ptr = sorted_ptr(ordered, num_segments)
+    launch_segments(src, ptr, perm, index.numel(), red, base, include_self, result, (outer, n, inner))
+    return result
+
+
+def small_index_scatter_reduce(
+    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: bool, num_segments: Optional[int]
+) -> Optional[torch.Tensor]:
+    """As ``backends.cpu.small_index_scatter_reduce``: always None here. A kernel launch costs the same at any
+    size, and checking the index values on the host (the serial path's validation) would be a sync."""
+    return None
+
+
+def _atomic(src, index, red: Reduction, base, include_self: bool, out, outer, n, inner, num_segments):
+    """Unsorted sum/mean with atomics into an accumulator (``out`` itself unless half types accumulate in
+    float32), then one elementwise pass for mean, base and empty rows."""
+    acc_dtype = accumulator_dtype(src.dtype)
+    acc = out if acc_dtype == out.dtype else torch.empty(out.shape, dtype=acc_dtype, device=out.device)
+    acc.fill_(red.identity(acc_dtype))
+    counts = torch.zeros(num_segments, dtype=torch.int32, device=src.device)
+    m = index.numel()
+    if m > 0:
+        block_e, block_f = scatter_kernels.launch_config(inner)
+        grid = (outer * cdiv(m, block_e) * cdiv(inner, block_f),)
+        wrap_triton(scatter_kernels.atomic_scatter_kernel)[grid](
+            src, index, acc, counts, n, m, num_segments, inner, COUNT=True, BLOCK_E=block_e, BLOCK_F=block_f
+        )
+    block = 1024
+    wrap_triton(scatter_kernels.finish_kernel)[(cdiv(out.numel(), block),)](
+        acc, counts, out if base is None else base, out,
+        num_segments, inner, out.numel(),
+        REDUCE=red.code,
+        IS_INT=not src.dtype.is_floating_point,
+        HAS_BASE=base is not None,
+        INCLUDE_SELF=bool(include_self) and base is not None,
+        BLOCK=block,
+    )
+    return out
+
+
+def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_base: bool):
+    """As ``backends.cpu.tie_backward``: ``(grad_src, ties)`` on the forward's segments."""
+    num_segments = result.size(dim)
+    outer, n, inner = shape3(src, dim)
+    grad_src = torch.empty(src.shape, dtype=src.dtype, device=src.device)
+    grad_src.narrow(dim, index.numel(), n - index.numel()).zero_()  # slices that take no part
+    ties = torch.zeros(result.shape, dtype=result.dtype, device=result.device)
+    if outer * inner * num_segments == 0 or index.numel() == 0:  # no members: only base's value can be a tie
+        counted = base is not None and bool(count_base)
+        return grad_src.zero_(), (base == result).to(ties.dtype) if counted else ties.zero_()
+    ptr, perm = segments(index, num_segments, sorted)
+    block_e, block_f = launch_config(index.numel(), num_segments, inner)
+    result = result.contiguous()
+    wrap_triton(backward_kernels.index_scatter_reduce_backward_kernel)[(outer * num_segments * cdiv(inner, block_f),)](
+        src.contiguous(), ptr if perm is None else perm, ptr, result, grad.contiguous(),
+        result if base is None else base.contiguous(), grad_src, ties,
+        n, num_segments, inner,
+        ACC=TL_DTYPE[accumulator_dtype(src.dtype)],
+        GATHER=perm is not None,
+        INCLUDE_SELF=base is not None and bool(count_base),
+        BLOCK_E=block_e,
+        BLOCK_F=block_f,
+    )
+    return grad_src, ties

@@ -1,0 +1,110 @@
+"""How a CPU kernel runs on several threads.
+
+**How a kernel runs in parallel.** Every kernel is a plain ``@njit(nogil=True)`` function over *work items*: it
+takes a shared counter, claims the next item with an atomic add (``_codegen.claim``) until none is left, and
+returns a count (of bad entries, or 0). ``launch`` runs one such function on several threads at once -- the caller's
+own thread and workers of a small pool of Python threads, each calling the compiled function with the same
+arguments; ``nogil`` lets them run side by side. Numba's ``prange`` is not used: its parallel machinery (parfor
+passes and a second compile of the loop body as a gufunc) made every compiled variant 2-3x dearer to compile, and
+the first call of a user -- and the test suite -- is mostly compile time (``docs/decisions/cpu-parallelism.md``).
+
+Claiming items one by one also balances the load: a thread that drew a hub (a huge segment) takes fewer items.
+Each item is processed by exactly one thread, and what an item computes does not depend on which thread runs it, so
+results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import List
+
+import numpy as np
+
+from ._codegen import Kernel
+
+
+class _Worker:
+    __slots__ = ("go", "done", "task", "result")
+
+    def __init__(self):
+        self.go = threading.Lock()
+        self.done = threading.Lock()
+        self.go.acquire()
+        self.done.acquire()
+        self.task = None
+        self.result = 0
+
+
+class _Pool:
+    """Worker threads that each run one call of a compiled kernel when told to. Started lazily, grown to the
+    largest thread count asked for; idle workers block on a lock (no spinning: they cost nothing while torch
+    runs). One launch at a time (``_lock``): two Python threads launching at once take turns."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._workers: List[_Worker] = []
+
+    def _grow(self, n: int) -> None:
+        while len(self._workers) < n:
+            worker = _Worker()
+            threading.Thread(target=self._serve, args=(worker,), name="scatterx-cpu", daemon=True).start()
+            self._workers.append(worker)
+
+    @staticmethod
+    def _serve(worker: _Worker) -> None:
+        while True:
+            worker.go.acquire()
+            entry, args = worker.task
+            try:
+                worker.result = entry(*args)
+            except BaseException as error:  # handed to the launching thread, which raises it
+                worker.result = error
+            worker.task = None
+            worker.done.release()
+
+    def run(self, entry, threads: int, args) -> int:
+        """``entry(*args)`` on ``threads`` threads (the caller's and ``threads - 1`` workers); the sum of their
+        returns. Raises what a call raised, after every call has returned."""
+        if threads <= 1:
+            return entry(*args)
+        with self._lock:
+            self._grow(threads - 1)
+            workers = self._workers[: threads - 1]
+            for worker in workers:
+                worker.task = (entry, args)
+                worker.go.release()
+            try:
+                total = entry(*args)
+            finally:
+                results = []
+                for worker in workers:
+                    worker.done.acquire()
+                    results.append(worker.result)
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+                total += result
+            return total
+
+    def forget_workers(self) -> None:
+        """In a forked child: the parent's worker threads do not exist there, and the lock may have been held by
+        a thread that did not come along. Start afresh."""
+        self._lock = threading.Lock()
+        self._workers = []
+
+
+_POOL = _Pool()
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL.forget_workers)
+
+
+def launch(kernel: Kernel, key, items: int, threads: int, *args) -> int:
+    """Run ``kernel`` over work items ``0 .. items - 1`` on up to ``threads`` threads: every thread calls it with
+    ``(counter, *args)`` and claims items from ``counter`` until none is left. Returns the sum of the calls'
+    returns. ``key``: as ``Kernel.entry``'s (None: computed from the arguments)."""
+    counter = np.array([0, items], np.int64)
+    args = (counter,) + args
+    entry = kernel.entry(key, args)
+    return _POOL.run(entry, max(1, min(threads, items)), args)

@@ -1,0 +1,80 @@
+"""Atomic scatter kernels: the unsorted path of sum and mean when results need not be bit-reproducible.
+
+``atomic_scatter_kernel`` adds every src row into its target row of an accumulator with ``tl.atomic_add`` (and
+counts the rows per target for mean); ``finish_kernel`` then applies the reduction's finalize step, ``base`` and
+the empty-row fill elementwise. Floating-point atomics add in whatever order the hardware runs them, so the result
+may differ in the last bits between runs: ``torch.use_deterministic_algorithms(True)`` makes ``backends/gpu/routes.py`` choose
+the sort + segment path instead.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._codegen import combine, finalize
+
+
+@triton.jit
+def atomic_scatter_kernel(
+    src, index, acc, counts,
+    n, m, S, inner,
+    COUNT: tl.constexpr,
+    BLOCK_E: tl.constexpr,
+    BLOCK_F: tl.constexpr,
+):
+    """acc[o, index[e], :] += src[o, e, :] for e < m; counts[index[e]] += 1 when COUNT. Targets outside [0, S) are
+    skipped (the op layer rejects them; this keeps a kernel that runs anyway inside its buffers)."""
+    pid = tl.program_id(0).to(tl.int64)
+    fblocks = tl.cdiv(inner, BLOCK_F)
+    eblocks = tl.cdiv(m, BLOCK_E)
+    fb = pid % fblocks
+    rest = pid // fblocks
+    eb = rest % eblocks
+    o = rest // eblocks
+    f = fb * BLOCK_F + tl.arange(0, BLOCK_F)
+    e = eb * BLOCK_E + tl.arange(0, BLOCK_E)
+    t = tl.load(index + e, mask=e < m, other=0).to(tl.int64)
+    valid = (e < m) & (t >= 0) & (t < S)
+    mask = valid[:, None] & (f < inner)[None, :]
+    x = tl.load(src + o * n * inner + e[:, None] * inner + f[None, :], mask=mask)
+    tl.atomic_add(acc + o * S * inner + t[:, None] * inner + f[None, :], x.to(acc.dtype.element_ty), mask=mask)
+    if COUNT:
+        if (fb == 0) & (o == 0):  # one program per rows block counts them
+            tl.atomic_add(counts + t, tl.full([BLOCK_E], 1, tl.int32), mask=valid)
+
+
+@triton.jit
+def finish_kernel(
+    acc, counts, base, out,
+    S, inner, total,
+    REDUCE: tl.constexpr,
+    IS_INT: tl.constexpr,
+    HAS_BASE: tl.constexpr,
+    INCLUDE_SELF: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """out = finalize(acc (+ base with INCLUDE_SELF), count) where the row received something; else base (with
+    HAS_BASE) or 0. ``acc`` may be ``out`` itself (same type): each element is read before it is written."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < total
+    s = (i // inner) % S
+    count = tl.load(counts + s, mask=mask, other=0)
+    a = tl.load(acc + i, mask=mask)
+    if HAS_BASE:
+        b = tl.load(base + i, mask=mask)
+        if INCLUDE_SELF:
+            value = finalize(combine(b.to(a.dtype), a, REDUCE), count + 1, REDUCE, IS_INT)
+        else:
+            value = finalize(a, count, REDUCE, IS_INT)
+        value = tl.where(count > 0, value.to(out.dtype.element_ty), b)
+    else:
+        value = finalize(a, count, REDUCE, IS_INT).to(out.dtype.element_ty)
+        value = tl.where(count > 0, value, tl.zeros_like(value))
+    tl.store(out + i, value, mask=mask)
+
+
+def launch_config(inner: int):
+    """(BLOCK_E, BLOCK_F) of the atomic kernel: up to 128 features per program, 2,048 elements per tile."""
+    block_f = min(triton.next_power_of_2(max(inner, 1)), 128)
+    return max(1, 2048 // block_f // 4), block_f

@@ -1,0 +1,226 @@
+"""``backends/cpu/routes.py`` and the CPU backend's use of it: ``choose_route`` on a table of shapes, forced routes
+(taken, or refused by name), what the backend launches (``routes.recording``), every route giving the bits of the
+others, and which outputs are written with streaming (non-temporal) stores."""
+
+import pytest
+import torch
+
+import scatterx
+from scatterx._reductions import BY_NAME
+from scatterx.backends import cpu
+from scatterx.backends.cpu import routes
+from scatterx.backends.cpu.routes import Route
+from kernel_calls import bits
+from strategies import REDUCES, SUPPORTED_DTYPES, random_values
+
+T = routes.TUNING
+
+
+def choose(sorted=True, into_new=True, outer=1, n=10**6, inner=64, m=None, segments=10**5, itemsize=4, threads=2):
+    return routes.choose_route(sorted=sorted, into_new=into_new, outer=outer, n=n, inner=inner,
+                               m=n if m is None else m, segments=segments, itemsize=itemsize, threads=threads)
+
+
+@pytest.mark.parametrize("shape, expected", [
+    # small calls into a new tensor: serial, whatever the order; not with out=
+    (dict(n=100, inner=8, segments=10), Route.SERIAL),
+    (dict(n=100, inner=8, segments=10, sorted=False), Route.SERIAL),
+    (dict(n=100, inner=8, segments=10, into_new=False), Route.SEGMENTS),
+    (dict(n=100, inner=8, segments=10, into_new=False, sorted=False), Route.GATHER),
+    # wide rows are small up to a larger size, shrinking with threads
+    (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=2), Route.SERIAL),
+    (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=16), Route.RUNS),
+    (dict(n=(T.small_call_elements * 2) // 15, inner=15, segments=15, threads=1), Route.SEGMENTS),
+    # sorted into a new tensor: runs for one-element rows and rows of a cache line with a position per target
+    (dict(inner=1), Route.RUNS),
+    (dict(inner=1, outer=16), Route.RUNS),
+    (dict(inner=16), Route.RUNS),
+    (dict(inner=8, itemsize=8), Route.RUNS),
+    (dict(inner=8), Route.SEGMENTS),  # 32-byte rows
+    (dict(inner=16, m=10**5, segments=2 * 10**5), Route.SEGMENTS),  # fewer positions than targets
+    (dict(inner=16, into_new=False), Route.SEGMENTS),
+    # unsorted: serial for narrow rows of one outer slice (inner x threads small), into a new tensor
+    (dict(sorted=False, inner=1), Route.SERIAL),
+    (dict(sorted=False, inner=4, threads=2), Route.SERIAL),
+    (dict(sorted=False, inner=4, threads=4), Route.SLICES if 4 * 4 <= T.slices_max_row_bytes and 1 >= 4 else
+     Route.GATHER),
+    (dict(sorted=False, inner=1, into_new=False), Route.GATHER),
+    # ... slices for tiny rows of many outer slices with a cache-sized accumulator, gather otherwise
+    (dict(sorted=False, outer=64, inner=1, n=10**6, segments=10**5), Route.SLICES),
+    (dict(sorted=False, outer=64, inner=1, segments=10**7), Route.GATHER),  # accumulator beyond the budget
+    (dict(sorted=False, outer=1, inner=64), Route.GATHER),  # rows of 256 bytes: gather them
+    (dict(sorted=False, outer=2, inner=2, threads=4), Route.GATHER),  # fewer slices than threads
+])
+def test_choose_route(shape, expected):
+    assert choose(**shape) is expected
+
+
+def test_thresholds_change_the_choice_only_within_tuned():
+    assert choose(n=100, inner=8, segments=10) is Route.SERIAL
+    with routes.tuned(small_call_elements=0, small_wide_factor=0):
+        assert routes.tuning().small_call_elements == 0
+        assert routes.choose_route(sorted=True, into_new=True, outer=1, n=100, inner=8, m=100, segments=10,
+                                   itemsize=4, threads=2, t=routes.tuning()) is Route.SEGMENTS
+    assert routes.tuning() is routes.TUNING
+    with pytest.raises(TypeError):
+        with routes.tuned(no_such_threshold=1):
+            pass
+
+
+def launched(call):
+    with routes.recording() as log:
+        result = call()
+    return [launch.route for launch in log], result
+
+
+def test_the_backend_takes_the_chosen_route():
+    big = torch.ones(100_000, 16)
+    index = torch.arange(100_000) // 7
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index[:8], big[:8], "sum"))[0] == ["serial"]
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index, big, "sum"))[0] == ["runs"]
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index, big[:, :8], "sum"))[0] == ["segments"]
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big, "sum", sorted=False))[0] == \
+        ["gather"]
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big[:, 0], "amax", sorted=False))[0] \
+        == ["serial"]
+    assert launched(lambda: scatterx.index_scatter_reduce(1, index.flip(0), big.t().contiguous(), "sum",
+                                                          sorted=False))[0] == ["slices"]
+
+
+@pytest.mark.parametrize("route", list(Route))
+def test_a_forced_route_is_taken_with_the_same_bits(route):
+    g = torch.Generator().manual_seed(2)
+    src = torch.randn(3000, 5, generator=g)
+    index = torch.randint(0, 400, (3000,), generator=g).sort().values
+    for reduce in REDUCES:
+        want = scatterx.index_scatter_reduce(0, index, src, reduce)
+        with routes.force(route):
+            names, got = launched(lambda: scatterx.index_scatter_reduce(0, index, src, reduce))
+        assert names == [route.value]
+        assert torch.equal(bits(got), bits(want)), reduce
+
+
+@pytest.mark.parametrize("route, kwargs, why", [
+    (Route.RUNS, dict(out=torch.zeros(4, 2)), "'runs'.*writes a new tensor only"),
+    (Route.SERIAL, dict(out=torch.zeros(4, 2)), "'serial'.*writes a new tensor only"),
+    (Route.RUNS, dict(sorted=False), "'runs'.*needs a sorted index"),
+    (Route.SEGMENTS, dict(sorted=False), "'segments'.*needs a sorted index"),
+])
+def test_a_forced_route_that_cannot_serve_the_call_is_refused_by_name(route, kwargs, why):
+    with routes.force(route), pytest.raises(ValueError, match=why):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 1, 3]), torch.ones(3, 2), "sum", dim_size=4, **kwargs)
+
+
+def test_order_not_known_takes_a_sorted_route_or_falls_back():
+    src = torch.arange(6.0)
+    for index in (torch.tensor([0, 0, 1, 2, 3, 3]), torch.tensor([3, 0, 2, 1, 3, 0])):
+        names, got = launched(lambda: cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4))
+        assert torch.equal(got, torch.zeros(4).index_add_(0, index, src))
+        with routes.force(Route.RUNS):  # taken if the index turns out sorted, else refused by name
+            if index[0] == 0:
+                names, got = launched(lambda: cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4))
+                assert names == ["runs"] and torch.equal(got, torch.zeros(4).index_add_(0, index, src))
+            else:
+                with pytest.raises(ValueError, match="'runs'.*order not given"):
+                    cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4)
+    with pytest.raises(ValueError, match="not sorted"):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 2, 1, 3, 3]), src, "sum", sorted=True)
+    shuffled_tail = torch.cat([torch.arange(2000) // 2, torch.tensor([0])])  # sorted head, unsorted tail
+    values = torch.ones(2001)
+    with routes.tuned(small_call_elements=-1):
+        names, got = launched(lambda: cpu.index_scatter_reduce(values, shuffled_tail, 0, BY_NAME["sum"], None, 1000))
+    assert names == ["runs", "serial"]  # the runs route rejected the tail: the unsorted route for one-element rows
+    assert torch.equal(got, torch.zeros(1000).index_add_(0, shuffled_tail, values))
+
+
+@pytest.mark.parametrize("dtype", SUPPORTED_DTYPES)
+@pytest.mark.parametrize("sorted", [True, False])
+def test_every_route_gives_the_same_bits_on_every_dim(dtype, sorted):
+    g = torch.Generator().manual_seed(1)
+    src = random_values((3, 40, 4), dtype, g, "sum")
+    candidates = [Route.SERIAL, Route.GATHER, Route.SLICES] + ([Route.RUNS, Route.SEGMENTS] if sorted else [])
+    for dim in (0, 1, 2, -1):
+        index = torch.randint(0, 3, (src.size(dim) - 1,), generator=g)
+        index = index.sort().values if sorted else index
+        for reduce in REDUCES:
+            results = []
+            for route in candidates:
+                with routes.force(route):
+                    results.append(scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=sorted))
+            for result in results[1:]:
+                assert torch.equal(bits(result), bits(results[0])), (dim, reduce)
+
+
+def _streamed(call):
+    with routes.recording() as log:
+        result = call()
+    assert len(log) == 1
+    return log[0].stream, result
+
+
+def test_outputs_are_streamed_only_where_the_aligned_stores_allow_it():
+    g = torch.Generator().manual_seed(0)
+    index = torch.randint(0, 40, (200,), generator=g).sort().values
+    ptr = scatterx.index_to_ptr(index, 40)
+    # below the size threshold nothing streams
+    assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 16), ptr, "sum"))[0] is False
+    with routes.tuned(stream_min_bytes=0, small_call_elements=-1):
+        assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 16), ptr, "sum"))[0] is True
+        assert _streamed(lambda: scatterx.index_scatter_reduce(0, index, torch.ones(200, 16), "amax"))[0] is True
+        assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 8, dtype=torch.float64), ptr))[0] is True
+        # rows that are not whole 64-byte blocks, half types, rows beyond 512 bytes, the gather route
+        assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 8), ptr, "sum"))[0] is False
+        assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 24), ptr, "sum"))[0] is False
+        assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 32, dtype=torch.float16), ptr))[0] is False
+        assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 256), ptr, "sum"))[0] is False
+        shuffled = index[torch.randperm(200, generator=g)]
+        assert _streamed(lambda: scatterx.index_scatter_reduce(0, shuffled, torch.ones(200, 16), "sum",
+                                                               sorted=False, dim_size=40))[0] is False
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_out_at_an_address_off_the_64_byte_grid_is_written_without_streaming(reduce):
+    """Aligned non-temporal stores fault on a misaligned address: ``out=`` a view 4 bytes off the grid (rows of
+    64 bytes, otherwise streamable) must take the plain stores and give the same values as an aligned ``out``."""
+    g = torch.Generator().manual_seed(1)
+    src = torch.rand(300, 16, generator=g)
+    index = torch.randint(0, 50, (300,), generator=g).sort().values
+    start = torch.rand(50, 16, generator=g)
+    buffer = torch.zeros(50 * 16 + 32)
+    skip = next(k for k in range(1, 17) if (buffer.data_ptr() + 4 * k) % 64 != 0)
+    misaligned = buffer[skip:skip + 50 * 16].view(50, 16).copy_(start)
+    aligned = start.clone()
+    assert aligned.data_ptr() % 64 == 0
+    flags = []
+    with routes.tuned(stream_min_bytes=0, small_call_elements=-1):
+        for out in (aligned, misaligned):
+            flags.append(_streamed(lambda: scatterx.index_scatter_reduce(0, index, src, reduce, out=out,
+                                                                          include_self=True))[0])
+    assert flags == [True, False]
+    assert torch.equal(misaligned, aligned)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape, dim", [((3000,), 0), ((1, 3000, 3), 1), ((3000, 4), 0), ((4, 3000), 1)])
+def test_unsorted_narrow_rows_take_the_serial_route_at_any_size_with_the_gather_route_s_bits(shape, dim, threads):
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with routes.tuned(small_call_elements=-1):  # the rule for narrow rows, not for small calls
+            _check_narrow_rows(shape, dim, threads)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _check_narrow_rows(shape, dim, threads):
+    g = torch.Generator().manual_seed(4)
+    src = random_values(shape, torch.float32, g, "sum")
+    index = torch.randint(0, 400, (3000,), generator=g)
+    outer, inner = (1, src[0].numel()) if dim == 0 else (shape[0], shape[2] if len(shape) == 3 else 1)
+    for reduce in REDUCES:
+        names, got = launched(lambda: scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False,
+                                                                    dim_size=450))
+        assert (names == ["serial"]) == (outer == 1 and inner * threads <= T.serial_unsorted_max_work)
+        with routes.force(Route.GATHER):
+            want = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=450)
+        assert torch.equal(bits(got), bits(want)), reduce

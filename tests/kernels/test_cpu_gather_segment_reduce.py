@@ -1,0 +1,31 @@
+"""The weighted gather-segment kernel (``kernels/cpu/gather_segment_reduce.py``) through the backend's launch, on one
+and several threads with segments split into small chunks, against the reference: every reduction x dtype, heads of
+several channels, per-head weights, empty segments, rows read more than once."""
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scatterx
+from scatterx import reference
+from scatterx._reductions import BY_NAME
+from scatterx.backends import cpu
+from conftest import assert_matches
+from kernel_calls import on_threads
+from strategies import REDUCES, random_values
+
+
+@settings(max_examples=60)
+@given(st.sampled_from(REDUCES), st.sampled_from(scatterx.SUPPORTED_DTYPES), st.integers(1, 6), st.integers(1, 3),
+       st.integers(1, 4), st.lists(st.integers(0, 5), max_size=7), st.sampled_from([1, 2]),
+       st.integers(0, 2**31 - 1))
+def test_matches_the_reference(reduce, dtype, rows, heads, channels, sizes, threads, seed):
+    g = torch.Generator().manual_seed(seed)
+    src = random_values((rows, heads, channels), dtype, g, reduce)
+    ptr = torch.tensor([0] + sizes).cumsum(0)
+    index = torch.randint(0, rows, (int(ptr[-1]),), generator=g)
+    weight = random_values((index.numel(), heads), dtype, g, "prod")
+    with on_threads(threads):
+        got = cpu.weighted_gather_segment_reduce(src, ptr, index, weight, BY_NAME[reduce])
+    want = reference.gather_segment_reduce(src, ptr, index, reduce, 0, weight)
+    assert_matches(got, want, "sum" if reduce in ("amax", "amin") else reduce)  # (a product rounds first)
