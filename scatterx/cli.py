@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _grid_arguments(b) -> None:
     g = b.add_argument_group(
-        "grid (issue #13)", "scatterx bench --grid: index_scatter_reduce against the fastest torch path over a grid of "
+        "grid", "scatterx bench --grid: index_scatter_reduce against the fastest torch path over a grid of "
         "shapes, then the element plans; writes grid.csv, grid.json and grid.png")
     s = grid.GridSpec()
     g.add_argument("--grid", nargs="?", const="default", choices=["default", "full"],

@@ -1,4 +1,4 @@
-"""The torch_scatter drop-in section of ``scatterx bench`` (issue #18): every function of
+"""The torch_scatter drop-in section of ``scatterx bench``: every function of
 ``scatterx.torch_scatter`` against the real torch_scatter when it is installed, else against a torch-native
 equivalent, on the bench graph (``E x F`` edge rows into ``N`` nodes along dim 0; node rows ``N x F`` for the
 gathers). Each pair is checked against each other before it is timed.
@@ -24,7 +24,7 @@ GATHER = ("gather_csr", "gather_coo")
 COMPOSITE = ("scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_std")
 FUNCTIONS = SCATTER + SEGMENT + GATHER + COMPOSITE
 SORTED_ONLY = SEGMENT + GATHER
-#: the issue's goals: speedup over torch_scatter (or the torch-native equivalent without it)
+#: the goals: speedup over torch_scatter (or the torch-native equivalent without it)
 GOAL = {name: 2.0 for name in FUNCTIONS}
 GOAL["scatter_max"] = 5.0
 DROP_IN = "scatterx.torch_scatter"

@@ -46,7 +46,7 @@ GRAPHS = {
     "products-small": dict(nodes=250_000, edges=6_250_000, features=100, classes=47),
 }
 MODELS = ("gcn", "sage", "gin", "gat", "gatv2", "graphconv")
-#: the #14 goals: epochs at least this much faster than PyG's default path on CPU, per graph and model; on the
+#: the GNN goals: epochs at least this much faster than PyG's default path on CPU, per graph and model; on the
 #: small graphs no model may get slower
 GOAL_SPEEDUP = {
     "arxiv": dict(gcn=2.0, gat=2.0, gatv2=1.8, graphconv=2.0, sage=2.5, gin=2.2),
@@ -330,7 +330,7 @@ def peak_step_bytes(name: str, path: str, data: ArxivLike, config: GnnConfig) ->
 
 
 def goals(report: GnnReport):
-    """(label, value, op, limit, ok) for the #14 goals of the graph: epoch speedups, GAT's memory on arxiv, and
+    """(label, value, op, limit, ok) for the GNN goals of the graph: epoch speedups, GAT's memory on arxiv, and
     losses equal to PyG's."""
     out = []
     speedups = GOAL_SPEEDUP.get(report.config.graph, {})

@@ -1,4 +1,4 @@
-"""``scatterx bench --grid`` (issue #13): ``scatterx.index_scatter_reduce`` against the fastest torch path on a
+"""``scatterx bench --grid``: ``scatterx.index_scatter_reduce`` against the fastest torch path on a
 grid of shapes, then the element plans against torch's functions and onnxruntime (``grid_elements.py``).
 
 Axes: edges E, features F, mean in-degree (power-law degrees from ``graphs.make_graph``, N = E // degree nodes),
@@ -141,7 +141,7 @@ class GridReport:
 
 
 def goal(edges: int) -> float:
-    """Issue #13: speedup over the fastest torch path >= 2.0x from 100k edges, 1.0x from 1k, 0.8x below."""
+    """The goal: speedup over the fastest torch path >= 2.0x from 100k edges, 1.0x from 1k, 0.8x below."""
     return 2.0 if edges >= 100_000 else 1.0 if edges >= 1_000 else 0.8
 
 

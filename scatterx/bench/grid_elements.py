@@ -1,11 +1,11 @@
-"""The element-plan rows of ``scatterx bench --grid`` (issue #13): an index that differs per feature, so that the
+"""The element-plan rows of ``scatterx bench --grid``: an index that differs per feature, so that the
 planner cannot take the slice kernel, for ``scatterx.scatter_reduce``/``scatter``/``gather`` and the ONNX
 frontend (ScatterElements, GatherElements, ScatterND, GatherND), each against torch's equivalent and, for the
 ONNX ops, onnxruntime's CPU kernels when ``onnxruntime`` is installed (a one-node model per op, made with
 ``onnx``'s helpers; ``intra_op_num_threads`` = the bench's threads; its thread pool does not spin between
 calls, which on a shared machine would steal the other implementations' time).
 
-Goals (issue #13): >= 1.5x torch's ``scatter_reduce`` and ``gather``, >= 1.0x ``torch.scatter`` (assign), the ONNX
+Goals: >= 1.5x torch's ``scatter_reduce`` and ``gather``, >= 1.0x ``torch.scatter`` (assign), the ONNX
 ops >= 1.0x onnxruntime; the ONNX ops against torch are shown without a goal.
 """
 

@@ -52,7 +52,7 @@ def table(report: GridReport) -> str:
         f"scatterx bench --grid ({'full' if s.full else _DEFAULT}): {len(report.rows)} cells, {s.threads} "
         f"thread(s), {report.wall_s:.0f} s",
         "speedup = fastest torch path / scatterx (medians of back-to-back calls in blocks taking turns, one run); "
-        "goal: issue #13 "
+        "goal "
         "(>= 2.0x from 100k edges, >= 1.0x from 1k, >= 0.8x below)",
         _HEADER,
         "-" * len(_HEADER),

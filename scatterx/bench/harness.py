@@ -70,7 +70,7 @@ class Config:
     softmax: bool = True  # segment softmax rows (floating dtypes)
     weighted: bool = True  # weighted gather-segment sum and GATv2 logits rows, forward+backward (floating dtypes)
     device: str = "cpu"  # or "cuda": the Triton kernels, timed with CUDA events
-    dropin: bool = True  # the torch_scatter drop-in rows (#18): against torch_scatter, or torch-native without it
+    dropin: bool = True  # the torch_scatter drop-in rows: against torch_scatter, or torch-native without it
 
     def is_default_shape(self) -> bool:
         d = Config()

@@ -44,7 +44,7 @@ def _scatterx_segment(graph, reduce, sorted):
 
 def _scatterx_scatter_reduce(graph, reduce, sorted):
     """scatterx's PyTorch-compatible scatter_reduce on PyG's expanded index: the planner must find the slice
-    plan, and then does the work of ``index_scatter_reduce`` (issue #4: within 1.2x of it). The zeros it reduces
+    plan, and then does the work of ``index_scatter_reduce`` (goal: within 1.2x of it). The zeros it reduces
     into are an input of the functional call, made once."""
     index, src = _inputs(graph, sorted)
     expanded = index.view(-1, 1).expand_as(src)

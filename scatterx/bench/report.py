@@ -57,10 +57,10 @@ def table(report: Report) -> str:
         lines += _latency_table(report)
     lines.append("")
     if c.device == "cuda":
-        lines.append("goals of issue #5 (stated for an H100)")
+        lines.append("GPU goals (stated for an H100)")
     else:
         note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
-        lines.append("goals of issues #2, #3 and #4" + note)
+        lines.append("CPU goals" + note)
     for what, op, limit, value, ok in goals(report):
         verdict = "not measured" if ok is None else ("ok" if ok else "MISSED")
         shown = "-" if value is None else f"{value:.2f}"
@@ -86,13 +86,13 @@ def _latency_table(report: Report) -> List[str]:
 
 
 def _dropin_table(report: Report) -> List[str]:
-    """The torch_scatter drop-in section: each function against its peer, with the goal of issue #18."""
+    """The torch_scatter drop-in section: each function against its peer, with its goal."""
     rows = [r for r in report.rows if r.mode == DROP_IN_MODE]
     if not rows:
         return []
     peer = next((r.implementation for r in rows if r.implementation != DROP_IN), None)
     against = "torch_scatter" if peer and peer.startswith("torch_scatter") else "a torch-native equivalent"
-    lines = ["", f"torch_scatter drop-in (#18): {DROP_IN}.<function> against {against} (speedup = its time / ours)"]
+    lines = ["", f"torch_scatter drop-in: {DROP_IN}.<function> against {against} (speedup = its time / ours)"]
     header = f"{'function':<22} {'index':<9} {DROP_IN + ' ms':>25} {'peer ms':>10} {'speedup':>8} {'goal':>6}"
     lines += [header, "-" * len(header)]
     for ours in rows:

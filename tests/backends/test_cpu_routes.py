@@ -30,13 +30,14 @@ def choose(sorted=True, into_new=True, outer=1, n=10**6, inner=64, m=None, segme
     # wide rows are small up to a larger size, shrinking with threads
     (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=2), Route.SERIAL),
     (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=16), Route.RUNS),
-    (dict(n=(T.small_call_elements * 2) // 15, inner=15, segments=15, threads=1), Route.SEGMENTS),
-    # sorted into a new tensor: runs for one-element rows and rows of a cache line with a position per target
+    (dict(n=(T.small_call_elements * 2) // 15, inner=15, segments=15, threads=1), Route.RUNS),  # not wide
+    # sorted into a new tensor: runs for rows of one element, and for any row with a position per target
     (dict(inner=1), Route.RUNS),
     (dict(inner=1, outer=16), Route.RUNS),
     (dict(inner=16), Route.RUNS),
     (dict(inner=8, itemsize=8), Route.RUNS),
-    (dict(inner=8), Route.SEGMENTS),  # 32-byte rows
+    (dict(inner=2), Route.RUNS),
+    (dict(inner=1, m=10**5, segments=2 * 10**5), Route.RUNS),
     (dict(inner=16, m=10**5, segments=2 * 10**5), Route.SEGMENTS),  # fewer positions than targets
     (dict(inner=16, into_new=False), Route.SEGMENTS),
     # unsorted: serial for narrow rows of one outer slice (inner x threads small), into a new tensor
@@ -60,7 +61,7 @@ def test_thresholds_change_the_choice_only_within_tuned():
     with routes.tuned(small_call_elements=0, small_wide_factor=0):
         assert routes.tuning().small_call_elements == 0
         assert routes.choose_route(sorted=True, into_new=True, outer=1, n=100, inner=8, m=100, segments=10,
-                                   itemsize=4, threads=2, t=routes.tuning()) is Route.SEGMENTS
+                                   itemsize=4, threads=2, t=routes.tuning()) is Route.RUNS
     assert routes.tuning() is routes.TUNING
     with pytest.raises(TypeError):
         with routes.tuned(no_such_threshold=1):
@@ -78,7 +79,9 @@ def test_the_backend_takes_the_chosen_route():
     index = torch.arange(100_000) // 7
     assert launched(lambda: scatterx.index_scatter_reduce(0, index[:8], big[:8], "sum"))[0] == ["serial"]
     assert launched(lambda: scatterx.index_scatter_reduce(0, index, big, "sum"))[0] == ["runs"]
-    assert launched(lambda: scatterx.index_scatter_reduce(0, index, big[:, :8], "sum"))[0] == ["segments"]
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index, big[:, :8], "sum"))[0] == ["runs"]
+    spread = torch.arange(100_000) * 2  # fewer positions than targets
+    assert launched(lambda: scatterx.index_scatter_reduce(0, spread, big[:, :8], "sum"))[0] == ["segments"]
     assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big, "sum", sorted=False))[0] == \
         ["gather"]
     assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big[:, 0], "amax", sorted=False))[0] \

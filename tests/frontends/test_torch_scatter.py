@@ -77,32 +77,35 @@ def check(actual, expected, dtype, reduce):
         torch.testing.assert_close(actual, expected, atol=atol * 10, rtol=rtol * 10, equal_nan=True)
 
 
-@settings(max_examples=150)
-@given(p=problems())
-def test_scatter_matches_reference(p, backend):
-    """Every reduction x dtype x index form x sorted/unsorted x out/dim_size, against the reference; ``out`` is
-    written in place and returned, argindex as torch_scatter's."""
-    expected = reference.ts_scatter(p["src"], p["index"], p["dim"], p["out"], p["dim_size"], p["reduce"])
-    q = backend.put(p)
-    out = q["out"].clone() if q["out"] is not None else None
-    with backend:
-        fn = getattr(ts, f"scatter_{p['reduce']}")
-        result = fn(q["src"], q["index"], q["dim"], out, q["dim_size"])
-    if p["reduce"] in ("min", "max"):
-        (values_, arg), (expected, expected_arg) = result, expected
-        torch.testing.assert_close(arg.cpu(), expected_arg, atol=0, rtol=0)
-        result = values_
-    check(result.cpu(), expected, p["src"].dtype, p["reduce"])
-    if out is not None:
-        assert result is out
-    plain = ts.scatter(q["src"], q["index"], q["dim"], None, q["dim_size"] or (q["out"].size(q["dim"]) if q["out"]
-                       is not None else None), p["reduce"]) if backend.name == "cpu" else None
-    if plain is not None:
+def test_scatter_matches_reference(backend):
+    @settings(max_examples=backend.examples(150))
+    @given(p=problems())
+    def examples(p):
+        """Every reduction x dtype x index form x sorted/unsorted x out/dim_size, against the reference; ``out`` is
+        written in place and returned, argindex as torch_scatter's."""
+        expected = reference.ts_scatter(p["src"], p["index"], p["dim"], p["out"], p["dim_size"], p["reduce"])
+        q = backend.put(p)
+        out = q["out"].clone() if q["out"] is not None else None
+        with backend:
+            fn = getattr(ts, f"scatter_{p['reduce']}")
+            result = fn(q["src"], q["index"], q["dim"], out, q["dim_size"])
         if p["reduce"] in ("min", "max"):
-            want = reference.ts_scatter(p["src"], p["index"], p["dim"], None, plain.size(p["dim"]), p["reduce"])[0]
-        else:
-            want = reference.ts_scatter(p["src"], p["index"], p["dim"], None, plain.size(p["dim"]), p["reduce"])
-        check(plain, want, p["src"].dtype, p["reduce"])
+            (values_, arg), (expected, expected_arg) = result, expected
+            torch.testing.assert_close(arg.cpu(), expected_arg, atol=0, rtol=0)
+            result = values_
+        check(result.cpu(), expected, p["src"].dtype, p["reduce"])
+        if out is not None:
+            assert result is out
+        plain = ts.scatter(q["src"], q["index"], q["dim"], None, q["dim_size"] or (q["out"].size(q["dim"]) if q["out"]
+                           is not None else None), p["reduce"]) if backend.name == "cpu" else None
+        if plain is not None:
+            if p["reduce"] in ("min", "max"):
+                want = reference.ts_scatter(p["src"], p["index"], p["dim"], None, plain.size(p["dim"]), p["reduce"])[0]
+            else:
+                want = reference.ts_scatter(p["src"], p["index"], p["dim"], None, plain.size(p["dim"]), p["reduce"])
+            check(plain, want, p["src"].dtype, p["reduce"])
+
+    examples()
 
 
 # ---------------------------------------------------------------------------------------------------- by hand

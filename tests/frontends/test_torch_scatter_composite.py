@@ -39,28 +39,34 @@ def close(actual, expected):
     torch.testing.assert_close(actual, expected, atol=tol, rtol=tol, equal_nan=True)
 
 
-@settings(max_examples=100)
-@given(p=groups())
-def test_softmax_and_log_softmax_match_reference(p, backend):
-    src, index, dim, size = p
-    with backend:
-        got = ts.scatter_softmax(*backend.put([src, index]), dim, dim_size=size).cpu()
-        got_log = ts.scatter_log_softmax(*backend.put([src, index]), dim, dim_size=size).cpu()
-    close(got, reference.ts_softmax_family(src, index, dim, "softmax", dim_size=size))
-    close(got_log, reference.ts_softmax_family(src, index, dim, "log_softmax", dim_size=size))
+def test_softmax_and_log_softmax_match_reference(backend):
+    @settings(max_examples=backend.examples(100))
+    @given(p=groups())
+    def examples(p):
+        src, index, dim, size = p
+        with backend:
+            got = ts.scatter_softmax(*backend.put([src, index]), dim, dim_size=size).cpu()
+            got_log = ts.scatter_log_softmax(*backend.put([src, index]), dim, dim_size=size).cpu()
+        close(got, reference.ts_softmax_family(src, index, dim, "softmax", dim_size=size))
+        close(got_log, reference.ts_softmax_family(src, index, dim, "log_softmax", dim_size=size))
+
+    examples()
 
 
-@settings(max_examples=100)
-@given(p=groups(), unbiased=st.booleans())
-def test_logsumexp_and_std_match_reference(p, unbiased, backend):
-    src, index, dim, size = p
-    finite = torch.nan_to_num(src, nan=0.5, posinf=3.0, neginf=-3.0)
-    with backend:
-        got = ts.scatter_logsumexp(*backend.put([src, index]), dim, dim_size=size).cpu()
-        got_std = ts.scatter_std(*backend.put([finite, index]), dim, dim_size=size, unbiased=unbiased).cpu()
-    close(got, reference.ts_softmax_family(src, index, dim, "logsumexp", dim_size=size))
-    close(got_std, reference.ts_softmax_family(finite, index, dim, "std" if unbiased else "std_biased",
-                                               dim_size=size))
+def test_logsumexp_and_std_match_reference(backend):
+    @settings(max_examples=backend.examples(100))
+    @given(p=groups(), unbiased=st.booleans())
+    def examples(p, unbiased):
+        src, index, dim, size = p
+        finite = torch.nan_to_num(src, nan=0.5, posinf=3.0, neginf=-3.0)
+        with backend:
+            got = ts.scatter_logsumexp(*backend.put([src, index]), dim, dim_size=size).cpu()
+            got_std = ts.scatter_std(*backend.put([finite, index]), dim, dim_size=size, unbiased=unbiased).cpu()
+        close(got, reference.ts_softmax_family(src, index, dim, "logsumexp", dim_size=size))
+        close(got_std, reference.ts_softmax_family(finite, index, dim, "std" if unbiased else "std_biased",
+                                                   dim_size=size))
+
+    examples()
 
 
 def test_logsumexp_out_keeps_out_where_not_finite():

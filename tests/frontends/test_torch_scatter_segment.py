@@ -55,52 +55,61 @@ def _compare(result, expected, p, arg_too=True):
     check(result.cpu(), expected, p["src"].dtype, p["reduce"])
 
 
-@settings(max_examples=120)
-@given(p=segment_problems())
-def test_segment_csr_matches_reference(p, backend):
-    """``out`` is written (in place), never read (returned untouched for an empty ``src``); empty segments 0;
-    argindex as the reference (src.size(dim) where nothing was selected)."""
-    name = {"add": "sum"}.get(p["reduce"], p["reduce"])
-    M = max(p["indptr"].size(-1) - 1, 0)
-    out = None
-    if p["out"] is not None and p["out"].size(p["indptr"].dim() - 1) == M:
-        out = backend.put(p["out"].clone())
-    expected = reference.ts_segment_csr(p["src"], p["indptr"], None if out is None else p["out"], p["reduce"])
-    result = _run(lambda s, i: getattr(ts, f"segment_{name}_csr")(s, i, out), backend, p["src"], p["indptr"])
-    _compare(result, expected, p)
-    if out is not None:
-        assert (result[0] if isinstance(result, tuple) else result) is out
+def test_segment_csr_matches_reference(backend):
+    @settings(max_examples=backend.examples(120))
+    @given(p=segment_problems())
+    def examples(p):
+        """``out`` is written (in place), never read (returned untouched for an empty ``src``); empty segments 0;
+        argindex as the reference (src.size(dim) where nothing was selected)."""
+        name = {"add": "sum"}.get(p["reduce"], p["reduce"])
+        M = max(p["indptr"].size(-1) - 1, 0)
+        out = None
+        if p["out"] is not None and p["out"].size(p["indptr"].dim() - 1) == M:
+            out = backend.put(p["out"].clone())
+        expected = reference.ts_segment_csr(p["src"], p["indptr"], None if out is None else p["out"], p["reduce"])
+        result = _run(lambda s, i: getattr(ts, f"segment_{name}_csr")(s, i, out), backend, p["src"], p["indptr"])
+        _compare(result, expected, p)
+        if out is not None:
+            assert (result[0] if isinstance(result, tuple) else result) is out
+
+    examples()
 
 
-@settings(max_examples=120)
-@given(p=segment_problems())
-def test_segment_coo_matches_reference(p, backend):
-    """``out``'s values take part; rows of nothing keep them (0 without out)."""
-    name = {"add": "sum"}.get(p["reduce"], p["reduce"])
-    out = backend.put(p["out"].clone()) if p["out"] is not None else None
-    expected = reference.ts_segment_coo(p["src"], p["index"], p["out"], None, p["reduce"])
-    result = _run(lambda s, i: getattr(ts, f"segment_{name}_coo")(s, i, out), backend, p["src"], p["index"])
-    _compare(result, expected, p)
+def test_segment_coo_matches_reference(backend):
+    @settings(max_examples=backend.examples(120))
+    @given(p=segment_problems())
+    def examples(p):
+        """``out``'s values take part; rows of nothing keep them (0 without out)."""
+        name = {"add": "sum"}.get(p["reduce"], p["reduce"])
+        out = backend.put(p["out"].clone()) if p["out"] is not None else None
+        expected = reference.ts_segment_coo(p["src"], p["index"], p["out"], None, p["reduce"])
+        result = _run(lambda s, i: getattr(ts, f"segment_{name}_coo")(s, i, out), backend, p["src"], p["index"])
+        _compare(result, expected, p)
+
+    examples()
 
 
-@settings(max_examples=60)
-@given(p=segment_problems())
-def test_gathers_match_reference(p, backend):
-    src = p["src"]
-    dim = p["index"].dim() - 1
-    M = max(p["indptr"].size(-1) - 1, 0)
-    rows = src.narrow(dim, 0, min(M, src.size(dim)))
-    if rows.size(dim) == M:
-        expected = reference.ts_gather_csr(rows, p["indptr"])
-        got = _run(ts.gather_csr, backend, rows, p["indptr"])
-        torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
-    index = p["index"].expand(list(src.shape[:dim]) + [p["index"].size(-1)])
-    table = values(list(src.shape[:dim]) + [5] + list(src.shape[dim + 1:]), src.dtype, torch.Generator(), "sum", True)
-    got = _run(ts.gather_coo, backend, table, index)
-    if index.numel():
-        expected = torch.gather(table, dim, index.reshape(list(index.shape) + [1] * (table.dim() - dim - 1))
-                                .expand(list(index.shape) + list(table.shape[dim + 1:])))
-        torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
+def test_gathers_match_reference(backend):
+    @settings(max_examples=backend.examples(60))
+    @given(p=segment_problems())
+    def examples(p):
+        src = p["src"]
+        dim = p["index"].dim() - 1
+        M = max(p["indptr"].size(-1) - 1, 0)
+        rows = src.narrow(dim, 0, min(M, src.size(dim)))
+        if rows.size(dim) == M:
+            expected = reference.ts_gather_csr(rows, p["indptr"])
+            got = _run(ts.gather_csr, backend, rows, p["indptr"])
+            torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
+        index = p["index"].expand(list(src.shape[:dim]) + [p["index"].size(-1)])
+        table = values(list(src.shape[:dim]) + [5] + list(src.shape[dim + 1:]), src.dtype, torch.Generator(), "sum", True)
+        got = _run(ts.gather_coo, backend, table, index)
+        if index.numel():
+            expected = torch.gather(table, dim, index.reshape(list(index.shape) + [1] * (table.dim() - dim - 1))
+                                    .expand(list(index.shape) + list(table.shape[dim + 1:])))
+            torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
+
+    examples()
 
 
 def test_torch_scatter_readme_example():

@@ -260,6 +260,28 @@ def test_half_precision_gradients_match_float64(reduce, dtype):
     torch.testing.assert_close(grads[1].double(), grads[0], atol=0.05, rtol=0.02)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_half_precision_gradients_of_out_match_float64(reduce, dtype):
+    """``out``'s values taking part (include_self), ties between them and the members included: the gradient of
+    ``out`` is split among the ties as in float64 (half types once got the tie count's bits, not its value)."""
+    g = torch.Generator().manual_seed(12)
+    src64 = (torch.randint(1, 9, (40, 3), generator=g) / 4.0).double()
+    base64 = (torch.randint(1, 9, (6, 3), generator=g) / 4.0).double()
+    index = torch.randint(0, 6, (40,), generator=g)
+    grad64 = (torch.randint(-4, 5, (6, 3), generator=g) / 4.0).double()
+    grads = []
+    for s, b in ((src64, base64), (src64.to(dtype), base64.to(dtype))):
+        src, base = s.clone().requires_grad_(), b.clone().requires_grad_()
+        result = scatterx.index_scatter_reduce(0, index, src, reduce, sorted=False, out=base.clone(),
+                                               include_self=True)
+        result.backward(grad64.to(s.dtype))
+        grads.append((src.grad, base.grad))
+    for half, wide in zip(grads[1], grads[0]):
+        assert half.dtype == dtype
+        torch.testing.assert_close(half.double(), wide, atol=0.05, rtol=0.02)
+
+
 @pytest.mark.parametrize("op", ["index_scatter_reduce", "segment_reduce"])
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
 def test_sum_and_mean_do_not_keep_src_alive_for_backward(op, reduce):

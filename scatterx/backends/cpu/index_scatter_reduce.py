@@ -142,7 +142,9 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
     storage = storage_code(src.dtype)
     src3 = view3(src, outer, n, inner)
     out3 = numpy_view(result).reshape(outer, num_segments, inner)
-    marks = red.name in owner.MARKS_EMPTY
+    # rows of one element: the empty targets by their bits (no counting pass); wider rows count (the pass over
+    # every value that looks for identity bits would cost more than the counting pass saves)
+    marks = red.name in owner.MARKS_EMPTY and inner == 1
     key = ("owner", red.code, src.dtype)
     while True:
         counts = _NO_COUNTS if marks else np.empty(num_segments, np.int64)

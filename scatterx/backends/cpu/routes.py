@@ -58,15 +58,13 @@ class Tuning:
     #: threads`` is at most this: sorting positions and gathering rows costs more than one thread's direct scatter
     #: there (narrow-rows.md).
     serial_unsorted_max_work: int = 8
-    #: Rows of at least this many bytes, and rows of one element, take the runs route for a sorted index into a
-    #: new tensor (narrow-rows.md, streaming-stores.md).
-    runs_min_row_bytes: int = 64
     #: The slices route: rows of at most this many bytes along the reduced dim, an accumulator per outer slice of
     #: at most ``slices_max_buffer_bytes``, and at least as many outer slices as threads (unsorted-routes.md).
     slices_max_row_bytes: int = 32
     slices_max_buffer_bytes: int = 8 << 20
-    #: Chunks of segments (work items) per thread: more than one lets a thread that drew a hub take fewer.
-    chunks_per_thread: int = 4
+    #: Chunks of segments (work items) per thread, claimed one by one: a thread that drew a hub takes fewer, and a
+    #: worker that woke late leaves at most a small chunk to wait for at the end (cpu-parallelism.md).
+    chunks_per_thread: int = 16
     #: The gather route prefetches rows about this many bytes ahead (unsorted-routes.md).
     prefetch_bytes: int = 8192
     #: A caller that does not know whether its index is sorted looks at this many entries first.
@@ -167,7 +165,7 @@ def choose_route(
     if into_new and small(outer=outer, n=n, inner=inner, segments=segments, threads=threads, t=t):
         return Route.SERIAL
     if sorted:
-        if into_new and runs_pay(inner=inner, m=m, segments=segments, itemsize=itemsize, t=t):
+        if into_new and runs_pay(inner=inner, m=m, segments=segments):
             return Route.RUNS
         return Route.SEGMENTS
     if into_new and outer == 1 and inner * threads <= t.serial_unsorted_max_work and inner > 0:
@@ -187,13 +185,13 @@ def small(*, outer: int, n: int, inner: int, segments: int, threads: int, t: Tun
     return row * (n + segments) <= limit
 
 
-def runs_pay(*, inner: int, m: int, segments: int, itemsize: int, t: Tuning = TUNING) -> bool:
-    """The runs route where it was measured faster than offsets + the segment kernel: rows of one element, and rows
-    of a cache line or more with at least one position per target (its chunks own the empty targets between their
+def runs_pay(*, inner: int, m: int, segments: int) -> bool:
+    """The runs route where it was measured faster than offsets + the segment kernel (narrow-rows.md): rows of one
+    element, and any row with at least one position per target (its chunks own the empty targets between their
     runs, so an index much shorter than the output would leave the zero-filling to few threads)."""
     if m == 0 or segments == 0:
         return False
-    return inner == 1 or (inner * itemsize >= t.runs_min_row_bytes and m >= segments)
+    return inner == 1 or m >= segments
 
 
 def slices_pay(*, outer: int, inner: int, segments: int, itemsize: int, threads: int, t: Tuning = TUNING) -> bool:

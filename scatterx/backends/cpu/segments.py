@@ -20,10 +20,14 @@ from ._launch import index64
 from . import routes
 
 
+# The value checks below are serial Numba passes, not torch ops: a parallel torch op just before a kernel launch
+# leaves torch's OpenMP workers spinning on the cores the launch wants (docs/decisions/cpu-parallelism.md).
+
+
 def output_size(index: torch.Tensor, sorted: Optional[bool]) -> Tuple[int, bool]:
     """``(index.max() + 1, validated)`` for a caller without ``dim_size`` (a non-empty index). A sorted index
     ends with its maximum (no scan); the values are validated later, in the segments pass."""
-    last = int(index[-1]) if sorted else int(index.max())
+    last = int(index[-1]) if sorted else int(kernels.index_extremes(index64(index))[1])
     return max(last + 1, 0), False
 
 
@@ -31,8 +35,8 @@ def check_index(index: torch.Tensor, size: int, name: str = "index", size_name: 
     """IndexError unless every entry of ``index`` is in ``[0, size)`` (for an index no kernel pass checks)."""
     if index.numel() == 0:
         return
-    low, high = torch.aminmax(index)
-    if int(low) < 0 or int(high) >= size:
+    low, high = kernels.index_extremes(index64(index.reshape(-1)))
+    if low < 0 or high >= size:
         raise explain_bad_index(index, size, False, name, size_name)
 
 
@@ -40,16 +44,16 @@ def check_ptr(ptr: torch.Tensor, length: int, what: str) -> torch.Tensor:
     """Validated CSR offsets (int64, contiguous) over ``length`` positions (``what`` names that length)."""
     if ptr.numel() == 0:
         raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
+    ptr = ptr.to(torch.int64).contiguous()
     first, last = int(ptr[0]), int(ptr[-1])
     if first != 0:
         raise ValueError(f"ptr must start at 0, got ptr[0]={first}")
     if last != length:
         raise ValueError(f"ptr must end at {what}={length}, got ptr[-1]={last}")
-    decreases = torch.nonzero(ptr[1:] < ptr[:-1])
-    if decreases.numel():
-        i = int(decreases[0]) + 1
+    i = int(kernels.first_decrease(ptr.numpy()))
+    if i >= 0:
         raise ValueError(f"ptr must be non-decreasing: ptr[{i}]={int(ptr[i])} < ptr[{i - 1}]={int(ptr[i - 1])}")
-    return ptr.to(torch.int64).contiguous()
+    return ptr
 
 
 def _position_chunks(m: int, threads: int) -> Tuple[int, int]:

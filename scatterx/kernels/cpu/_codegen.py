@@ -13,6 +13,10 @@ stores, ...) is a run-time argument -- a branch outside the inner loop, or one t
 way -- since each literal value multiplies the variants compiled (about 1 s each; ``docs/decisions/
 compile-budget.md``).
 
+Every kernel is ``@njit(cache=True, nogil=True, error_model="numpy")``: with Numba's default error model each
+division tests its divisor to raise ``ZeroDivisionError``, and that branch keeps the loop from vectorising (the
+amax backward ran 2x slower; ``docs/decisions/compile-budget.md``).
+
 Storage formats: ``NATIVE`` arrays hold the values themselves (float32/64, int32/64). ``F16`` and ``BF16`` arrays
 are int16 *views* of half-precision tensors (Numba has no half type on the CPU); ``load`` widens the bits to float32
 in registers and ``store`` rounds back to nearest-even, so no float32 copy of ``src`` is ever made.

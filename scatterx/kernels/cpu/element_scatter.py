@@ -52,7 +52,7 @@ def _ov_track(seen, k, track):
     return impl
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _drain(flat, seen, start, where, what, count, reduce, assign, track):
     """Apply the first ``count`` buffered hits of one target range (positions ``start + where[e]``, values
     ``what[e]``, in order) to the accumulator. A function of its own, not inlined: it runs once per full buffer."""
@@ -68,7 +68,7 @@ def _drain(flat, seen, start, where, what, count, reduce, assign, track):
 # The hits of a work item: direct (a row; a block of columns) or buffered by target range (``_drain``). Each is a
 # function of its own, called once per item or per full buffer, rather than a loop of the kernel: a kernel with
 # two inlined copies of ``combine`` upsets Numba's SSA check (NumbaIRAssumptionWarning) for amax/amin.
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _row_hits(flat, seen, idx, val, reduce, storage, assign, track):
     """flat[idx[i]] (+)= val[i] in order of i; returns the number of entries outside ``flat``."""
     nbad = 0
@@ -87,7 +87,7 @@ def _row_hits(flat, seen, idx, val, reduce, storage, assign, track):
     return nbad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _block_hits(flat, seen, idx, val, j0, j1, reduce, storage, assign, track):
     """flat[idx[i, j] * inner + j] (+)= val[i, j] for the columns ``j0 <= j < j1``, in order of i; returns the
     number of entries outside ``[0, flat.size / inner)``."""
@@ -114,7 +114,7 @@ def _block_hits(flat, seen, idx, val, j0, j1, reduce, storage, assign, track):
     return nbad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _buffered_hits(flat, seen, idx, val, j0, j1, shift, capacity, reduce, storage, assign, track):
     """As ``_block_hits``, through buffers: each hit is appended to the buffer of its target range (``2**shift``
     rows, positions relative to the range, values loaded); a full buffer is applied by ``_drain`` while its range
@@ -146,7 +146,7 @@ def _buffered_hits(flat, seen, idx, val, j0, j1, shift, capacity, reduce, storag
     return nbad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def along_scatter_kernel(counter, index, src, base, out, acc, seen, reduce, storage, assign, include_self, track,
                          nblocks, block, shift, capacity):
     """out[o, t, j] = reduce(base[o, t, j] with include_self, then src[o, i, j] for every i with index[o, i, j]
@@ -209,7 +209,7 @@ def along_scatter_kernel(counter, index, src, base, out, acc, seen, reduce, stor
 along_scatter = Kernel(along_scatter_kernel, literal=("reduce", "storage"), strided=("index", "src", "base"))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def along_gather_kernel(counter, base, index, out, nchunks):
     """out[o, i, j] = base[o, index[o, i, j], j] (0 for an entry outside ``[0, S)``, which is counted).
 
@@ -236,7 +236,7 @@ def along_gather_kernel(counter, base, index, out, nchunks):
     return nbad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def row_gather_kernel(counter, base, index, out, nchunks):
     """``along_gather_kernel`` without ``inner`` (gathers along the last dim): out[o, i] = base[o, index[o, i]].
     base: (outer, S); index, out: (outer, n). Rows given C-contiguous make a loop that LLVM vectorises (measured
@@ -266,7 +266,7 @@ along_gather = Kernel(along_gather_kernel)
 row_gather = Kernel(row_gather_kernel)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coords_scatter_kernel(counter, index, sizes, strides, src, base, out, reduce, storage, assign, include_self,
                           step):
     """out[t] = reduce(base[t] with include_self, then src[i] for every i whose coordinates ``index[i, :]`` name t,
@@ -318,7 +318,7 @@ def coords_scatter_kernel(counter, index, sizes, strides, src, base, out, reduce
 coords_scatter = Kernel(coords_scatter_kernel, literal=("reduce", "storage"), strided=("index", "src"))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coords_gather_kernel(counter, base, index, sizes, strides, out, step):
     """out[i] = base[flat offset of index[i, :]] (0 for a row with a coordinate outside its dim, counted).
 

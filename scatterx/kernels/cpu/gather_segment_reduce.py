@@ -25,7 +25,7 @@ from numba import njit
 from ._codegen import Kernel, acc_buffer, claim, combine, finalize, identity, load, store
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def weighted_gather_segment_reduce_kernel(counter, src, weight, index, ptr, bounds, out, reduce, storage):
     """out[s, h, c] = reduce(weight[k, h] * src[index[k], h, c] for k in ptr[s]:ptr[s+1]), 0 for empty segments.
 

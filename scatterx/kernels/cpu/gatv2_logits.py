@@ -31,7 +31,7 @@ from ._codegen import Kernel, acc_buffer, claim, identity, load, store
 SUM = BY_NAME["sum"].code
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
 def gatv2_logits_kernel(counter, a, b, att, index, ptr, bounds, slope, out, storage):
     """out[k, h] = sum over c of att[h, c] * leaky_relu(a[index[k], h, c] + b[s, h, c], slope), k in segment s.
 
@@ -73,7 +73,7 @@ def gatv2_logits_kernel(counter, a, b, att, index, ptr, bounds, slope, out, stor
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def gatv2_grad_kernel(counter, seg, other, att, index, ptr, bounds, grad, slope, out, att_part, want_att, storage):
     """out[s, h, c] = att[h, c] * sum over k in segment s of grad[k, h] * leaky_relu'(z), z = seg[s, h, c] +
     other[index[k], h, c]; with want_att, att_part[chunk, h, c] += grad[k, h] * leaky_relu(z) over the chunk's

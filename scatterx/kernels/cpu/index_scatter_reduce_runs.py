@@ -46,7 +46,7 @@ LANES_MIN_RUN = 4
 CHUNK_POSITIONS = 1 << 15
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def index_scatter_reduce_runs_kernel(counter, src, index, out, step, reduce, storage, stream):
     """out[o, t, :] = reduce(src[o, i, :] for i with index[i] == t) for every target t, 0 where none; returns the
     number of chunks that found a bad entry (0: the index is non-decreasing and in ``[0, S)``).
@@ -93,7 +93,7 @@ def index_scatter_reduce_runs_kernel(counter, src, index, out, step, reduce, sto
     return bad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _run_start(index, low, p):
     """The first position of the run holding position ``p``: the first ``q`` in ``[low, p]`` with ``index[q] >=
     index[p]`` (binary search). On an index that is not sorted this is some position in ``[low, p]``; the
@@ -110,7 +110,7 @@ def _run_start(index, low, p):
     return lo
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _chunk_start(index, c, nchunks, step):
     """The first position of chunk ``c`` (``m`` for ``c == nchunks``): ``c * step`` moved back to the start of its
     run, so that no run is split."""
@@ -122,7 +122,7 @@ def _chunk_start(index, c, nchunks, step):
     return _run_start(index, 0, min(c * step, m - 1))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _bad_entries(index, lo, hi, first, last):
     """Whether a chunk's entries are bad: decreasing, the first below ``max(first, 0)``, or the last not below
     ``last`` (a loop that vectorises). A chunk that passes writes only its own targets ``[first, last)``; an empty
@@ -135,7 +135,7 @@ def _bad_entries(index, lo, hi, first, last):
     return nbad > 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _reduce_rows(src, index, out, acc, o, lo, hi, first, last, direct, stream, reduce, storage):
     """Outer slice ``o`` of one chunk (checked), rows wider than one element, run by run, as the segment kernel
     reduces a segment: in ``out``'s rows themselves (``direct``) or in the scratch row ``acc``, written once."""
@@ -166,7 +166,7 @@ def _reduce_rows(src, index, out, acc, o, lo, hi, first, last, direct, stream, r
             out[o, t, j] = 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _reduce_runs(src, index, out, lo, hi, first, last, reduce, storage):
     """One outer slice of one chunk (checked), one-element rows, without a branch per run: its targets are zeroed
     (gaps stay 0), then every position rewrites its target with its run's value so far (the last write is the
@@ -220,7 +220,7 @@ def _reduce_runs(src, index, out, lo, hi, first, last, reduce, storage):
         previous = v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _reduce_lanes(src, index, out, o, lanes, lo, hi, first, last, reduce, storage):
     """Outer slices ``o .. o + lanes - 1`` of one chunk (checked), one-element rows, together, run by run: one
     index read per position for all of them, and their accumulators are independent chains. Pays a few branches

@@ -30,7 +30,7 @@ SDDMM_OPS = {"add": 0, "mul": 1, "dot": 2}
 # reassoc: the dot product's sum may be reordered, so that it vectorises (a chain of dependent adds is 4 cycles a
 # channel: docs/decisions/message-passing.md). NaN and inf keep their IEEE meaning (no nnan/ninf), and the order
 # is fixed at compile time: results are reproducible.
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
 def sddmm_kernel(counter, a, b, index, ptr, bounds, out, op, storage):
     """Per edge k of segment s: out[k] = a[index[k]] op b[s] (add, mul: (E, H, C)) or their dot product over
     the channels (dot: out (E, H, 1)).

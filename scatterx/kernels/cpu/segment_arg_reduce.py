@@ -21,7 +21,7 @@ from ._codegen import Kernel, accumulator, claim, in_place, load, prefers, rows_
 FILL_NONE, FILL_UNSELECTED, FILL_EMPTY = 0, 1, 2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def segment_arg_reduce_kernel(
     counter, src, perm, ptr, bounds, base, start, out, arg, reduce, storage, gather, has_base, fill, none
 ):

@@ -29,7 +29,7 @@ SUM = BY_NAME["sum"].code
 LOGSUMEXP, LOG_SOFTMAX = 0, 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def segment_logsumexp_kernel(counter, src, perm, ptr, bounds, start, eps, out, storage, gather, flavour):
     """out[o, s, j] = top + log(sum over the rows r of segment s of exp(src[o, r, j] - top) + eps).
 

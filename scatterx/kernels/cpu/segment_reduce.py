@@ -24,7 +24,7 @@ from ._codegen import Kernel, accumulator, claim, combine, finalize, in_place, l
 from ._memory import prefetch_row, store_fence
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def segment_reduce_kernel(
     counter, src, perm, ptr, bounds, base, out, reduce, storage, gather, include_self, fill_empty, lookahead, stream
 ):

@@ -64,7 +64,7 @@ SUM = BY_NAME["sum"].code
 EXP_SCRATCH_ELEMENTS = 1 << 14
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def segment_softmax_kernel(counter, src, perm, ptr, bounds, out, storage, gather):
     """out[o, r, :] = softmax of src[o, :, :] over the rows of r's segment, for every row r.
 
@@ -128,7 +128,7 @@ def segment_softmax_kernel(counter, src, perm, ptr, bounds, out, storage, gather
 segment_softmax = Kernel(segment_softmax_kernel, literal=("storage",))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def segment_softmax_backward_kernel(counter, out, grad, perm, ptr, bounds, grad_src, storage, gather):
     """Backward of ``segment_softmax_kernel`` over the same segments: with y = out (the forward's result) and
     g = grad (the gradient with respect to it),

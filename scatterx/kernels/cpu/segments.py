@@ -6,7 +6,8 @@
   ``stable_positions`` turn that into a *stable* permutation ``perm`` grouping positions by target (a counting
   sort), or the counts are simply summed (``count_index`` in the backend);
 - ``balanced_bounds``: chunks of segments of about equal work, the work items of the segment kernels;
-- ``index_bound``: ``max(index) + 1``, the output size of a call without one.
+- ``index_bound``: ``max(index) + 1``, the output size of a call without one; ``index_extremes`` and
+  ``first_decrease``: the value checks of indices and offsets no other pass makes.
 
 The kernels that read an index return the number of bad entries (out of ``[0, num_segments)``; for the sorted
 ones, decreases) and never write outside their own buffers whatever the index holds; on a failure the backend
@@ -22,7 +23,7 @@ from numba import njit
 from ._codegen import Kernel, claim
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def sorted_index_to_ptr_kernel(counter, index, ptr, step):
     """Writes ``ptr[v] = i`` for the first position ``i`` of each value ``v`` of the non-decreasing ``index``;
     ``ptr`` holds -1 for values that never occur (the caller filled it so). Each chunk walks its positions
@@ -49,7 +50,7 @@ def sorted_index_to_ptr_kernel(counter, index, ptr, step):
     return nbad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def fill_empty_starts_kernel(ptr, m):
     """After ``sorted_index_to_ptr`` found no bad entry: ``ptr[num_segments] = m``, and each value that never occurs starts
     where the next one does."""
@@ -60,7 +61,7 @@ def fill_empty_starts_kernel(ptr, m):
             ptr[k] = ptr[k + 1]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def histograms_kernel(counter, index, counts, step, check_order):
     """``counts[c, s]``: how often chunk ``c`` of the positions holds ``s``. Returns the number of entries out of
     ``[0, num_segments)`` (not counted), plus, with ``check_order``, the number of decreases (the first entry of a
@@ -89,7 +90,7 @@ def histograms_kernel(counter, index, counts, step, check_order):
     return nbad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def prefix_offsets_kernel(counts, ptr):
     """The exclusive prefix over (segment, chunk), in place: ``counts[c, s]`` becomes where chunk ``c`` writes its
     first position of ``s``; ``ptr`` gets the CSR offsets."""
@@ -104,7 +105,7 @@ def prefix_offsets_kernel(counts, ptr):
     ptr[num_segments] = running
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def stable_positions_kernel(counter, index, offsets, perm, step):
     """``perm[offsets[c, v]++] = i`` for the positions ``i`` of chunk ``c`` in order: the stable permutation.
     The index was checked by ``histograms``."""
@@ -121,7 +122,7 @@ def stable_positions_kernel(counter, index, offsets, perm, step):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def balanced_bounds_kernel(ptr, nchunks):
     """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``: int64
     ``(nchunks + 1,)`` bounds, a binary search over ``ptr`` per chunk (in Python this cost ~25 us a call, a
@@ -145,7 +146,7 @@ def balanced_bounds_kernel(ptr, nchunks):
     return bounds
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def index_bound_kernel(index):
     """``max(index) + 1`` (0 for an empty index), or -1 if some entry is negative: the output size a call
     without ``dim_size`` gets."""
@@ -159,6 +160,28 @@ def index_bound_kernel(index):
     return top + 1
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def index_extremes_kernel(index):
+    """``(min, max)`` of a non-empty index (one serial pass: torch's parallel reduction would leave its OpenMP
+    workers spinning on the cores the kernel launched next wants; ``docs/decisions/cpu-parallelism.md``)."""
+    low = index[0]
+    high = index[0]
+    for i in range(1, index.shape[0]):
+        v = index[i]
+        low = min(low, v)
+        high = max(high, v)
+    return low, high
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def first_decrease_kernel(values):
+    """The first position ``i`` with ``values[i] < values[i - 1]``, or -1."""
+    for i in range(1, values.shape[0]):
+        if values[i] < values[i - 1]:
+            return i
+    return -1
+
+
 sorted_index_to_ptr = Kernel(sorted_index_to_ptr_kernel)
 fill_empty_starts = Kernel(fill_empty_starts_kernel)
 histograms = Kernel(histograms_kernel)
@@ -166,3 +189,5 @@ prefix_offsets = Kernel(prefix_offsets_kernel)
 stable_positions = Kernel(stable_positions_kernel)
 balanced_bounds = Kernel(balanced_bounds_kernel)
 index_bound = Kernel(index_bound_kernel)
+index_extremes = Kernel(index_extremes_kernel)
+first_decrease = Kernel(first_decrease_kernel)
