@@ -70,7 +70,7 @@ def on_threads(threads: int):
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        with routes.tuned(parallel_min_elements=0, chunks_per_thread=3):
+        with routes.tuned(parallel_min_elements=0, reduce_parallel_min_elements=0, chunks_per_thread=3):
             yield
     finally:
         torch.set_num_threads(before)

@@ -227,3 +227,13 @@ def _check_narrow_rows(shape, dim, threads):
         with routes.force(Route.GATHER):
             want = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=450)
         assert torch.equal(bits(got), bits(want)), reduce
+
+
+def test_threads_for_small_work_is_one_and_each_caller_may_set_its_own_minimum():
+    assert routes.threads_for(T.parallel_min_elements - 1, 4, T) == 1
+    assert routes.threads_for(T.parallel_min_elements, 4, T) == 4
+    # the memory-bound reductions go parallel later (their own threshold), the others keep the general one
+    assert T.reduce_parallel_min_elements > T.parallel_min_elements
+    assert routes.threads_for(T.parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 1
+    assert routes.threads_for(T.reduce_parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 4
+    assert routes.threads_for(10**9, 0, T) == 1  # never fewer than one thread

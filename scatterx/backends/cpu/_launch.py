@@ -35,11 +35,11 @@ def perm_np(perm: Optional[torch.Tensor]) -> np.ndarray:
     return NO_PERM if perm is None else index64(perm)
 
 
-def chunks(ptr_np: np.ndarray, outer: int, n: int, inner: int, t: routes.Tuning):
+def chunks(ptr_np: np.ndarray, outer: int, n: int, inner: int, t: routes.Tuning, minimum: Optional[int] = None):
     """``(bounds, threads)`` of a segment kernel over ``outer`` slices: chunks of segments of about equal work
     (``outer * len(bounds - 1)`` work items in all), and the threads to run them on."""
     num_segments = len(ptr_np) - 1
-    threads = routes.threads_for(outer * (n + num_segments) * inner, torch.get_num_threads(), t)
+    threads = routes.threads_for(outer * (n + num_segments) * inner, torch.get_num_threads(), t, minimum)
     nchunks = 1 if threads == 1 else max(1, min(num_segments, -(-t.chunks_per_thread * threads // outer)))
     return balanced_bounds(ptr_np, nchunks), threads
 

@@ -148,8 +148,10 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
     key = ("owner", red.code, src.dtype)
     while True:
         counts = _NO_COUNTS if marks else np.empty(num_segments, np.int64)
-        status = launch(owner.index_scatter_reduce_owner, key, outer, 1, src3, index_np, counts, out3, out3,
-                        red.code, storage, True, sorted, False, True, marks)
+        # on the calling thread: the kernel's entry called directly (``launch``'s bookkeeping is ~1 us of ~15)
+        status = owner.index_scatter_reduce_owner.keyed(key, np.array([0, outer], np.int64), src3, index_np, counts,
+                                                        out3, out3, red.code, storage, True, sorted, False, True,
+                                                        marks)
         if status != owner.AMBIGUOUS:
             return result, status
         marks = False  # a value with the identity's bits: count the entries instead
@@ -161,7 +163,8 @@ def _runs(src, index, red, num_segments, outer, n, inner, dim, t):
     result = new_result(src, dim, num_segments)
     if outer * inner * m * num_segments == 0:  # (the kernel needs an entry and a target)
         return result.zero_()
-    threads = routes.threads_for(outer * (m + num_segments) * inner, torch.get_num_threads(), t)
+    threads = routes.threads_for(outer * (m + num_segments) * inner, torch.get_num_threads(), t,
+                                 t.reduce_parallel_min_elements if inner > 1 else None)
     nchunks = 1 if threads == 1 else t.chunks_per_thread * threads
     if outer > 1 or inner > 1:  # chunks small enough to balance hubs (and, with outer > 1, to keep the index in L2)
         nchunks = max(nchunks, -(-m // CHUNK_POSITIONS))
@@ -199,7 +202,8 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
         initial = written
     if outer * inner * num_segments > 0:
         routes.record(Route.SLICES)
-        threads = routes.threads_for(outer * (n + num_segments) * inner, torch.get_num_threads(), t)
+        threads = routes.threads_for(outer * (n + num_segments) * inner, torch.get_num_threads(), t,
+                                     t.reduce_parallel_min_elements if inner > 1 else None)
         launch(
             owner.index_scatter_reduce_owner, ("owner", red.code, src.dtype), outer, threads,
             view3(src, outer, n, inner), index_np, counts,

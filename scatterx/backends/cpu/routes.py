@@ -47,6 +47,11 @@ class Tuning:
     #: Below this many elements of work a kernel runs on the calling thread alone: waking a worker costs 10-150 us
     #: (cpu-parallelism.md).
     parallel_min_elements: int = 1 << 15
+    #: ... and this many for the reductions of ``index_scatter_reduce`` and ``segment_reduce`` over rows wider than
+    #: one element (a few operations an element, bound by memory; one-element rows cost more per element): below
+    #: it one thread beat two on the 2-vCPU VM measured, where a pool launch (waking a worker, handing it the GIL,
+    #: waking the caller at the end) costs 50-150 us (cpu-parallelism.md).
+    reduce_parallel_min_elements: int = 1 << 20
     #: A call into a new tensor whose ``src`` and output hold at most this many elements takes the serial route:
     #: the other routes' fixed costs (offsets, chunks, waking threads) dominate below it (small-calls.md).
     small_call_elements: int = 81_920
@@ -148,9 +153,10 @@ def record(route: str, stream: bool = False) -> None:
         log.append(Launch(str(route.value if isinstance(route, Route) else route), bool(stream)))
 
 
-def threads_for(work: int, threads: int, t: Tuning) -> int:
-    """Threads for a kernel over ``work`` elements: ``threads`` (torch's), or 1 for small work."""
-    return 1 if work < t.parallel_min_elements else max(1, threads)
+def threads_for(work: int, threads: int, t: Tuning, minimum: Optional[int] = None) -> int:
+    """Threads for a kernel over ``work`` elements: ``threads`` (torch's), or 1 below ``minimum`` elements
+    (default ``t.parallel_min_elements``)."""
+    return 1 if work < (t.parallel_min_elements if minimum is None else minimum) else max(1, threads)
 
 
 # ----------------------------------------------------------------------------------------------- the choice
