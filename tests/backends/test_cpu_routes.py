@@ -237,3 +237,13 @@ def test_threads_for_small_work_is_one_and_each_caller_may_set_its_own_minimum()
     assert routes.threads_for(T.parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 1
     assert routes.threads_for(T.reduce_parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 4
     assert routes.threads_for(10**9, 0, T) == 1  # never fewer than one thread
+
+
+def test_an_unknown_route_or_threshold_is_refused_with_the_valid_names():
+    with pytest.raises(ValueError, match="unknown CPU route 'fastest'.*gather"):
+        with routes.force("fastest"):
+            pass
+    with pytest.raises(TypeError, match="unknown CPU threshold.*chunk_per_thread.*chunks_per_thread"):
+        with routes.tuned(chunk_per_thread=2):
+            pass
+    assert routes.forced() is None and routes.tuning() is routes.TUNING

@@ -105,6 +105,10 @@ def tuning() -> Tuning:
 @contextlib.contextmanager
 def tuned(**changes) -> Iterator[Tuning]:
     """Within the block, the CPU backend uses these thresholds (fields of ``Tuning``)."""
+    unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(Tuning)})
+    if unknown:
+        raise TypeError(f"unknown CPU threshold(s) {unknown}; Tuning has: "
+                        f"{', '.join(f.name for f in dataclasses.fields(Tuning))}")
     token = _TUNING.set(dataclasses.replace(_TUNING.get(), **changes))
     try:
         yield _TUNING.get()
@@ -116,9 +120,13 @@ def tuned(**changes) -> Iterator[Tuning]:
 def force(route: Route) -> Iterator[Route]:
     """Within the block, ``index_scatter_reduce`` on the CPU takes ``route``; a call it cannot serve raises
     ``ValueError`` naming the route and why (``refusal``)."""
-    token = _FORCED.set(Route(route))
     try:
-        yield Route(route)
+        route = Route(route)
+    except ValueError:
+        raise ValueError(f"unknown CPU route {route!r}; the routes are: {', '.join(r.value for r in Route)}") from None
+    token = _FORCED.set(route)
+    try:
+        yield route
     finally:
         _FORCED.reset(token)
 

@@ -37,9 +37,13 @@ _FORCED: contextvars.ContextVar[Optional[Route]] = contextvars.ContextVar("scatt
 @contextlib.contextmanager
 def force(route: Route) -> Iterator[Route]:
     """Within the block, ``index_scatter_reduce`` on the GPU takes ``route``."""
-    token = _FORCED.set(Route(route))
     try:
-        yield Route(route)
+        route = Route(route)
+    except ValueError:
+        raise ValueError(f"unknown GPU route {route!r}; the routes are: {', '.join(r.value for r in Route)}") from None
+    token = _FORCED.set(route)
+    try:
+        yield route
     finally:
         _FORCED.reset(token)
 
