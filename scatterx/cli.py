@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from typing import List, Optional
 
 import torch
 
-from .bench import dist, gnn, grid, grid_elements, grid_report
+from .bench import dist, gnn, gpu_model, gpu_static, grid, grid_elements, grid_report
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
 from .bench.harness import ORDERS, REDUCTIONS, Config, run
@@ -103,6 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=gd.threads,
                    help=f"threads in all, split among the processes, default {gd.threads}")
     t.add_argument("--seed", type=int, default=gd.seed)
+
+    r = sub.add_parser(
+        "gpu-report",
+        help="compile every GPU kernel variant for real GPUs (no GPU needed): resources, code checks, bandwidth model",
+    )
+    r.add_argument("--targets", default="80,90,100",
+                   help="CUDA compute capabilities x10, default 80,90,100 (sm_100 where the bundled ptxas knows it)")
+    r.add_argument("--jobs", type=int, default=None, help="compiling processes, default one per CPU")
+    r.add_argument("--match", default=None, help="only the variants whose name contains this")
+    r.add_argument("--measure", action="store_true",
+                   help="also time the bandwidth model's calls on this machine's GPU, beside the model")
+    r.add_argument("--out-dir", default="bench-results/gpu-static",
+                   help="where report.md, report.json, variants.json and bandwidth-model.{md,json} go")
     return parser
 
 
@@ -215,7 +229,38 @@ def main(argv: Optional[List[str]] = None) -> int:
         _bench_gnn(args)
     elif args.command == "bench-dist":
         _bench_dist(args)
+    elif args.command == "gpu-report":
+        return _gpu_report(args)
     return 0
+
+
+def _gpu_report(args) -> int:
+    if not available():
+        raise SystemExit("scatterx gpu-report: triton is not installed (pip install triton)")
+    targets = _int_list(args.targets, "targets", allowed=gpu_static.TARGETS)
+    if args.jobs is not None and args.jobs < 1:
+        raise SystemExit(f"scatterx gpu-report: --jobs must be >= 1, got {args.jobs}")
+    if args.measure:
+        _require_cuda()
+    result = gpu_static.run(targets, jobs=args.jobs, out_dir=args.out_dir, match=args.match)
+    print(gpu_static.markdown(result["rows"], result["env"], result["seconds"]))
+    for target in result["skipped_targets"]:
+        print(f"sm_{target}: skipped, this Triton's ptxas cannot compile for it")
+    for record in result["failed"][:20]:
+        print(f"FAILED {', '.join(record['failed'])}: {record['variant']} sm_{record['target']}"
+              + (f": {record['error']}" if record.get("error") else ""))
+    rows = gpu_model.model()
+    paths = gpu_model.write(args.out_dir, rows)
+    if args.measure:
+        device = torch.cuda.get_device_name()
+        text = gpu_model.markdown(rows, gpu_model.measure(), device)
+        paths.append(pathlib.Path(args.out_dir) / "measured.md")
+        paths[-1].write_text(text)
+        print(text)
+    else:
+        print(gpu_model.markdown(rows))
+    print(f"wrote {args.out_dir}/report.md, report.json, variants.json and " + ", ".join(p.name for p in paths))
+    return 1 if result["failed"] else 0
 
 
 def _bench_dist(args) -> None:

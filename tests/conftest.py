@@ -165,16 +165,45 @@ def route(request):
 
 
 # ----------------------------------------------------------------------------------------------- compile budget
+def pytest_configure(config):
+    """Record the variant of every GPU kernel launch the tests make (``backends/gpu/_launch.py``)."""
+    if triton_available():
+        from scatterx.backends.gpu import _launch
+
+        config._gpu_launches = contextlib.ExitStack()
+        config._gpu_launched = config._gpu_launches.enter_context(_launch.recording())
+
+
+def unlisted_gpu_launches(config):
+    """The launches of this run whose variant ``backends/gpu/variants.py`` does not list (by name): each would be a
+    kernel that ``scatterx gpu-report`` -- and CI -- never compiled for a real GPU."""
+    launched = getattr(config, "_gpu_launched", None)
+    if not launched:
+        return []
+    from scatterx.backends.gpu._launch import Variant
+    from scatterx.backends.gpu.variants import all_variants
+
+    listed = {v.key for v in all_variants()}
+    return sorted(Variant(*key).name for key in launched - listed)
+
+
 def pytest_sessionfinish(session, exitstatus):
-    """Count the CPU kernels' compiled variants (``compile_budget.py``); over the budget, the run fails."""
+    """Count the CPU kernels' compiled variants (``compile_budget.py``); over the budget, the run fails. Likewise
+    a GPU launch whose variant the backend does not list."""
     rows = compile_budget.variants()
     session.config._compile_budget = rows
     total = sum(n for _, n in rows)
-    if total > compile_budget.BUDGET and session.exitstatus == pytest.ExitCode.OK:
+    session.config._unlisted = unlisted_gpu_launches(session.config)
+    if (total > compile_budget.BUDGET or session.config._unlisted) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    unlisted = getattr(config, "_unlisted", None)
+    if unlisted:
+        terminalreporter.section("GPU launches missing from backends/gpu/variants.py")
+        for name in unlisted:
+            terminalreporter.write_line(f"FAILED: launched but not listed: {name}", red=True, bold=True)
     rows = getattr(config, "_compile_budget", None)
     if not rows:
         return

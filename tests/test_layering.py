@@ -220,3 +220,13 @@ def test_cpu_kernels_compile_in_only_the_files_the_test_cache_is_keyed_on(module
     if module.endswith((".pool", "._codegen", "._memory")):  # not kernels: no njit function calls across
         others -= {"scatterx.kernels.cpu._codegen", "scatterx.kernels.cpu._memory", "scatterx._reductions"}
     assert not others, f"{module} imports {others}: an edit there would not recompile its kernels"
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("scatterx.kernels.gpu.")])
+def test_gpu_kernel_modules_keep_their_annotations_objects(module):
+    """No ``from __future__ import annotations`` in a Triton kernel module: Triton 3.0's interpreter reads a device
+    function's ``tl.constexpr`` annotation as an object, and as a string it passed ``BLOCK_F`` as a tensor."""
+    tree = ast.parse(MODULES[module].read_text())
+    future = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "__future__"
+              and any(a.name == "annotations" for a in n.names)]
+    assert not future, f"{module} imports annotations from __future__"

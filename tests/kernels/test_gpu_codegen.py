@@ -35,7 +35,7 @@ if available():
         mask = i < n
         acc = tl.load(acc_ptr + i, mask=mask)
         count = tl.load(count_ptr + i, mask=mask, other=1)
-        tl.store(out_ptr + i, _codegen.finalize(acc, count, _codegen.MEAN, IS_INT), mask=mask)
+        tl.store(out_ptr + i, _codegen.finalize(acc, count, True, IS_INT), mask=mask)
 
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

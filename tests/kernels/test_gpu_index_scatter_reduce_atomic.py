@@ -46,6 +46,6 @@ def test_targets_out_of_range_are_skipped():
         counts = torch.zeros(6, dtype=torch.int32, device=device)
         src = torch.ones(4, 2, device=device)
         index = torch.tensor([0, 3, -1, 1], device=device)  # 3 is out of range for the first 3 rows of acc
-        kernels.atomic_scatter_kernel[(1,)](src, index, acc, counts, 4, 4, 3, 2, COUNT=True, BLOCK_E=4, BLOCK_F=2)
+        kernels.atomic_scatter_kernel[(1,)](src, index, acc, counts, 4, 4, 3, 2, BLOCK_E=4, BLOCK_F=2)
     assert acc.cpu().tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
     assert counts.cpu().tolist() == [1, 1, 0, 0, 0, 0]

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed
        st.sampled_from([(1, 1), (2, 4), (4, 2)]))
 def test_matches_the_reference(reduce, data, mode, blocks):
     from scatterx.backends.gpu._launch import TL_DTYPE
+    from scatterx.kernels.gpu._codegen import kernel_code
     from scatterx.kernels.gpu.segment_reduce import segment_reduce_kernel
 
     src, ptr, perm = data.draw(segment_problems(dtypes=scatterx.SUPPORTED_DTYPES, reduce=reduce, max_outer=2,
@@ -40,9 +41,9 @@ def test_matches_the_reference(reduce, data, mode, blocks):
             segment_reduce_kernel[grid](
                 src.to(device), ptr.to(device) if perm is None else perm.to(device), ptr.to(device),
                 out if mode == "new" else base.to(device), out, n, segments, inner,
-                REDUCE=red.code, IDENTITY=red.identity(acc), ACC=TL_DTYPE[acc],
-                IS_INT=not src.dtype.is_floating_point, GATHER=perm is not None, HAS_BASE=mode != "new",
-                INCLUDE_SELF=mode == "base_self", BLOCK_E=blocks[0], BLOCK_F=blocks[1],
+                perm is not None, mode != "new", mode == "base_self", red.divide_by_count,
+                REDUCE=kernel_code(red), IDENTITY=red.identity(acc), ACC=TL_DTYPE[acc],
+                IS_INT=not src.dtype.is_floating_point, BLOCK_E=blocks[0], BLOCK_F=blocks[1],
             )
     rows = torch.repeat_interleave(torch.arange(segments), ptr.diff())
     gathered = src if perm is None else src[:, perm]

@@ -33,13 +33,13 @@ def _launch(name, tensors, ptr, perm, blocks):
     softmax_kernels, launch_config, acc = _triton()
     outer, n, inner = tensors[-1].shape
     num_segments = ptr.numel() - 1
-    block_e, block_f = blocks or launch_config(n, num_segments, inner)
+    block_e, block_f = blocks or launch_config(inner)
     grid = (outer * num_segments * -(-inner // block_f),)
     if grid[0] == 0:
         return
     getattr(softmax_kernels, name)[grid](
-        *tensors[:-1], ptr if perm is None else perm, ptr, tensors[-1], n, num_segments, inner,
-        ACC=acc[tensors[-1].dtype], GATHER=perm is not None, BLOCK_E=block_e, BLOCK_F=block_f,
+        *tensors[:-1], ptr if perm is None else perm, ptr, tensors[-1], n, num_segments, inner, perm is not None,
+        ACC=acc[tensors[-1].dtype], BLOCK_E=block_e, BLOCK_F=block_f,
     )
 
 

@@ -11,10 +11,11 @@ import torch
 from ..._reductions import Reduction, accumulator_dtype
 from ...kernels.gpu import index_scatter_reduce_atomic as scatter_kernels
 from ...kernels.gpu import index_scatter_reduce_backward as backward_kernels
-from ...kernels.gpu._tiles import launch_config
+from ...kernels.gpu._codegen import kernel_code
+from ...kernels.gpu._tiles import launch_config, tile_shapes
 from .._common import new_result, shape3
 from . import routes
-from ._launch import TL_DTYPE, cdiv, wrap_triton
+from ._launch import DTYPES, FLAG, INT, KERNEL_REDUCTIONS, POINTER, TL_DTYPE, Variant, cdiv, launch
 from .routes import Route
 from .segment_reduce import launch_segments
 from .segments import assert_index, segments, sorted_ptr
@@ -50,7 +51,7 @@ def index_scatter_reduce(
     else:
         ordered, perm = torch.sort(index, stable=True)
         ptr = sorted_ptr(ordered, num_segments)
-    launch_segments(src, ptr, perm, index.numel(), red, base, include_self, result, (outer, n, inner))
+    launch_segments(src, ptr, perm, red, base, include_self, result, (outer, n, inner))
     return result
 
 
@@ -72,20 +73,16 @@ def _atomic(src, index, red: Reduction, base, include_self: bool, out, outer, n,
     m = index.numel()
     if m > 0:
         block_e, block_f = scatter_kernels.launch_config(inner)
-        grid = (outer * cdiv(m, block_e) * cdiv(inner, block_f),)
-        wrap_triton(scatter_kernels.atomic_scatter_kernel)[grid](
-            src, index, acc, counts, n, m, num_segments, inner, COUNT=True, BLOCK_E=block_e, BLOCK_F=block_f
-        )
-    block = 1024
-    wrap_triton(scatter_kernels.finish_kernel)[(cdiv(out.numel(), block),)](
-        acc, counts, out if base is None else base, out,
-        num_segments, inner, out.numel(),
-        REDUCE=red.code,
-        IS_INT=not src.dtype.is_floating_point,
-        HAS_BASE=base is not None,
-        INCLUDE_SELF=bool(include_self) and base is not None,
-        BLOCK=block,
-    )
+        args = dict(src=src, index=index.to(torch.int64), acc=acc, counts=counts, n=n, m=m, S=num_segments,
+                    inner=inner)
+        launch(scatter_kernels.atomic_scatter_kernel, (outer * cdiv(m, block_e) * cdiv(inner, block_f),), args,
+               BLOCK_E=block_e, BLOCK_F=block_f)
+    args = dict(acc=acc, counts=counts, base=out if base is None else base, out=out,
+                S=num_segments, inner=inner, total=out.numel(),
+                has_base=base is not None, include_self=bool(include_self) and base is not None,
+                divide=red.divide_by_count)
+    launch(scatter_kernels.finish_kernel, (cdiv(out.numel(), FINISH_BLOCK),), args,
+           **_finish_constexprs(red, src.dtype))
     return out
 
 
@@ -100,16 +97,45 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
         counted = base is not None and bool(count_base)
         return grad_src.zero_(), (base == result).to(ties.dtype) if counted else ties.zero_()
     ptr, perm = segments(index, num_segments, sorted)
-    block_e, block_f = launch_config(index.numel(), num_segments, inner)
+    block_e, block_f = launch_config(inner)
     result = result.contiguous()
-    wrap_triton(backward_kernels.index_scatter_reduce_backward_kernel)[(outer * num_segments * cdiv(inner, block_f),)](
-        src.contiguous(), ptr if perm is None else perm, ptr, result, grad.contiguous(),
-        result if base is None else base.contiguous(), grad_src, ties,
-        n, num_segments, inner,
-        ACC=TL_DTYPE[accumulator_dtype(src.dtype)],
-        GATHER=perm is not None,
-        INCLUDE_SELF=base is not None and bool(count_base),
-        BLOCK_E=block_e,
-        BLOCK_F=block_f,
-    )
+    args = dict(src=src.contiguous(), perm=ptr if perm is None else perm, ptr=ptr, result=result,
+                grad=grad.contiguous(), base=result if base is None else base.contiguous(), grad_src=grad_src,
+                ties=ties, n=n, S=num_segments, inner=inner,
+                gather=perm is not None, include_self=base is not None and bool(count_base))
+    launch(backward_kernels.index_scatter_reduce_backward_kernel, (outer * num_segments * cdiv(inner, block_f),),
+           args, **_tie_constexprs(src.dtype, block_e, block_f))
     return grad_src, ties
+
+
+FINISH_BLOCK = 1024
+
+
+def _finish_constexprs(red: Reduction, dtype: torch.dtype) -> dict:
+    return dict(REDUCE=kernel_code(red), IS_INT=not dtype.is_floating_point, BLOCK=FINISH_BLOCK)
+
+
+def _tie_constexprs(dtype: torch.dtype, block_e: int, block_f: int) -> dict:
+    return dict(ACC=TL_DTYPE[accumulator_dtype(dtype)], BLOCK_E=block_e, BLOCK_F=block_f)
+
+
+def variants():
+    """The kernels of this module (the segment routes' are ``segment_reduce.variants``): the atomic route's two,
+    for every dtype and the reductions with an atomic form; the tie backward, for every floating dtype."""
+    for dtype in DTYPES:
+        data, acc = POINTER[dtype], POINTER[accumulator_dtype(dtype)]
+        scatter = dict(src=data, index="*i64", acc=acc, counts="*i32", n=INT, m=INT, S=INT, inner=INT)
+        for block_e, block_f in scatter_kernels.tile_shapes():
+            yield Variant.of(scatter_kernels.atomic_scatter_kernel, scatter, dict(BLOCK_E=block_e, BLOCK_F=block_f),
+                             aligned=("inner",) if block_f >= 16 else ())
+        finish = dict(acc=acc, counts="*i32", base=data, out=data, S=INT, inner=INT, total=INT,
+                      has_base=FLAG, include_self=FLAG, divide=FLAG)
+        for red in (r for r in KERNEL_REDUCTIONS if r.atomic):
+            yield Variant.of(scatter_kernels.finish_kernel, finish, _finish_constexprs(red, dtype))
+    for dtype in DTYPES:
+        data = POINTER[dtype]
+        ties = dict(src=data, perm="*i64", ptr="*i64", result=data, grad=data, base=data, grad_src=data, ties=data,
+                    n=INT, S=INT, inner=INT, gather=FLAG, include_self=FLAG)
+        for block_e, block_f in tile_shapes():
+            yield Variant.of(backward_kernels.index_scatter_reduce_backward_kernel, ties,
+                             _tie_constexprs(dtype, block_e, block_f), aligned=("inner",) if block_f >= 16 else ())

@@ -6,11 +6,11 @@ from typing import Optional, Tuple
 
 import torch
 
-from ..._reductions import Reduction, accumulator_dtype
+from ..._reductions import REDUCTIONS, Reduction, accumulator_dtype
 from ...kernels.gpu import segment_arg_reduce as arg_kernels
-from ...kernels.gpu._tiles import launch_config
+from ...kernels.gpu._tiles import launch_config, tile_shapes
 from .._common import new_result, shape3
-from ._launch import TL_DTYPE, cdiv, wrap_triton
+from ._launch import DTYPES, FLAG, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
 
 def segment_arg_reduce(
@@ -24,20 +24,30 @@ def segment_arg_reduce(
     arg = torch.empty(values.shape, dtype=torch.int64, device=src.device)
     if values.numel() > 0:
         acc = accumulator_dtype(src.dtype)
-        worst = red.identity(acc)  # amax: -inf (or the integer minimum), amin: +inf: never preferred
-        block_e, block_f = launch_config(n if perm is None else perm.numel(), num_segments, inner)
-        grid = (outer * num_segments * cdiv(inner, block_f),)
-        wrap_triton(arg_kernels.segment_arg_reduce_kernel)[grid](
-            src.contiguous(), ptr if perm is None else perm, ptr, values if base is None else base.contiguous(),
-            torch.full((1,), start, dtype=acc, device=src.device), values, arg,
-            n, num_segments, inner, none,
-            REDUCE=red.code,
-            WORST=worst,
-            ACC=TL_DTYPE[acc],
-            GATHER=perm is not None,
-            HAS_BASE=base is not None,
-            FILL=fill,
-            BLOCK_E=block_e,
-            BLOCK_F=block_f,
-        )
+        block_e, block_f = launch_config(inner)
+        args = dict(src=src.contiguous(), perm=ptr if perm is None else perm.to(torch.int64).contiguous(), ptr=ptr,
+                    base=values if base is None else base.contiguous(),
+                    start=torch.full((1,), start, dtype=acc, device=src.device), out=values, arg=arg,
+                    n=n, S=num_segments, inner=inner, none=none,
+                    gather=perm is not None, has_base=base is not None, fill=fill)
+        launch(arg_kernels.segment_arg_reduce_kernel, (outer * num_segments * cdiv(inner, block_f),), args,
+               **_constexprs(red, src.dtype, block_e, block_f))
     return values, arg
+
+
+def _constexprs(red: Reduction, dtype: torch.dtype, block_e: int, block_f: int) -> dict:
+    acc = accumulator_dtype(dtype)
+    # WORST: amax's -inf (or the integer minimum), amin's +inf: a value never preferred
+    return dict(REDUCE=red.code, WORST=red.identity(acc), ACC=TL_DTYPE[acc], BLOCK_E=block_e, BLOCK_F=block_f)
+
+
+def variants():
+    """Every variant of the arg-reduce kernel: the selecting reductions, each dtype and tile shape."""
+    for red in (r for r in REDUCTIONS if r.selects):
+        for dtype in DTYPES:
+            data = POINTER[dtype]
+            params = dict(src=data, perm="*i64", ptr="*i64", base=data, start=POINTER[accumulator_dtype(dtype)],
+                          out=data, arg="*i64", n=INT, S=INT, inner=INT, none=INT, gather=FLAG, has_base=FLAG, fill=INT)
+            for block_e, block_f in tile_shapes():
+                yield Variant.of(arg_kernels.segment_arg_reduce_kernel, params,
+                                 _constexprs(red, dtype, block_e, block_f), aligned=("inner",) if block_f >= 16 else ())

@@ -8,9 +8,9 @@ import torch
 
 from ..._reductions import accumulator_dtype
 from ...kernels.gpu import segment_logsumexp as logsumexp_kernels
-from ...kernels.gpu._tiles import launch_config
+from ...kernels.gpu._tiles import launch_config, tile_shapes
 from .._common import new_result, shape3
-from ._launch import TL_DTYPE, cdiv, wrap_triton
+from ._launch import FLAG, FLOATS, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
 
 def segment_logsumexp(
@@ -23,11 +23,24 @@ def segment_logsumexp(
     if out.numel() > 0:
         acc = accumulator_dtype(src.dtype)
         start = float("-inf") if flavour == 0 else torch.finfo(src.dtype).min
-        params = torch.tensor([start, eps], dtype=acc, device=src.device)
-        block_e, block_f = launch_config(n if perm is None else perm.numel(), num_segments, inner)
-        grid = (outer * num_segments * cdiv(inner, block_f),)
-        wrap_triton(logsumexp_kernels.segment_logsumexp_kernel)[grid](
-            src.contiguous(), ptr if perm is None else perm, ptr, params, out, n, num_segments, inner,
-            ACC=TL_DTYPE[acc], GATHER=perm is not None, FLAVOUR=flavour, BLOCK_E=block_e, BLOCK_F=block_f,
-        )
+        block_e, block_f = launch_config(inner)
+        args = dict(src=src.contiguous(), perm=ptr if perm is None else perm.to(torch.int64).contiguous(), ptr=ptr,
+                    params=torch.tensor([start, eps], dtype=acc, device=src.device), out=out,
+                    n=n, S=num_segments, inner=inner, gather=perm is not None, log_softmax=flavour == 1)
+        launch(logsumexp_kernels.segment_logsumexp_kernel, (outer * num_segments * cdiv(inner, block_f),), args,
+               **_constexprs(src.dtype, block_e, block_f))
     return out
+
+
+def _constexprs(dtype: torch.dtype, block_e: int, block_f: int) -> dict:
+    return dict(ACC=TL_DTYPE[accumulator_dtype(dtype)], BLOCK_E=block_e, BLOCK_F=block_f)
+
+
+def variants():
+    """Every variant of the log-sum-exp kernel: each floating dtype and tile shape."""
+    for dtype in FLOATS:
+        params = dict(src=POINTER[dtype], perm="*i64", ptr="*i64", params=POINTER[accumulator_dtype(dtype)],
+                      out=POINTER[dtype], n=INT, S=INT, inner=INT, gather=FLAG, log_softmax=FLAG)
+        for block_e, block_f in tile_shapes():
+            yield Variant.of(logsumexp_kernels.segment_logsumexp_kernel, params, _constexprs(dtype, block_e, block_f),
+                             aligned=("inner",) if block_f >= 16 else ())

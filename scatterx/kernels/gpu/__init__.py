@@ -5,8 +5,6 @@ Triton is optional: ``available()`` says whether it imports. With ``TRITON_INTER
 CPU tensors through Triton's interpreter, which is how CI tests them on machines without a GPU.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 

@@ -8,12 +8,10 @@ does the same with Numba overloads, ``kernels/cpu/_codegen.py``). Triton cannot 
 from the table.
 """
 
-from __future__ import annotations
-
 import triton
 import triton.language as tl
 
-from ..._reductions import BY_NAME
+from ..._reductions import BY_NAME, REDUCTIONS
 
 # The reductions' codes, from the table (the kernels branch on them as compile-time constants).
 SUM = tl.constexpr(BY_NAME["sum"].code)
@@ -80,15 +78,21 @@ def reduce_rows(tile, REDUCE: tl.constexpr):
 
 
 @triton.jit
-def finalize(acc, count, REDUCE: tl.constexpr, IS_INT: tl.constexpr):
-    """The value written after ``count`` values were combined into ``acc`` (mean divides; integers round down,
-    as torch's integer mean). ``count`` > 0 wherever the result is used."""
-    if REDUCE == MEAN:
-        c = tl.maximum(count, 1).to(acc.dtype)
-        if IS_INT:
-            q = acc // c  # Triton's integer division truncates toward zero: correct it to the floor
-            return tl.where((acc % c != 0) & (acc < 0), q - 1, q)
-        else:
-            return acc / c
+def finalize(acc, count, divide, IS_INT: tl.constexpr):
+    """The value written after ``count`` values were combined into ``acc``: with ``divide`` (the table's
+    ``divide_by_count``, mean's, a run-time flag) divided by the count, integers rounded down as torch's integer
+    mean; else ``acc``. ``count`` > 0 wherever the result is used. Runs once per output element."""
+    c = tl.maximum(count, 1).to(acc.dtype)
+    if IS_INT:
+        q = acc // c  # Triton's integer division truncates toward zero: correct it to the floor
+        q = tl.where((acc % c != 0) & (acc < 0), q - 1, q)
     else:
-        return acc
+        q = acc / c
+    return tl.where(divide, q, acc)
+
+
+def kernel_code(red) -> int:
+    """The ``REDUCE`` constexpr a kernel is compiled with for reduction ``red``: the code of the first reduction
+    of the table with the same ``combine``. Mean compiles as sum (the same combine) and passes its division as
+    the run-time ``divide`` flag of ``finalize``: one variant fewer per dtype and tile."""
+    return next(r.code for r in REDUCTIONS if r.combine is red.combine)

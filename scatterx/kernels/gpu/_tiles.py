@@ -6,8 +6,6 @@ A program loads ``BLOCK_E`` rows x ``BLOCK_F`` features at a time and keeps a ti
 its rows once at the end: several rows in flight per program, and no cross-lane work inside the loop.
 """
 
-from __future__ import annotations
-
 import triton
 import triton.language as tl
 
@@ -26,35 +24,44 @@ def program_coordinates(S, inner, BLOCK_F: tl.constexpr):
 
 
 @triton.jit
-def rows_of(perm, e, emask, GATHER: tl.constexpr):
-    """The src rows of positions ``e`` of the segment order: through the permutation, or the positions."""
-    if GATHER:
-        return tl.load(perm + e, mask=emask, other=0).to(tl.int64)
-    else:
-        return e
+def rows_of(perm, e, emask, gather):
+    """The src rows of positions ``e`` of the segment order: through the permutation when ``gather`` (a run-time
+    flag: without it the load is masked off, and moves no data), else the positions themselves."""
+    return tl.where(gather, tl.load(perm + e, mask=emask & gather, other=0).to(tl.int64), e)
 
 
 @triton.jit
-def load_tile(src_slice, perm, e0, end, f, fmask, inner, other, GATHER: tl.constexpr, BLOCK_E: tl.constexpr):
+def load_tile(src_slice, perm, e0, end, f, fmask, inner, other, gather, BLOCK_E: tl.constexpr):
     """Rows ``e0 .. e0+BLOCK_E`` (those before ``end``) of the segment order, features ``f``: (tile, rows, mask);
     masked-off entries hold ``other``."""
     e = e0 + tl.arange(0, BLOCK_E)
     emask = e < end
-    rows = rows_of(perm, e, emask, GATHER)
+    rows = rows_of(perm, e, emask, gather)
     mask = emask[:, None] & fmask[None, :]
     x = tl.load(src_slice + rows[:, None] * inner + f[None, :], mask=mask, other=other)
     return x, rows, mask
 
 
+# The most rows a tile holds. Fixed rather than fitted to the average segment length: every distinct tile shape is a
+# kernel variant Triton compiles at first use (a second or so on the user's GPU) and that CI compiles for every
+# target, so tile shapes are a cost to justify (docs/decisions/gpu-variants.md). Rows past a segment's end are
+# masked off: they cost issue slots, not memory traffic.
+MAX_ROWS = 32
+MAX_ELEMENTS = 2048
+MAX_FEATURES = 128
+# The narrowest tile: 32 rows x 4 features is one element for each of the 128 threads of a program (4 warps).
+# A narrower one would not use more lanes -- its threads hold copies -- so rows of 1 or 2 features take this one.
+MIN_FEATURES = 4
 
-def launch_config(rows: int, segments: int, inner: int):
-    """(BLOCK_E, BLOCK_F) for segments of ``rows / segments`` rows on average, ``inner`` features each.
 
-    A program's tile holds at most 2,048 elements; features are covered first (up to 128 per program, coalesced
-    loads), then rows up to the average segment length rounded up to a power of two, so that short segments do
-    not leave most of the tile masked off. A starting point, not measured on a GPU (none was lent while it was
-    written): see ``scatterx bench --device cuda``."""
-    block_f = min(triton.next_power_of_2(max(inner, 1)), 128)
-    average = -(-rows // max(segments, 1))
-    block_e = max(1, min(triton.next_power_of_2(max(average, 1)), 2048 // block_f, 64))
-    return block_e, block_f
+def launch_config(inner: int, max_elements: int = MAX_ELEMENTS):
+    """(BLOCK_E, BLOCK_F) for rows of ``inner`` features: features first (4 to 128 per program, coalesced loads),
+    then rows, up to 32 and at most ``max_elements`` a tile. One shape per power of two of the row width."""
+    block_f = min(max(triton.next_power_of_2(max(inner, 1)), MIN_FEATURES), MAX_FEATURES)
+    return min(MAX_ROWS, max_elements // block_f), block_f
+
+
+def tile_shapes(max_elements: int = MAX_ELEMENTS):
+    """Every tile shape ``launch_config`` returns (the variants a segment kernel is compiled in)."""
+    shapes = {launch_config(1 << k, max_elements) for k in range(MAX_FEATURES.bit_length())}
+    return sorted(shapes, key=lambda shape: shape[1])

@@ -6,18 +6,22 @@ Rows are ``(N, H, C)`` flattened to ``N x inner`` with ``inner = H * C``; featur
 per-edge weights are ``(E, H)``.
 """
 
-from __future__ import annotations
-
 import triton
 import triton.language as tl
 
 from ._codegen import combine, finalize, reduce_rows
+
+# Half the segment kernel's tile: a program here holds three tiles (rows, weights, and the gathered rows' 64-bit
+# addresses) where the segment kernel holds one. At 2,048 elements it took up to 108 registers a thread under
+# Triton 3.9 and 204 under Triton 3.0 (``scatterx gpu-report``; docs/decisions/gpu-variants.md).
+MAX_ELEMENTS = 1024
 
 
 @triton.jit
 def weighted_gather_segment_reduce_kernel(
     src, index, weight, ptr, out,
     S, H, C,
+    divide,
     REDUCE: tl.constexpr,
     IDENTITY: tl.constexpr,
     ACC: tl.constexpr,
@@ -45,6 +49,6 @@ def weighted_gather_segment_reduce_kernel(
         w = tl.load(weight + e[:, None] * H + head[None, :], mask=mask, other=0).to(ACC)
         acc = combine(acc, tl.where(mask, w * x, IDENTITY), REDUCE)
     result = reduce_rows(acc, REDUCE)
-    value = finalize(result, end - start, REDUCE, IS_INT).to(out.dtype.element_ty)
+    value = finalize(result, end - start, divide, IS_INT).to(out.dtype.element_ty)
     value = tl.where(end > start, value, tl.zeros_like(value))
     tl.store(out + s * inner + f, value, mask=fmask)

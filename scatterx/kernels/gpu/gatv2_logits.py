@@ -8,11 +8,9 @@ per-edge values are ``(E, H)``; ``att`` is ``inner`` long.
   summed in the accumulator type. ``targets[e]`` is the segment of edge ``e`` (``repeat_interleave`` of the
   segment lengths, computed by the backend with no host sync).
 - ``gatv2_grad_kernel``: one program per ``(segment, feature block)``, as the segment kernel: the edges of its
-  segment in blocks, no atomics. With ``WANT_ATT`` it also writes the segment's part of the ``att`` gradient,
-  ``att_part[s, f]``, which the backend sums over segments.
+  segment in blocks, no atomics. With ``want_att`` (a run-time flag) it also writes the segment's part of the
+  ``att`` gradient, ``att_part[s, f]``, which the backend sums over segments.
 """
-
-from __future__ import annotations
 
 import triton
 import triton.language as tl
@@ -57,14 +55,13 @@ def gatv2_logits_kernel(
 def gatv2_grad_kernel(
     seg, other, att, index, ptr, grad, out, att_part,
     H, C,
-    slope_ptr,
-    WANT_ATT: tl.constexpr,
+    slope_ptr, want_att,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
     """out[s, f] = att[f] * sum over e in ptr[s]:ptr[s+1] of grad[e, f // C] * leaky_relu'(z), z = seg[s, f] +
-    other[index[e], f]; with WANT_ATT, att_part[s, f] = the same sum of grad[e, f // C] * leaky_relu(z)."""
+    other[index[e], f]; with ``want_att``, att_part[s, f] = the same sum of grad[e, f // C] * leaky_relu(z)."""
     pid = tl.program_id(0).to(tl.int64)
     slope = tl.load(slope_ptr).to(ACC)
     inner = H * C
@@ -88,10 +85,8 @@ def gatv2_grad_kernel(
         z = x + row[None, :]
         d = tl.where(z > 0, g, g * slope)
         acc += tl.where(mask, d, 0)
-        if WANT_ATT:
-            part += tl.where(mask, d * z, 0)
+        part += tl.where(mask & want_att, d * z, 0)
     w = tl.load(att + f, mask=fmask, other=0).to(ACC)
     value = tl.where(end > start, tl.sum(acc, 0) * w, 0)  # no edge: 0, not 0 * att (NaN for an infinite att)
     tl.store(out + s * inner + f, value.to(out.dtype.element_ty), mask=fmask)
-    if WANT_ATT:
-        tl.store(att_part + s * inner + f, tl.sum(part, 0), mask=fmask)
+    tl.store(att_part + s * inner + f, tl.sum(part, 0), mask=fmask & want_att)

@@ -7,8 +7,6 @@ may differ in the last bits between runs: ``torch.use_deterministic_algorithms(T
 the sort + segment path instead.
 """
 
-from __future__ import annotations
-
 import triton
 import triton.language as tl
 
@@ -19,11 +17,10 @@ from ._codegen import combine, finalize
 def atomic_scatter_kernel(
     src, index, acc, counts,
     n, m, S, inner,
-    COUNT: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
-    """acc[o, index[e], :] += src[o, e, :] for e < m; counts[index[e]] += 1 when COUNT. Targets outside [0, S) are
+    """acc[o, index[e], :] += src[o, e, :] for e < m; counts[index[e]] += 1. Targets outside [0, S) are
     skipped (the op layer rejects them; this keeps a kernel that runs anyway inside its buffers)."""
     pid = tl.program_id(0).to(tl.int64)
     fblocks = tl.cdiv(inner, BLOCK_F)
@@ -39,42 +36,40 @@ def atomic_scatter_kernel(
     mask = valid[:, None] & (f < inner)[None, :]
     x = tl.load(src + o * n * inner + e[:, None] * inner + f[None, :], mask=mask)
     tl.atomic_add(acc + o * S * inner + t[:, None] * inner + f[None, :], x.to(acc.dtype.element_ty), mask=mask)
-    if COUNT:
-        if (fb == 0) & (o == 0):  # one program per rows block counts them
-            tl.atomic_add(counts + t, tl.full([BLOCK_E], 1, tl.int32), mask=valid)
+    if (fb == 0) & (o == 0):  # one program per rows block counts them
+        tl.atomic_add(counts + t, tl.full([BLOCK_E], 1, tl.int32), mask=valid)
 
 
 @triton.jit
 def finish_kernel(
     acc, counts, base, out,
     S, inner, total,
+    has_base, include_self, divide,
     REDUCE: tl.constexpr,
     IS_INT: tl.constexpr,
-    HAS_BASE: tl.constexpr,
-    INCLUDE_SELF: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """out = finalize(acc (+ base with INCLUDE_SELF), count) where the row received something; else base (with
-    HAS_BASE) or 0. ``acc`` may be ``out`` itself (same type): each element is read before it is written."""
+    """out = finalize(acc (+ base with ``include_self``), count) where the row received something; else base (with
+    ``has_base``) or 0. ``include_self`` implies ``has_base``; both, and mean's ``divide``, are run-time flags.
+    ``acc`` may be ``out`` itself (same type): each element is read before it is written."""
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = i < total
     s = (i // inner) % S
     count = tl.load(counts + s, mask=mask, other=0)
     a = tl.load(acc + i, mask=mask)
-    if HAS_BASE:
-        b = tl.load(base + i, mask=mask)
-        if INCLUDE_SELF:
-            value = finalize(combine(b.to(a.dtype), a, REDUCE), count + 1, REDUCE, IS_INT)
-        else:
-            value = finalize(a, count, REDUCE, IS_INT)
-        value = tl.where(count > 0, value.to(out.dtype.element_ty), b)
-    else:
-        value = finalize(a, count, REDUCE, IS_INT).to(out.dtype.element_ty)
-        value = tl.where(count > 0, value, tl.zeros_like(value))
-    tl.store(out + i, value, mask=mask)
+    b = tl.load(base + i, mask=mask & has_base, other=0)  # 0: an empty row's value without a base
+    a = tl.where(include_self, combine(b.to(a.dtype), a, REDUCE), a)
+    value = finalize(a, count + include_self.to(count.dtype), divide, IS_INT).to(out.dtype.element_ty)
+    tl.store(out + i, tl.where(count > 0, value, b), mask=mask)
 
 
 def launch_config(inner: int):
-    """(BLOCK_E, BLOCK_F) of the atomic kernel: up to 128 features per program, 2,048 elements per tile."""
-    block_f = min(triton.next_power_of_2(max(inner, 1)), 128)
-    return max(1, 2048 // block_f // 4), block_f
+    """(BLOCK_E, BLOCK_F) of the atomic kernel: 4 to 128 features per program, 512 elements a tile (one shape per
+    power of two of the row width; narrower rows take the 4-wide tile, as ``_tiles.launch_config``)."""
+    block_f = min(max(triton.next_power_of_2(max(inner, 1)), 4), 128)
+    return 512 // block_f, block_f
+
+
+def tile_shapes():
+    """Every tile shape ``launch_config`` returns."""
+    return sorted({launch_config(1 << k) for k in range(8)}, key=lambda shape: shape[1])

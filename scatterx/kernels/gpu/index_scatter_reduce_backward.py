@@ -1,8 +1,6 @@
 """The backward of ``index_scatter_reduce``'s amax/amin: the gradient split evenly among the members equal to the
 result (ties), over the forward's segments (programs and tiles as in ``_tiles.py``)."""
 
-from __future__ import annotations
-
 import triton
 import triton.language as tl
 
@@ -13,15 +11,15 @@ from ._tiles import load_tile, program_coordinates
 def index_scatter_reduce_backward_kernel(
     src, perm, ptr, result, grad, base, grad_src, ties,
     n, S, inner,
+    gather, include_self,
     ACC: tl.constexpr,
-    GATHER: tl.constexpr,
-    INCLUDE_SELF: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
     """Backward of amax/amin over the segments of ``segment_reduce_kernel``: ties[o, s, :] = how many members equal
-    the result (base[o, s, :] counts with INCLUDE_SELF); grad_src[o, r, :] = grad[o, s, :] / ties where
-    src[o, r, :] equals the result, else 0. Two passes over the segment's rows, the second mostly from cache."""
+    the result (base[o, s, :] counts with ``include_self``, a run-time flag); grad_src[o, r, :] = grad[o, s, :] /
+    ties where src[o, r, :] equals the result, else 0. Two passes over the segment's rows, the second mostly from
+    cache."""
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     start = tl.load(ptr + s)
     end = tl.load(ptr + s + 1)
@@ -34,16 +32,15 @@ def index_scatter_reduce_backward_kernel(
     src_slice = src + o * n * inner
     out_slice = grad_src + o * n * inner
     for e0 in range(start, end, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, 0, GATHER, BLOCK_E)
+        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, 0, gather, BLOCK_E)
         count += (mask & (x.to(ACC) == r[None, :])).to(tl.int32)
     ties_here = tl.sum(count, 0)
-    if INCLUDE_SELF:
-        b = tl.load(base + at, mask=fmask)
-        ties_here += (b.to(ACC) == r).to(tl.int32)
+    b = tl.load(base + at, mask=fmask & include_self, other=0)
+    ties_here += (include_self & (b.to(ACC) == r)).to(tl.int32)
     # (through float32: an integer converted straight to bfloat16 lands as its bits in Triton's interpreter)
     tl.store(ties + at, ties_here.to(tl.float32).to(ties.dtype.element_ty), mask=fmask)
     share = g / tl.maximum(ties_here, 1).to(g.dtype)
     for e0 in range(start, end, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, 0, GATHER, BLOCK_E)
+        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, 0, gather, BLOCK_E)
         value = tl.where(x.to(ACC) == r[None, :], share[None, :], tl.zeros_like(share)[None, :])
         tl.store(out_slice + rows[:, None] * inner + f[None, :], value.to(grad_src.dtype.element_ty), mask=mask)

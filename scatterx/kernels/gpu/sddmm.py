@@ -4,8 +4,6 @@ accumulator type). ``targets[e]`` is the segment of edge ``e`` (``repeat_interle
 computed by the backend with no host sync).
 """
 
-from __future__ import annotations
-
 import triton
 import triton.language as tl
 
@@ -14,16 +12,17 @@ import triton.language as tl
 def sddmm_kernel(
     a, b, index, targets, out,
     E, H, C,
-    OP: tl.constexpr,
+    mul,
+    DOT: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
-    """OP 0 (add) / 1 (mul): out[e, f] = a[index[e], f] op b[targets[e], f] over f < H * C;
-    OP 2 (dot): out[e, h] = sum over c of a[index[e], h, c] * b[targets[e], h, c]."""
+    """Without DOT: out[e, f] = a[index[e], f] * b[targets[e], f] (``mul``, a run-time flag) or + (add) over
+    f < H * C; with DOT: out[e, h] = sum over c of a[index[e], h, c] * b[targets[e], h, c]."""
     pid = tl.program_id(0).to(tl.int64)
     inner = H * C
-    if OP == 2:
+    if DOT:
         per_edge_block = H
     else:
         per_edge_block = tl.cdiv(inner, BLOCK_F)
@@ -33,7 +32,7 @@ def sddmm_kernel(
     emask = e < E
     src_rows = tl.load(index + e, mask=emask, other=0).to(tl.int64)
     dst_rows = tl.load(targets + e, mask=emask, other=0).to(tl.int64)
-    if OP == 2:
+    if DOT:
         total = tl.zeros([BLOCK_E, BLOCK_F], ACC)
         for c0 in range(0, C, BLOCK_F):
             c = c0 + tl.arange(0, BLOCK_F)
@@ -48,8 +47,5 @@ def sddmm_kernel(
         mask = emask[:, None] & (f < inner)[None, :]
         x = tl.load(a + src_rows[:, None] * inner + f[None, :], mask=mask, other=0).to(ACC)
         y = tl.load(b + dst_rows[:, None] * inner + f[None, :], mask=mask, other=0).to(ACC)
-        if OP == 1:
-            value = x * y
-        else:
-            value = x + y
+        value = tl.where(mul, x * y, x + y)
         tl.store(out + e[:, None] * inner + f[None, :], value.to(out.dtype.element_ty), mask=mask)

@@ -7,8 +7,6 @@ not NaN, then the first position holding it; it replaces the running best only i
 ``prefers``). Tiles are taken in position order, so the first of tied members wins, as on the CPU.
 """
 
-from __future__ import annotations
-
 import triton
 import triton.language as tl
 
@@ -24,31 +22,27 @@ FILL_EMPTY = tl.constexpr(2)
 def segment_arg_reduce_kernel(
     src, perm, ptr, base, start, out, arg,
     n, S, inner, none,
+    gather, has_base, fill,
     REDUCE: tl.constexpr,
     WORST: tl.constexpr,
     ACC: tl.constexpr,
-    GATHER: tl.constexpr,
-    HAS_BASE: tl.constexpr,
-    FILL: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
     """out[o, s, :], arg[o, s, :] = the member of segment s that ``prefers`` selects over its start value
-    (base[o, s, :] with HAS_BASE, else the one-element tensor ``start``), and its row; ``none`` where nothing beats
-    the start value. WORST: a value no member is preferred to (-inf/+inf, or the integer extreme), filling masked
-    lanes. FILL as in the CPU kernel."""
+    (base[o, s, :] with ``has_base``, else the one-element tensor ``start``), and its row; ``none`` where nothing
+    beats the start value. WORST: a value no member is preferred to (-inf/+inf, or the integer extreme), filling
+    masked lanes. ``fill`` as in the CPU kernel; ``gather``, ``has_base`` and ``fill`` are run-time values."""
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     lo = tl.load(ptr + s)
     hi = tl.load(ptr + s + 1)
     at = o * S * inner + s * inner + f
-    if HAS_BASE:
-        best = tl.load(base + at, mask=fmask, other=WORST).to(ACC)
-    else:
-        best = tl.zeros([BLOCK_F], ACC) + tl.load(start).to(ACC)
+    from_base = tl.load(base + at, mask=fmask & has_base, other=WORST).to(ACC)
+    best = tl.where(has_base, from_base, tl.load(start).to(ACC))
     which = tl.zeros([BLOCK_F], tl.int64) + none
     src_slice = src + o * n * inner
     for e0 in range(lo, hi, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, WORST, GATHER, BLOCK_E)
+        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, WORST, gather, BLOCK_E)
         x = x.to(ACC)
         x = tl.where(mask & (x == x), x, WORST)  # NaN and masked lanes never win
         if REDUCE == AMIN:
@@ -60,16 +54,11 @@ def segment_arg_reduce_kernel(
         first = tl.min(tl.where(at_top, e[:, None], hi), 0)  # the first position holding the tile's best
         found = first < hi
         better = prefers(top, best, REDUCE) & found
-        if GATHER:
-            row = tl.load(perm + first, mask=better, other=0).to(tl.int64)
-        else:
-            row = first.to(tl.int64)
+        row = tl.where(gather, tl.load(perm + first, mask=better & gather, other=0).to(tl.int64), first.to(tl.int64))
         best = tl.where(better, top, best)
         which = tl.where(better, row, which)
     value = best
-    if FILL == FILL_UNSELECTED:
-        value = tl.where(which == none, tl.zeros_like(value), value)
-    if FILL == FILL_EMPTY:
-        value = tl.where(hi > lo, value, tl.zeros_like(value))
+    value = tl.where((fill == FILL_UNSELECTED) & (which == none), tl.zeros_like(value), value)
+    value = tl.where((fill == FILL_EMPTY) & (hi <= lo), tl.zeros_like(value), value)
     tl.store(out + at, value.to(out.dtype.element_ty), mask=fmask)
     tl.store(arg + at, which, mask=fmask)

@@ -1,25 +1,20 @@
 """Triton kernel for segment log-sum-exp (the GPU twin of ``kernels/cpu/segment_logsumexp.py``; same arguments, same
-``flavour`` rules). One program per ``(outer slice, segment, feature block)``, two loops over the segment's rows
-in tiles of ``BLOCK_E``: the strict maximum, then the sum of ``exp(x - top)``."""
-
-from __future__ import annotations
+``flavour`` rules; here ``log_softmax`` is the run-time flag for flavour 1). One program per ``(outer slice, segment,
+feature block)``, two loops over the segment's rows in tiles of ``BLOCK_E``: the strict maximum, then the sum of
+``exp(x - top)``."""
 
 import triton
 import triton.language as tl
 
 from ._tiles import load_tile, program_coordinates
 
-LOGSUMEXP = tl.constexpr(0)
-LOG_SOFTMAX = tl.constexpr(1)
-
 
 @triton.jit
 def segment_logsumexp_kernel(
     src, perm, ptr, params, out,
     n, S, inner,
+    gather, log_softmax,
     ACC: tl.constexpr,
-    GATHER: tl.constexpr,
-    FLAVOUR: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
@@ -32,23 +27,19 @@ def segment_logsumexp_kernel(
     src_slice = src + o * n * inner
     top = tl.zeros([BLOCK_F], ACC) + start
     for e0 in range(lo, hi, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, GATHER, BLOCK_E)
+        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, gather, BLOCK_E)
         x = x.to(ACC)
         x = tl.where(mask & (x == x), x, float("-inf"))  # NaN and masked lanes are never selected
         tile_top = tl.max(x, 0)
         top = tl.where(tile_top > top, tile_top, top)
-    if FLAVOUR == LOG_SOFTMAX:
-        top = tl.where(top == start, tl.zeros_like(top), top)
+    top = tl.where(log_softmax & (top == start), tl.zeros_like(top), top)
     total = tl.zeros([BLOCK_E, BLOCK_F], ACC)
     for e0 in range(lo, hi, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, GATHER, BLOCK_E)
+        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, gather, BLOCK_E)
         d = x.to(ACC) - top[None, :]
-        if FLAVOUR == LOGSUMEXP:
-            keep = mask & (d == d)
-        else:
-            keep = mask
+        keep = mask & ((d == d) | log_softmax)
         total += tl.where(keep, tl.exp(tl.where(keep, d, 0.0)), 0.0)
-        if FLAVOUR == LOG_SOFTMAX:  # NaN propagates: tl.where above dropped it, add it back
-            total += tl.where(mask & (d != d), d, 0.0)
+        # log-softmax's NaN propagates: tl.where above dropped it, add it back
+        total += tl.where(log_softmax & mask & (d != d), d, 0.0)
     result = top + tl.log(tl.sum(total, 0) + eps)
     tl.store(out + o * S * inner + s * inner + f, result.to(out.dtype.element_ty), mask=fmask)

@@ -1,7 +1,7 @@
 """Segment (CSR) softmax kernels and their backward: each program handles one segment for one block of features.
 
 Tensors are seen as 3-D ``(outer, n, inner)`` with the softmax dim in the middle, as in ``kernels/cpu``; segment
-``s`` covers positions ``ptr[s]:ptr[s+1]``, position ``i`` naming row ``perm[i]`` (GATHER) or row ``i``. Every row
+``s`` covers positions ``ptr[s]:ptr[s+1]``, position ``i`` naming row ``perm[i]`` (``gather``) or row ``i``. Every row
 belongs to exactly one segment, so every output element is written exactly once (empty segments write nothing).
 For every ``(o, s, j)``, over the rows ``r`` of segment ``s``::
 
@@ -19,8 +19,6 @@ are read twice, not three times (a pass is a trip to memory here, and ``exp`` is
 rescaled to the segment's maximum), and the second loop writes the outputs. (The CPU kernel makes three passes
 instead: there ``exp`` is the cost, see ``kernels/cpu/segment_softmax.py``.)
 """
-
-from __future__ import annotations
 
 import triton
 import triton.language as tl
@@ -42,13 +40,13 @@ def _finite_or_zero(m):
 def segment_softmax_kernel(
     src, perm, ptr, out,
     n, S, inner,
+    gather,
     ACC: tl.constexpr,
-    GATHER: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
-    """out[o, r, :] = softmax of src[o, :, :] over the rows of r's segment, r = perm[i] (GATHER) or i for i in
-    ptr[s]:ptr[s+1]. ACC: the accumulator type (float32 for half types)."""
+    """out[o, r, :] = softmax of src[o, :, :] over the rows of r's segment, r = perm[i] (``gather``, a run-time flag)
+    or i for i in ptr[s]:ptr[s+1]. ACC: the accumulator type (float32 for half types)."""
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     start = tl.load(ptr + s)
     end = tl.load(ptr + s + 1)
@@ -60,7 +58,7 @@ def segment_softmax_kernel(
     top = tl.full([BLOCK_E, BLOCK_F], MINUS_INF, ACC)
     total = tl.zeros([BLOCK_E, BLOCK_F], ACC)
     for e0 in range(start, end, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, MINUS_INF, GATHER, BLOCK_E)
+        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, MINUS_INF, gather, BLOCK_E)
         x = x.to(ACC)
         new = combine(top, x, AMAX)  # NaN-propagating maximum
         shift = _finite_or_zero(new)
@@ -76,7 +74,7 @@ def segment_softmax_kernel(
     total = tl.sum(total * tl.exp(top - shift[None, :]), 0)
     # Loop 2: write every output once (for half types: one rounding, from the ACC quotient).
     for e0 in range(start, end, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, MINUS_INF, GATHER, BLOCK_E)
+        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, MINUS_INF, gather, BLOCK_E)
         y = tl.exp(x.to(ACC) - m[None, :]) / total[None, :]
         tl.store(out_slice + rows[:, None] * inner + f[None, :], y.to(out.dtype.element_ty), mask=mask)
 
@@ -85,8 +83,8 @@ def segment_softmax_kernel(
 def segment_softmax_backward_kernel(
     out, grad, perm, ptr, grad_src,
     n, S, inner,
+    gather,
     ACC: tl.constexpr,
-    GATHER: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
@@ -104,13 +102,13 @@ def segment_softmax_backward_kernel(
     grad_src_slice = grad_src + o * n * inner
     dot = tl.zeros([BLOCK_E, BLOCK_F], ACC)
     for e0 in range(start, end, BLOCK_E):
-        y, rows, mask = load_tile(out_slice, perm, e0, end, f, fmask, inner, 0, GATHER, BLOCK_E)
+        y, rows, mask = load_tile(out_slice, perm, e0, end, f, fmask, inner, 0, gather, BLOCK_E)
         at = rows[:, None] * inner + f[None, :]
         g = tl.load(grad_slice + at, mask=mask, other=0)
         dot += y.to(ACC) * g.to(ACC)  # masked-off entries are 0 * 0
     d = tl.sum(dot, 0)
     for e0 in range(start, end, BLOCK_E):
-        y, rows, mask = load_tile(out_slice, perm, e0, end, f, fmask, inner, 0, GATHER, BLOCK_E)
+        y, rows, mask = load_tile(out_slice, perm, e0, end, f, fmask, inner, 0, gather, BLOCK_E)
         at = rows[:, None] * inner + f[None, :]
         g = tl.load(grad_slice + at, mask=mask, other=0)
         value = y.to(ACC) * (g.to(ACC) - d[None, :])

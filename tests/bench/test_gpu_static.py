@@ -1,0 +1,137 @@
+"""``scatterx gpu-report`` (``scatterx/bench/gpu_static.py``): every GPU kernel variant compiled for sm_80 and sm_90
+on this CPU-only machine, with the resource and code checks; and the checks' parsers, on hand-written code and on a
+kernel written to fail them."""
+
+import inspect
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from scatterx.kernels.gpu import available
+
+pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _compiling_env():
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "bench"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_every_variant_compiles_for_sm80_and_sm90_without_spills_or_misplaced_atomics(tmp_path):
+    """The goal: 100% of the launchable variants compile for A100 and H100, every check passing."""
+    from scatterx.backends.gpu.variants import all_variants
+
+    run = subprocess.run([sys.executable, "-m", "scatterx", "gpu-report", "--targets", "80,90", "--out-dir",
+                          str(tmp_path)], capture_output=True, text=True, env=_compiling_env(), timeout=1200)
+    result = json.loads((tmp_path / "variants.json").read_text())
+    failed = [f"{r['variant']} sm_{r['target']}: {r['failed']} {r.get('error', '')}" for r in result["failed"]]
+    assert not failed, "\n".join(failed[:30])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert result["variants"] == len(all_variants()) and sorted(result["targets"]) == [80, 90]
+    records = result["records"]
+    assert len(records) == 2 * len(all_variants()) and all(r["compiled"] for r in records)
+    print(f"{len(records)} (variant, target) pairs compiled in {result['seconds']} s")
+    # the sorted path holds no atomics; the atomic route does (the check would flag a lost atomic_add as well)
+    assert {r["kernel"] for r in records if r["atomics"]} == {"atomic_scatter_kernel"}
+    assert all(r["widest_load"] == 128 for r in records if r["expected_load"] == 128)
+
+
+def test_the_checks_catch_a_careless_kernel():
+    """A kernel with 32-bit offsets, an atomic and a 64-bit division in a loop fails exactly those checks."""
+    code = ("import json, gpu_static_cases as c; from scatterx.bench import gpu_static as g;"
+            "print(json.dumps([g.failures(r) for r in g.compile_variant(c.CARELESS, (90,))]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_compiling_env(),
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == [["atomics", "div64", "offsets"]]
+
+
+def test_every_kernel_is_enumerated_with_its_own_signature():
+    """Each ``*_kernel`` of ``kernels/gpu`` has variants, and each variant names the kernel's arguments in order
+    (so that the report compiles what the backend launches)."""
+    import importlib
+
+    from scatterx.backends.gpu.variants import all_variants
+
+    kernels = {}
+    for path in (ROOT / "scatterx" / "kernels" / "gpu").glob("*.py"):
+        module = importlib.import_module(f"scatterx.kernels.gpu.{path.stem}")
+        for name, obj in vars(module).items():
+            if name.endswith("_kernel") and hasattr(obj, "fn"):
+                kernels[f"{obj.fn.__module__}.{name}"] = obj
+    variants = all_variants()
+    assert set(kernels) == {v.kernel for v in variants}
+    for v in variants:
+        arguments = list(inspect.signature(kernels[v.kernel].fn).parameters)
+        assert [n for n, _ in v.params] + [n for n, _ in v.constexprs] == arguments, v.name
+        assert set(v.aligned) <= {n for n, t in v.params if t == "i32"}, v.name
+
+
+def test_loops_and_64_bit_division():
+    from scatterx.bench.gpu_static import div64_in_loops, loops
+
+    ptx = """
+        div.s64 %rd1, %rd2, %rd3;
+    $L__BB0_2:
+        add.s64 %rd4, %rd4, 1;
+        rem.u64 %rd5, %rd4, %rd6;
+        @%p1 bra $L__BB0_2;
+    $L__BB0_3:
+        div.s32 %r1, %r2, %r3;
+        bra.uni $L__BB0_4;
+    $L__BB0_4:
+        ret;
+    """
+    assert len(loops(ptx)) == 1  # the forward branch to BB0_4 is not a loop
+    assert div64_in_loops(ptx) == 1  # the rem in the loop; not the div before it, nor the 32-bit one
+
+
+def test_atomics_and_load_widths():
+    from scatterx.bench.gpu_static import atomics, widest_global_load
+
+    assert atomics("atom.global.gpu.acq_rel.add.f32 %f1, [%rd1], %f2;\n red.global.add.f32 [%rd2], %f3;") == 2
+    assert atomics("ld.global.b32 %r1, [%rd1];") == 0
+    assert widest_global_load("@%p1 ld.global.v4.b32 { %r1, %r2, %r3, %r4 }, [ %rd1 + 0 ];") == 128
+    assert widest_global_load("ld.global.v2.b64 { %rd1, %rd2 }, [ %rd3 + 0 ];\nld.global.b32 %r1, [%rd4];") == 128
+    assert widest_global_load("@%p2 ld.global.b16 { %rs1 }, [ %rd1 + 0 ];") == 16
+
+
+def test_narrow_offsets_exempt_constants_only():
+    from scatterx.bench.gpu_static import narrow_offsets
+
+    ttir = """
+    %c1_i32 = arith.constant 1 : i32 loc(#loc1)
+    %0 = tt.addptr %arg0, %c1_i32 : !tt.ptr<i64>, i32 loc(#loc2)
+    %1 = tt.addptr %arg1, %5 : tensor<128x!tt.ptr<f32>>, tensor<128xi32> loc(#loc3)
+    %2 = tt.addptr %arg1, %6 : tensor<128x!tt.ptr<f32>>, tensor<128xi64> loc(#loc4)
+    """
+    assert narrow_offsets(ttir) == ["%1"]
+
+
+def test_occupancy_follows_registers_and_shared_memory():
+    from scatterx.bench.gpu_static import occupancy
+
+    assert occupancy(90, 32, 0, 4) == 1.0  # 16 blocks of 4 warps fill 64 warps
+    assert occupancy(90, 128, 0, 4) == 0.25  # 128 regs x 128 threads: 4 blocks
+    assert occupancy(80, 32, 80 * 1024, 4) == 2 * 4 / 64  # two blocks' shared memory per SM
+
+
+def test_spills_count_as_hot_only_inside_a_loop():
+    from scatterx.bench.gpu_static import hot_spills
+
+    sass = """
+        /*0370*/                   STL [R1], R14 ;                  /* 0x0000000e01007387 */
+        /*0650*/                   FADD R3, R3, R4 ;                /* 0x0000000e01007387 */
+        /*0700*/                   LDL R5, [R1+0x4] ;               /* 0x0000000e01007387 */
+        /*0fc0*/              @!P1 BRA 0x650 ;                      /* 0xfffff68000009947 */
+        /*1a20*/                   LDL.LU R9, [R1] ;                /* 0x0000000001097983 */
+        /*1a30*/                   BRA 0x1a40 ;                     /* 0x0000000001097983 */
+    """
+    assert hot_spills(sass) == 1  # the LDL at 0x700, inside the loop 0x650..0xfc0; not the ones before and after
