@@ -187,9 +187,57 @@ def unlisted_gpu_launches(config):
     return sorted(Variant(*key).name for key in launched - listed)
 
 
+# ------------------------------------------------------------------------------------- GPU kernels compiled
+#: the test that compiles every GPU kernel variant for real GPUs (``tests/bench/test_gpu_static.py``)
+GPU_COMPILE_TEST = "test_every_variant_compiles_for_sm80_and_sm90_without_spills_or_misplaced_atomics"
+
+
+def gpu_compiling_env():
+    """The environment of a process that compiles the Triton kernels (never interprets them)."""
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), str(_ROOT / "tests" / "bench"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def pytest_collection_modifyitems(config, items):
+    """The compile test runs last: its compiles (started at collection) then overlap the whole run."""
+    items.sort(key=lambda item: item.name == GPU_COMPILE_TEST)
+
+
+def pytest_collection_finish(session):
+    """Start ``scatterx gpu-report`` for sm_80 and sm_90 as soon as the compile test is collected, in a process of
+    its own, so that it compiles while the other tests run: most of them keep one core busy, and the compiles
+    (~4.5 core-minutes from an empty Triton cache) take the other. The test waits for it. Run alone, it gets every
+    core."""
+    if session.config.option.collectonly or not triton_available() or not any(
+            item.name == GPU_COMPILE_TEST for item in session.items):
+        return
+    import subprocess
+    import sys
+    import tempfile
+
+    cores = os.cpu_count() or 1
+    jobs = cores if len(session.items) == 1 else max(1, cores - 1)
+    out = tempfile.mkdtemp(prefix="scatterx-gpu-report-")
+    command = [sys.executable, "-m", "scatterx", "gpu-report", "--targets", "80,90", "--jobs", str(jobs),
+               "--out-dir", out]
+    log = open(os.path.join(out, "log.txt"), "w")
+    session.config._gpu_report = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                                   env=gpu_compiling_env()), out, log)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Count the CPU kernels' compiled variants (``compile_budget.py``); over the budget, the run fails. Likewise
     a GPU launch whose variant the backend does not list."""
+    report = getattr(session.config, "_gpu_report", None)
+    if report is not None:
+        import shutil
+
+        if report[0].poll() is None:  # the compile test did not run to its end
+            report[0].kill()
+            report[0].wait()
+        report[2].close()
+        shutil.rmtree(report[1], ignore_errors=True)
     rows = compile_budget.variants()
     session.config._compile_budget = rows
     total = sum(n for _, n in rows)

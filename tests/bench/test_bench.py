@@ -83,7 +83,7 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
     if not gpu.interpreted:
         pytest.skip("on a GPU, run `scatterx bench --device cuda` itself")
     # the smallest graph with every code path (its drop-in rows run the frontends' GPU tests' kernels; left out)
-    config = harness.Config(edges=40, nodes=8, features=32, repeat=1, warmup=0, latency=False, peers=True,
+    config = harness.Config(edges=16, nodes=4, features=32, repeat=1, warmup=0, latency=False, peers=True,
                             dropin=False)
     with gpu:
         result = harness.run(config)

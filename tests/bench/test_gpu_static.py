@@ -4,13 +4,13 @@ kernel written to fail them."""
 
 import inspect
 import json
-import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
+from conftest import gpu_compiling_env
 from scatterx.kernels.gpu import available
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
@@ -18,22 +18,20 @@ pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _compiling_env():
-    env = dict(os.environ, TRITON_INTERPRET="0")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "bench"), env.get("PYTHONPATH", "")])
-    return env
-
-
-def test_every_variant_compiles_for_sm80_and_sm90_without_spills_or_misplaced_atomics(tmp_path):
-    """The goal: 100% of the launchable variants compile for A100 and H100, every check passing."""
+def test_every_variant_compiles_for_sm80_and_sm90_without_spills_or_misplaced_atomics(request):
+    """The goal: 100% of the launchable variants compile for A100 and H100, every check passing. The compiling
+    process was started when the test was collected (``tests/conftest.py``); this waits for it."""
     from scatterx.backends.gpu.variants import all_variants
 
-    run = subprocess.run([sys.executable, "-m", "scatterx", "gpu-report", "--targets", "80,90", "--out-dir",
-                          str(tmp_path)], capture_output=True, text=True, env=_compiling_env(), timeout=1200)
-    result = json.loads((tmp_path / "variants.json").read_text())
+    process, out, log = request.config._gpu_report
+    returncode = process.wait(timeout=1800)
+    log.close()
+    output = pathlib.Path(out, "log.txt").read_text()
+    assert (pathlib.Path(out) / "variants.json").exists(), output[-3000:]
+    result = json.loads((pathlib.Path(out) / "variants.json").read_text())
     failed = [f"{r['variant']} sm_{r['target']}: {r['failed']} {r.get('error', '')}" for r in result["failed"]]
     assert not failed, "\n".join(failed[:30])
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert returncode == 0, output[-3000:]
     assert result["variants"] == len(all_variants()) and sorted(result["targets"]) == [80, 90]
     records = result["records"]
     assert len(records) == 2 * len(all_variants()) and all(r["compiled"] for r in records)
@@ -47,7 +45,7 @@ def test_the_checks_catch_a_careless_kernel():
     """A kernel with 32-bit offsets, an atomic and a 64-bit division in a loop fails exactly those checks."""
     code = ("import json, gpu_static_cases as c; from scatterx.bench import gpu_static as g;"
             "print(json.dumps([g.failures(r) for r in g.compile_variant(c.CARELESS, (90,))]))")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_compiling_env(),
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=gpu_compiling_env(),
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == [["atomics", "div64", "offsets"]]

@@ -46,17 +46,17 @@ def load_tile(src_slice, perm, e0, end, f, fmask, inner, other, gather, BLOCK_E:
 # kernel variant Triton compiles at first use (a second or so on the user's GPU) and that CI compiles for every
 # target, so tile shapes are a cost to justify (docs/decisions/gpu-variants.md). Rows past a segment's end are
 # masked off: they cost issue slots, not memory traffic.
-MAX_ROWS = 32
+MAX_ROWS = 16
 MAX_ELEMENTS = 2048
 MAX_FEATURES = 128
-# The narrowest tile: 32 rows x 4 features is one element for each of the 128 threads of a program (4 warps).
-# A narrower one would not use more lanes -- its threads hold copies -- so rows of 1 or 2 features take this one.
-MIN_FEATURES = 4
+# The narrowest tile: 16 rows x 8 features is one element for each of the 128 threads of a program (4 warps).
+# A narrower one would not use more lanes -- its threads hold copies -- so rows of 1 to 4 features take this one.
+MIN_FEATURES = 8
 
 
 def launch_config(inner: int, max_elements: int = MAX_ELEMENTS):
-    """(BLOCK_E, BLOCK_F) for rows of ``inner`` features: features first (4 to 128 per program, coalesced loads),
-    then rows, up to 32 and at most ``max_elements`` a tile. One shape per power of two of the row width."""
+    """(BLOCK_E, BLOCK_F) for rows of ``inner`` features: features first (8 to 128 per program, coalesced loads),
+    then rows, up to 16 and at most ``max_elements`` a tile. One shape per power of two of the row width."""
     block_f = min(max(triton.next_power_of_2(max(inner, 1)), MIN_FEATURES), MAX_FEATURES)
     return min(MAX_ROWS, max_elements // block_f), block_f
 

@@ -64,9 +64,9 @@ def finish_kernel(
 
 
 def launch_config(inner: int):
-    """(BLOCK_E, BLOCK_F) of the atomic kernel: 4 to 128 features per program, 512 elements a tile (one shape per
-    power of two of the row width; narrower rows take the 4-wide tile, as ``_tiles.launch_config``)."""
-    block_f = min(max(triton.next_power_of_2(max(inner, 1)), 4), 128)
+    """(BLOCK_E, BLOCK_F) of the atomic kernel: 8 to 128 features per program, 512 elements a tile (one shape per
+    power of two of the row width; narrower rows take the 8-wide tile, as ``_tiles.launch_config``)."""
+    block_f = min(max(triton.next_power_of_2(max(inner, 1)), 8), 128)
     return 512 // block_f, block_f
 
 
