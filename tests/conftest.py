@@ -207,8 +207,8 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     """Start ``scatterx gpu-report`` for sm_80 and sm_90 as soon as the compile test is collected, in a process of
     its own, so that it compiles while the other tests run: most of them keep one core busy, and the compiles
-    (~4.5 core-minutes from an empty Triton cache) take the other. The test waits for it. Run alone, it gets every
-    core."""
+    (~3 core-minutes from an empty Triton cache) take the other. The test runs last and waits for it. Run alone,
+    it gets every core."""
     if session.config.option.collectonly or not triton_available() or not any(
             item.name == GPU_COMPILE_TEST for item in session.items):
         return
