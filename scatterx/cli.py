@@ -153,7 +153,7 @@ def _int_list(value: str, name: str, minimum: Optional[int] = None, allowed=None
     except ValueError:
         items = ()
     if not items or (minimum is not None and min(items) < minimum) or (allowed and set(items) - set(allowed)):
-        rule = f"integers >= {minimum}" if minimum is not None else f"a subset of {_ints(allowed)}"
+        rule = f"integers >= {minimum}" if minimum is not None else f"integers, a subset of {_ints(allowed)}"
         raise SystemExit(f"scatterx: --{name} takes comma-separated {rule}; got {value!r}")
     return items
 
@@ -195,11 +195,11 @@ def _split(value: str, allowed, name: str):
     return items
 
 
-def _require_cuda() -> None:
+def _require_cuda(command: str = "scatterx bench --device cuda") -> None:
     if not torch.cuda.is_available():
-        raise SystemExit("scatterx bench --device cuda: torch sees no CUDA device on this machine")
+        raise SystemExit(f"{command}: torch sees no CUDA device on this machine")
     if not available():
-        raise SystemExit("scatterx bench --device cuda: triton is not installed (pip install triton)")
+        raise SystemExit(f"{command}: triton is not installed (pip install triton)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -241,8 +241,11 @@ def _gpu_report(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise SystemExit(f"scatterx gpu-report: --jobs must be >= 1, got {args.jobs}")
     if args.measure:
-        _require_cuda()
-    result = gpu_static.run(targets, jobs=args.jobs, out_dir=args.out_dir, match=args.match)
+        _require_cuda("scatterx gpu-report --measure")
+    try:
+        result = gpu_static.run(targets, jobs=args.jobs, out_dir=args.out_dir, match=args.match)
+    except ValueError as error:
+        raise SystemExit(f"scatterx gpu-report: {error}")
     print(gpu_static.markdown(result["rows"], result["env"], result["seconds"]))
     for target in result["skipped_targets"]:
         print(f"sm_{target}: skipped, this Triton's ptxas cannot compile for it")

@@ -3,8 +3,11 @@ index error (each backend finds a bad index in its own way; the message is the s
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import enum
 import math
-from typing import Optional, Tuple
+from typing import Iterator, Optional, Tuple, Type
 
 import torch
 
@@ -120,3 +123,19 @@ def segment_of_entries(ptr: torch.Tensor, entries: int) -> torch.Tensor:
     return torch.repeat_interleave(
         torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff().to(torch.int64), output_size=entries
     )
+
+
+@contextlib.contextmanager
+def forced_route(variable: contextvars.ContextVar, routes: Type[enum.Enum], route, side: str) -> Iterator:
+    """Set ``variable`` to ``routes(route)`` within the block (each backend's ``routes.force``); an unknown route
+    raises ``ValueError`` naming the ``side``'s routes."""
+    try:
+        route = routes(route)
+    except ValueError:
+        raise ValueError(f"unknown {side} route {route!r}; the routes are: {', '.join(r.value for r in routes)}") \
+            from None
+    token = variable.set(route)
+    try:
+        yield route
+    finally:
+        variable.reset(token)

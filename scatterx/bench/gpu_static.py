@@ -381,6 +381,8 @@ def run(targets: Sequence[int] = TARGETS, jobs: Optional[int] = None, out_dir: O
     from ..backends.gpu.variants import all_variants
 
     variants = [dict(dataclasses.asdict(v), name=v.name) for v in all_variants() if not match or match in v.name]
+    if not variants:
+        raise ValueError(f"no variant's name contains {match!r} (names look like segment_reduce_kernel[REDUCE=0,...])")
     usable = supported_targets(targets)
     start = time.perf_counter()
     records = compile_all(variants, usable, jobs)

@@ -133,3 +133,17 @@ def test_spills_count_as_hot_only_inside_a_loop():
         /*1a30*/                   BRA 0x1a40 ;                     /* 0x0000000001097983 */
     """
     assert hot_spills(sass) == 1  # the LDL at 0x700, inside the loop 0x650..0xfc0; not the ones before and after
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--targets", "70"], "--targets takes comma-separated integers, a subset of 80,90,100"),
+    (["--jobs", "0"], "--jobs must be >= 1"),
+    (["--match", "no_such_kernel"], "no variant's name contains 'no_such_kernel'"),
+])
+def test_gpu_report_refuses_bad_arguments_before_compiling(args, message, tmp_path):
+    from scatterx.cli import main
+
+    with pytest.raises(SystemExit) as raised:
+        main(["gpu-report", *args, "--out-dir", str(tmp_path)])
+    assert message in str(raised.value)
+    assert not any(tmp_path.iterdir())  # nothing written

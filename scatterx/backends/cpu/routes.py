@@ -30,6 +30,8 @@ import enum
 from dataclasses import dataclass
 from typing import Iterator, List, NamedTuple, Optional
 
+from .._common import forced_route
+
 
 class Route(str, enum.Enum):
     SERIAL = "serial"
@@ -120,15 +122,8 @@ def tuned(**changes) -> Iterator[Tuning]:
 def force(route: Route) -> Iterator[Route]:
     """Within the block, ``index_scatter_reduce`` on the CPU takes ``route``; a call it cannot serve raises
     ``ValueError`` naming the route and why (``refusal``)."""
-    try:
-        route = Route(route)
-    except ValueError:
-        raise ValueError(f"unknown CPU route {route!r}; the routes are: {', '.join(r.value for r in Route)}") from None
-    token = _FORCED.set(route)
-    try:
+    with forced_route(_FORCED, Route, route, "CPU") as route:
         yield route
-    finally:
-        _FORCED.reset(token)
 
 
 def forced() -> Optional[Route]:

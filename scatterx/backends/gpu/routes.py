@@ -23,6 +23,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..._reductions import Reduction
+from .._common import forced_route
 
 
 class Route(str, enum.Enum):
@@ -37,15 +38,8 @@ _FORCED: contextvars.ContextVar[Optional[Route]] = contextvars.ContextVar("scatt
 @contextlib.contextmanager
 def force(route: Route) -> Iterator[Route]:
     """Within the block, ``index_scatter_reduce`` on the GPU takes ``route``."""
-    try:
-        route = Route(route)
-    except ValueError:
-        raise ValueError(f"unknown GPU route {route!r}; the routes are: {', '.join(r.value for r in Route)}") from None
-    token = _FORCED.set(route)
-    try:
+    with forced_route(_FORCED, Route, route, "GPU") as route:
         yield route
-    finally:
-        _FORCED.reset(token)
 
 
 def choose_route(red: Reduction, sorted: bool, deterministic: bool) -> Route:
