@@ -1,11 +1,30 @@
 """scatterx: fast scatter/gather-reduce operators for PyTorch, built for graph neural networks.
 
+The operators reduce slices of a tensor into the rows that an index or CSR offsets name -- sum, mean, prod, amax,
+amin -- on Numba kernels for CPU tensors and Triton kernels for CUDA tensors. Every one is differentiable (double
+backward included), runs under ``torch.compile`` and ``torch.export`` as a PyTorch custom op, and checks its
+arguments before anything runs: a bad argument raises ``TypeError``, ``ValueError`` or ``IndexError`` naming it.
+
+- Scatter-reduce along an index: :func:`scatterx.index_scatter_reduce` (sorted or any order, into a new tensor or
+  into ``out``).
+- Segments given by CSR offsets: :func:`scatterx.segment_reduce`; :func:`scatterx.index_to_ptr` and
+  :func:`scatterx.ptr_to_index` convert between a sorted index and offsets.
+- Message passing on a graph in CSR form, without materialising the messages: :func:`scatterx.gather_segment_reduce`,
+  :func:`scatterx.sddmm`, :func:`scatterx.gatv2_logits`, :func:`scatterx.segment_softmax` and
+  :func:`scatterx.csr_transpose`.
+- Drop-ins for ``torch.scatter_reduce``, ``torch.scatter`` and ``torch.gather``: :mod:`scatterx.pytorch`.
+
+More lives in submodules: the frontends ``scatterx.torch_scatter`` (the torch_scatter drop-in), ``scatterx.pyg``
+(PyTorch Geometric on scatterx), ``scatterx.onnx``, ``scatterx.tf`` and ``scatterx.paddle``; ``scatterx.planner``,
+which lowers any scatter or gather to these kernels; ``scatterx.export`` (ONNX export) and ``scatterx.distributed``
+(sharded scatter-reduce over ``torch.distributed``).
+
 >>> import torch, scatterx
 >>> scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 1]), torch.tensor([1.0, 2.0, 5.0]), "mean")
 tensor([1.5000, 5.0000])
 """
 
-from ._reductions import REDUCTIONS, SUPPORTED_DTYPES
+from . import _reductions
 from .ops import (
     csr_transpose,
     gather_segment_reduce,
@@ -19,6 +38,17 @@ from .ops import (
 )
 from .pytorch import gather, scatter, scatter_reduce
 from . import onnx, paddle, planner, tf  # noqa: E402  (frontends: scatterx.onnx.scatter_nd, ...)
+
+#: The reductions every op takes, one row each, in code order (``sum``, ``mean``, ``prod``, ``amax``, ``amin``).
+#: A row's ``name`` is the reduction's name as ``torch.scatter_reduce`` spells it and ``aliases`` every string a
+#: ``reduce`` argument may pass for it (``"add"``, ``"mul"``, ``"max"`` and ``"min"`` besides the names).
+#: Rows that receive nothing are 0 in a new result and keep their value in ``out=``, whatever the reduction.
+REDUCTIONS = _reductions.REDUCTIONS
+
+#: The dtypes the kernels take for the values (``src``, ``out``), namely float32, float64, float16, bfloat16, int32
+#: and int64. Half types are accumulated in float32; integer sums wrap as torch's do. Indices and offsets are int32 or
+#: int64.
+SUPPORTED_DTYPES = _reductions.SUPPORTED_DTYPES
 
 __version__ = "0.1.0"
 

@@ -87,6 +87,11 @@ class Reduction:
         return {"zero": 0, "one": 1, "min": info.min, "max": info.max}[self.identity_int]
 
 
+#: The reductions every op takes, one row each, in code order: ``sum``, ``mean``, ``prod``, ``amax``, ``amin``.
+#: A row's ``name`` is the reduction's name as ``torch.scatter_reduce`` spells it and ``aliases`` every string a
+#: ``reduce`` argument may pass for it (``"add"``, ``"mul"``, ``"max"`` and ``"min"`` besides the names);
+#: ``combine(acc, x)`` is one step of it and ``identity(dtype)`` its neutral element. Rows that receive nothing are
+#: 0 in a new result and keep their value in ``out=``, whatever the reduction.
 REDUCTIONS: Tuple[Reduction, ...] = (
     # -0.0, not 0.0: (-0.0) + x == x for every x, -0.0 included, while 0.0 + (-0.0) == +0.0
     Reduction("sum", 0, ("sum", "add"), _add, False, -0.0, "zero", linear=True, atomic=True, selects=False),
@@ -116,7 +121,9 @@ def resolve(reduce) -> Reduction:
     return _BY_ALIAS[reduce]
 
 
-#: dtypes the kernels accept for ``src`` / ``out``.
+#: The dtypes the kernels take for the values (``src``, ``out``): float32, float64, float16, bfloat16, int32 and
+#: int64. Half types are accumulated in float32; integer sums wrap as torch's do. Indices and offsets are int32 or
+#: int64.
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64)
 
 

@@ -1,4 +1,5 @@
-"""Command line: ``scatterx bench`` (also ``python -m scatterx bench``)."""
+"""Command line: ``scatterx bench``, ``bench-gnn``, ``bench-dist``, ``gpu-report`` and ``plot`` (also
+``python -m scatterx ...``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import List, Optional
 
 import torch
 
-from .bench import dist, gnn, gpu_model, gpu_static, grid, grid_elements, grid_report
+from .bench import dist, figures, gnn, gpu_model, gpu_static, grid, grid_elements, grid_report
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
 from .bench.harness import ORDERS, REDUCTIONS, Config, run
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the weighted gather-segment sum and GATv2 logits rows (forward+backward)")
     b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
                    help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
-    b.add_argument("--out-dir", default="bench-results", help="where bench.csv, bench.json and bench.png go")
+    b.add_argument("--out-dir", default="bench-results",
+                   help="where bench.csv, bench.json and the figures (forward.png, forward-backward.png, "
+                        "message-passing.png, drop-in.png) go")
     _grid_arguments(b)
 
     gd = GnnConfig()
@@ -86,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
     n.add_argument("--threads", type=int, default=gd.threads, help=f"torch (and scatterx) threads, default {gd.threads}")
     n.add_argument("--seed", type=int, default=gd.seed)
-    n.add_argument("--out-dir", default="bench-results", help="where bench-gnn.csv, .json and .png go")
+    n.add_argument("--out-dir", default="bench-results",
+                   help="where bench-gnn.csv, bench-gnn.json, the loss chart bench-gnn.png and epochs.png go")
 
     t = sub.add_parser(
         "bench-dist",
@@ -117,13 +121,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also time the bandwidth model's calls on this machine's GPU, beside the model")
     r.add_argument("--out-dir", default="bench-results/gpu-static",
                    help="where report.md, report.json, variants.json and bandwidth-model.{md,json} go")
+    p = sub.add_parser(
+        "plot",
+        help="redraw the figures of saved results: a directory holding bench.json, grid.csv or bench-gnn.json "
+        "(or subdirectories holding bench-gnn.json: one figure for all)",
+    )
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="e.g. bench-results/cpu bench-results/grid")
     return parser
 
 
 def _grid_arguments(b) -> None:
     g = b.add_argument_group(
         "grid", "scatterx bench --grid: index_scatter_reduce against the fastest torch path over a grid of "
-        "shapes, then the element plans; writes grid.csv, grid.json and grid.png")
+        "shapes, then the element plans; writes grid.csv, grid.json, grid-sizes.png and grid-elements.png")
     s = grid.GridSpec()
     g.add_argument("--grid", nargs="?", const="default", choices=["default", "full"],
                    help="run the grid: 'default' (the base plane and one axis at a time, minutes) or 'full' "
@@ -231,6 +241,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         _bench_dist(args)
     elif args.command == "gpu-report":
         return _gpu_report(args)
+    elif args.command == "plot":
+        return _plot(args.dirs)
+    return 0
+
+
+def _plot(dirs: List[str]) -> int:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SystemExit("scatterx plot needs matplotlib: pip install 'scatterx[bench]'")
+    for directory in dirs:
+        if not pathlib.Path(directory).is_dir():
+            raise SystemExit(f"scatterx plot: {directory} is not a directory")
+        written = figures.plot_dir(directory)
+        if not written:
+            raise SystemExit(f"scatterx plot: {directory} holds no bench.json, grid.csv or bench-gnn.json")
+        for path in written:
+            print(f"wrote {path}")
     return 0
 
 

@@ -1,7 +1,11 @@
-"""The x-transformer model of a scatter or gather, the sliceability planner, and the engine that runs its plans.
+"""The x-transformer model of a scatter or gather, the planner that lowers it, and the engine that runs its plans.
 
-Every framework's gather/scatter is one *map* from positions ``u`` of an iterated tensor (a scatter's updates, a
-gather's output) to positions ``t`` of the data tensor (a scatter's target, a gather's source):
+This is the layer under every frontend: for an engineer who wants to express a new framework's gather or scatter,
+see how scatterx will run it, or run a map directly. The model and its worked examples are in ``docs/MODEL.md``.
+
+**The model.** Every framework's gather/scatter is one *map* from positions ``u`` of an iterated tensor (a
+scatter's updates, a gather's output) to positions ``t`` of the data tensor (a scatter's target, a gather's
+source)::
 
     t = p( f(p1(u)) + p2(u) )
 
@@ -10,29 +14,34 @@ gather's output) to positions ``t`` of the data tensor (a scatter's target, a ga
 - ``p2`` carries the other coordinates over unchanged (``XMap.carry``: pairs ``(u dim, data dim)``);
 - ``p`` arranges both into the data tensor's dimensions.
 
-A scatter reduces ``updates[u]`` into ``data[t]``; a gather reads ``out[u] = data[t]``.
+A scatter reduces ``updates[u]`` into ``data[t]`` (:func:`scatter`); a gather reads ``out[u] = data[t]``
+(:func:`gather`). An :class:`XMap` holds a map; its constructors :meth:`XMap.along_dim`, :meth:`XMap.slices` and
+:meth:`XMap.nd` build the maps of the frameworks' operators. The frontends (:mod:`scatterx.pytorch`,
+:mod:`scatterx.onnx`, :mod:`scatterx.tf`, :mod:`scatterx.paddle`) only check their framework's rules, translate
+their arguments into an :class:`XMap` and call :func:`scatter` or :func:`gather`; ``scatterx.reference.x_scatter``
+and ``x_gather`` execute a map by its definition, element by element (the tests' oracle).
 
-**Sliceable.** When a block of trailing carried dims is never touched by the lookup, every lookup moves whole
+**Sliceable maps.** When a block of trailing carried dims is never touched by the lookup, every lookup moves whole
 contiguous slices: the map is a 1-D row index over ``(outer, rows, inner)`` views -- a :class:`Plan` of kind
-``"slice"`` that runs on ``index_scatter_reduce`` (scatter) or ``index_select`` (gather). The planner:
+``"slice"`` that runs on ``index_scatter_reduce`` (scatter) or ``index_select`` (gather). :func:`plan`:
 
 1. drops lookup dims the index does not vary along (stride 0, size 1, or equal values) when they are also carried
-   -- an index expanded from 1-D, as PyG builds it, becomes 1-D again;
+   (:func:`simplify`) -- an index expanded from 1-D, as PyG builds it, becomes 1-D again;
 2. keeps a leading block of carried dims that the lookup never touches as ``outer``, and the longest such trailing
    block as ``inner``;
 3. folds every remaining dim into one flat row number: lookup coordinates from ``index``, carried coordinates from
    their own position (``arange``).
 
-When no carried block survives the plan is of kind ``"element"``: the rows are single elements, i.e. flat offsets
-into the data tensor, run element by element. One exception: a single coordinate into 1-D data (a 1-D scatter)
-is a slice plan with ``inner == 1`` whose rows are the index itself, for the core op's one-element-row kernels.
+When no carried block survives, the plan is of kind ``"element"``: the rows are single elements, i.e. flat offsets
+into the data tensor (:func:`element_rows`), run element by element. One exception: a single coordinate into 1-D
+data (a 1-D scatter) is a slice plan with ``inner == 1`` whose rows are the index itself, for the core op's
+one-element-row kernels.
 
-Worked examples are in docs/MODEL.md. Frontends (``scatterx.pytorch``, ``scatterx.onnx``, ``scatterx.tf``,
-``scatterx.paddle``) only translate their arguments into an :class:`XMap` and call :func:`scatter` or
-:func:`gather`; ``scatterx.reference.x_scatter`` / ``x_gather`` execute a map by its definition, element by element.
+Coordinates must be in range when a map is run: the frontends wrap negative ones where their framework allows
+them; :func:`check_coordinates` raises IndexError for the first one that is not, before anything is written.
 
-Why this module is long: the model (``XMap`` and the constructors every frontend uses), the planner that lowers a
-map and the executor that runs a plan are read together -- each step is the previous one's consumer.
+.. Why this module is long: the model (``XMap`` and the constructors every frontend uses), the planner that
+   lowers a map and the executor that runs a plan are read together -- each step is the previous one's consumer.
 """
 
 from __future__ import annotations
@@ -46,25 +55,66 @@ import torch
 from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
 from .backends._common import empty
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
+from .ops._checks import INDEX_DTYPES
 
-#: reductions of :func:`scatter`: ``"assign"`` (the last write in ``u``'s row-major order wins) and the table's
+__all__ = [
+    "XMap",
+    "Plan",
+    "plan",
+    "scatter",
+    "gather",
+    "reduced",
+    "simplify",
+    "check_coordinates",
+    "element_rows",
+    "SCATTER_REDUCTIONS",
+]
+
+#: The ``reduce`` values that :func:`scatter` accepts. ``"assign"`` writes without reducing (the last write in
+#: ``u``'s row-major order wins); the others are scatterx's reductions, ``"sum"``, ``"mean"``, ``"prod"``,
+#: ``"amax"`` and ``"amin"`` (their aliases ``"add"``, ``"mul"``, ``"max"``, ``"min"`` are accepted too).
 SCATTER_REDUCTIONS = ("assign",) + NAMES
 
 
 @dataclass(frozen=True)
 class XMap:
     """A map ``u -> t`` from the positions of an iterated tensor of ``shape`` to those of a data tensor of
-    ``data_shape`` (see the module docstring).
+    ``data_shape``: ``t = p(f(p1(u)) + p2(u))`` (see the module docstring).
 
-    index: integer tensor. Its first ``len(lookup)`` dims run along the ``u`` dims ``lookup`` (same sizes; a
-        stride-0 expanded view is fine). With ``vector=True`` one more, last, dim of length ``len(coords)`` holds
-        the coordinate vector (ONNX/TF ND indices); otherwise ``coords`` has one entry.
-    lookup: ``u`` dims the lookup reads (p1).
-    coords: data dims the lookup's coordinates fill, in the order of the coordinate vector.
-    carry: ``(u dim, data dim)`` pairs copied unchanged (p2); ``u``'s size must not exceed the data's.
-    Every ``u`` dim is looked up or carried (or both); every data dim is filled by exactly one of them.
-    Coordinates must already be in range (frontends wrap negative ones where their framework does);
-    :func:`check_coordinates` verifies it.
+    Every ``u`` dim is looked up or carried (or both); every data dim is filled by exactly one coordinate or
+    carried dim. Coordinates are not checked here: they must be in range when the map is run (frontends wrap
+    negative ones where their framework allows them; :func:`check_coordinates` verifies it). Most maps are built
+    by the constructors :meth:`along_dim`, :meth:`slices` and :meth:`nd`. A map is frozen (immutable).
+
+    Args:
+        shape: shape of the iterated tensor (a scatter's updates, a gather's output).
+        data_shape: shape of the data tensor (a scatter's target, a gather's source).
+        index: int32 or int64 tensor, the lookup table. Its first ``len(lookup)`` dims run along the ``u`` dims
+            ``lookup`` (same sizes; a stride-0 expanded view is fine). With ``vector=True`` one more, last, dim of
+            length ``len(coords)`` holds the coordinate vector (ONNX/TF ND indices); otherwise ``coords`` has one
+            entry.
+        lookup: the ``u`` dims the lookup reads (``p1``).
+        coords: the data dims the lookup's coordinates fill, in the order of the coordinate vector.
+        carry: ``(u dim, data dim)`` pairs copied unchanged (``p2``); ``u``'s size there must not exceed the
+            data's (the map then covers a leading box of the data).
+        vector: whether ``index`` ends with a coordinate vector.
+
+    Raises:
+        TypeError: ``index`` is not a tensor, or not int32/int64.
+        IndexError: a dim in ``lookup``, ``coords`` or ``carry`` is out of range for ``shape`` / ``data_shape``.
+        ValueError: ``index`` does not have the shape ``lookup`` (and ``vector``) call for, a scalar lookup fills
+            more than one data dim, a data dim is filled twice or never, a ``u`` dim is neither looked up nor
+            carried, or a carried dim is larger than its data dim.
+
+    Example:
+        ``torch.gather(data, 1, index)`` with ``data`` of shape ``(2, 3)``: ``u`` runs over ``index``, dim 1 is
+        looked up, dim 0 carried.
+
+        >>> index = torch.tensor([[2, 0], [1, 1]])
+        >>> m = XMap((2, 2), (2, 3), index, lookup=(0, 1), coords=(1,), carry=((0, 0),))
+        >>> gather(m, torch.tensor([[1., 2., 3.], [4., 5., 6.]]))
+        tensor([[3., 1.],
+                [5., 5.]])
     """
 
     shape: Tuple[int, ...]
@@ -78,6 +128,14 @@ class XMap:
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
         object.__setattr__(self, "data_shape", tuple(int(s) for s in self.data_shape))
+        _check_index(self.index)
+        for what, dims, rank in (("lookup", self.lookup, len(self.shape)),
+                                 ("coords", self.coords, len(self.data_shape)),
+                                 ("carry", [s for s, _ in self.carry], len(self.shape)),
+                                 ("carry", [t for _, t in self.carry], len(self.data_shape))):
+            for d in dims:
+                if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < rank:
+                    raise IndexError(f"{what} names dim {d!r}, out of range for a shape of {rank} dimension(s)")
         expected = [self.shape[d] for d in self.lookup] + ([len(self.coords)] if self.vector else [])
         if list(self.index.shape) != expected:
             raise ValueError(f"index has shape {tuple(self.index.shape)}, expected {tuple(expected)}")
@@ -98,12 +156,32 @@ class XMap:
         """The map of ``torch.gather``/``scatter``/``scatter_reduce``, ONNX ``GatherElements``/``ScatterElements``
         and Paddle's ``put_along_axis``: ``u`` runs over ``index``; ``t = u`` with ``t[dim] = index[u]``.
 
-        ``index`` must have the data's rank and, along every other dim, at most the data's size (the map then
-        covers a leading box of the data). ``names``: the caller's words for the index and the data, ``op`` its
-        function, in the ValueError messages."""
+        Args:
+            index: int32 or int64 tensor with the data's rank and, along every dim but ``dim``, at most the data's
+                size (the map then covers a leading box of the data).
+            data_shape: the data tensor's shape.
+            dim: the data dim the index names (non-negative).
+            names: the caller's words for the index and the data, in the error messages.
+            op: the caller's function, in the error messages.
+
+        Returns:
+            The map, of ``shape == index.shape``.
+
+        Raises:
+            TypeError: ``index`` is not an int32/int64 tensor.
+            IndexError: ``dim`` is out of range.
+            ValueError: ``index``'s rank differs from the data's, or it is larger than the data along another dim.
+
+        Example:
+            >>> m = XMap.along_dim(torch.tensor([[1, 0]]), (2, 2), 1)
+            >>> m.shape, m.lookup, m.coords, m.carry
+            ((1, 2), (0, 1), (1,), ((0, 0),))
+        """
+        _check_index(index)
         index_name, data_name = names
         prefix = f"{op}: " if op else ""
         ndim = len(data_shape)
+        _check_dim(dim, ndim, prefix)
         if index.dim() != ndim:
             raise ValueError(
                 f"{prefix}{index_name} has {index.dim()} dimension(s) but {data_name} has {ndim}; they must be equal"
@@ -119,9 +197,31 @@ class XMap:
     @classmethod
     def slices(cls, index: torch.Tensor, data_shape, dim: int) -> "XMap":
         """The map of ``index_add`` / ``index_scatter_reduce``, Paddle's ``scatter`` and TensorFlow's
-        ``unsorted_segment_*``: a 1-D ``index`` names, for each slice along ``dim`` of the iterated tensor (the
-        data's shape with ``index.numel()`` along ``dim``), the data slice it goes to: ``t = u`` with
-        ``t[dim] = index[u[dim]]``. Always sliceable."""
+        ``unsorted_segment_*``: a 1-D ``index`` names, for each slice along ``dim`` of the iterated tensor, the
+        data slice it goes to: ``t = u`` with ``t[dim] = index[u[dim]]``. Always sliceable.
+
+        Args:
+            index: 1-D int32 or int64 tensor, one data row per slice.
+            data_shape: the data tensor's shape.
+            dim: the data dim the index names (non-negative).
+
+        Returns:
+            The map; its ``shape`` is the data's with ``index.numel()`` along ``dim``.
+
+        Raises:
+            TypeError: ``index`` is not an int32/int64 tensor.
+            IndexError: ``dim`` is out of range.
+            ValueError: ``index`` is not 1-D.
+
+        Example:
+            >>> m = XMap.slices(torch.tensor([2, 0, 2]), (3, 4), 0)
+            >>> m.shape
+            (3, 4)
+            >>> plan(m).kind
+            'slice'
+        """
+        _check_index(index)
+        _check_dim(dim, len(data_shape))
         shape = list(data_shape)
         shape[dim] = index.numel()
         carry = tuple((d, d) for d in range(len(data_shape)) if d != dim)
@@ -132,13 +232,41 @@ class XMap:
         """The map of ONNX ``GatherND``/``ScatterND`` and TensorFlow's ``*_nd``: ``index`` of shape
         ``B + I + (k,)`` over data of shape ``B + P``; position ``(b, i, rest)`` of the iterated tensor (shape
         ``B + I + P[k:]``) maps to ``data[b, index[b, i], rest]``. The batch dims are both looked up and carried,
-        so the planner folds them into the row number; ``P[k:]`` is the slice."""
+        so the planner folds them into the row number; ``P[k:]`` is the slice.
+
+        Args:
+            index: int32 or int64 tensor of rank >= 1 whose last dim holds ``k`` coordinates.
+            data_shape: the data tensor's shape (rank >= 1).
+            batch_dims: the number of leading dims shared by ``index`` and the data.
+            op: the caller's function, in the error messages.
+
+        Returns:
+            The map, of ``shape == B + I + P[k:]``.
+
+        Raises:
+            TypeError: ``index`` is not an int32/int64 tensor, or ``batch_dims`` is not an int.
+            ValueError: ``batch_dims`` is negative or too large, ``index`` or the data is 0-d, ``batch_dims + k``
+                exceeds the data's rank, or the batch dims of ``index`` and the data differ.
+
+        Example:
+            >>> m = XMap.nd(torch.tensor([[1], [0]]), (2, 3))  # two rows of a (2, 3) data tensor
+            >>> m.shape
+            (2, 3)
+            >>> gather(m, torch.tensor([[1., 2., 3.], [4., 5., 6.]]))
+            tensor([[4., 5., 6.],
+                    [1., 2., 3.]])
+        """
+        _check_index(index)
         prefix = f"{op}: " if op else ""
         data_shape = tuple(data_shape)
-        if isinstance(batch_dims, bool) or not isinstance(batch_dims, int) or batch_dims < 0:
+        if isinstance(batch_dims, bool) or not isinstance(batch_dims, int):
+            raise TypeError(f"batch_dims must be an int, got {type(batch_dims).__name__}")
+        if batch_dims < 0:
             raise ValueError(f"batch_dims must be a non-negative int, got {batch_dims!r}")
         if index.dim() < 1:
             raise ValueError(f"{prefix}indices must have rank >= 1, got a 0-d tensor")
+        if not data_shape:
+            raise ValueError(f"{prefix}data must have rank >= 1, got a 0-d tensor")
         b, k = batch_dims, index.size(-1)
         if b >= index.dim() or b > len(data_shape):
             raise ValueError(f"{prefix}batch_dims={b} must be less than the rank of indices ({index.dim()}) and at "
@@ -155,18 +283,94 @@ class XMap:
         return cls(shape, data_shape, index, tuple(range(q)), tuple(range(b, b + k)), carry, vector=True)
 
     def coordinate(self, j: int) -> torch.Tensor:
-        """Coordinate ``j`` of the lookup, indexed by the ``lookup`` dims."""
+        """Coordinate ``j`` of the lookup (a view of ``index``), indexed by the ``lookup`` dims.
+
+        Args:
+            j: which coordinate, ``0 <= j < len(coords)``.
+
+        Returns:
+            ``index[..., j]`` for a vector lookup, else ``index`` itself.
+
+        Raises:
+            IndexError: ``j`` is out of range for a vector lookup.
+
+        Example:
+            >>> XMap.nd(torch.tensor([[1, 2], [0, 1]]), (2, 3)).coordinate(1)
+            tensor([2, 1])
+        """
         return self.index.select(-1, j) if self.vector else self.index
+
+
+def _check_index(index) -> None:
+    if not isinstance(index, torch.Tensor):
+        raise TypeError(f"index must be a torch.Tensor, got {type(index).__name__}")
+    if index.dtype not in INDEX_DTYPES:
+        raise TypeError(f"index must have dtype int32 or int64, got {index.dtype}")
+
+
+def _check_dim(dim, ndim: int, prefix: str = "") -> None:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"{prefix}dim must be an int, got {type(dim).__name__}")
+    if not 0 <= dim < ndim:
+        raise IndexError(f"{prefix}dim={dim} is out of range for data of {ndim} dimension(s) (0..{ndim - 1})")
+
+
+def _check_map(m) -> None:
+    if not isinstance(m, XMap):
+        raise TypeError(f"m must be an XMap, got {type(m).__name__}")
+
+
+def _check_run(m, data, updates, reduce) -> None:
+    """The arguments of :func:`scatter` / :func:`reduced` / :func:`gather` (``None``: not an argument there)."""
+    _check_map(m)
+    for name, t, shape in (("data", data, m.data_shape), ("updates", updates, m.shape)):
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{name} has shape {tuple(t.shape)} but the map's is {shape}")
+    if data is not None and updates is not None:
+        if updates.dtype != data.dtype:
+            raise TypeError(f"updates has dtype {updates.dtype} but data has {data.dtype}; they must match")
+        if updates.device != data.device:
+            raise ValueError(f"updates is on {updates.device} but data is on {data.device}")
+    if updates is not None and not isinstance(reduce, str):
+        raise TypeError(f"reduce must be a str, got {type(reduce).__name__}")
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How a map runs: ``u`` seen as ``(outer, n, inner)``, the data as ``(outer, S, inner)``, and ``rows`` (1-D,
-    length ``n``) naming the data row of each ``u`` row. ``kind`` is ``"slice"`` when some carried dims stayed out
-    of the lookup (each row entry moves ``outer * inner`` elements) and ``"element"`` when every dim went through
-    it (``rows`` are flat offsets, one per element). Element plans of a map the element kernels read directly
-    (``route`` "along" or "coords") have no ``rows``: :func:`element_rows` builds them where they are needed
-    (autograd)."""
+    """How a map runs, as :func:`plan` chooses it: ``u`` seen as ``(outer, n, inner)``, the data as
+    ``(outer, S, inner)``, and ``rows`` (1-D, length ``n``) naming the data row of each ``u`` row.
+
+    ``kind`` is ``"slice"`` when some carried dims stayed out of the lookup (each row entry moves ``outer * inner``
+    elements) and ``"element"`` when every dim went through it (``rows`` are flat offsets, one per element).
+    Element plans of a map the element kernels read directly (``route`` ``"along"`` or ``"coords"``) have no
+    ``rows``: :func:`element_rows` builds them where they are needed (autograd). A plan is frozen (immutable);
+    it is normally made by :func:`plan`, not by hand.
+
+    Args:
+        kind: ``"slice"`` or ``"element"``.
+        outer: the product of the leading carried dims the lookup does not touch.
+        n: the number of ``u`` rows (the length of ``rows``).
+        S: the number of data rows.
+        inner: the product of the trailing carried dims the lookup does not touch (the slice size).
+        rows: 1-D int64 tensor, the data row of each ``u`` row; None for the element routes ``"along"`` and
+            ``"coords"`` (the kernels read the map's index).
+        checked: whether the planner validated ``rows`` (else the kernel's own single-pass check does it).
+        region: the leading box of the data the map covers when carried dims are smaller than the data's, or None
+            (the whole data).
+        route: ``"slice"`` for a slice plan; ``"along"``, ``"coords"`` or ``"rows"`` for an element plan.
+
+    Raises:
+        ValueError: ``kind`` or ``route`` is not one of the values above.
+
+    Example:
+        >>> p = plan(XMap.slices(torch.tensor([1, 0, 1]), (2, 4), 0))
+        >>> p.kind, p.outer, p.n, p.S, p.inner, p.rows
+        ('slice', 1, 3, 2, 4, tensor([1, 0, 1]))
+    """
 
     kind: str
     outer: int
@@ -177,6 +381,16 @@ class Plan:
     checked: bool  # rows validated by the planner (else the kernel's own single-pass check does it)
     region: Optional[Tuple[int, ...]]  # data is reduced only inside this leading box (carried dims smaller than data)
     route: str = "slice"  # "slice"; for element plans "along", "coords" or "rows" (see _element_route)
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {list(_KINDS)}, got {self.kind!r}")
+        if self.route not in _ROUTES:
+            raise ValueError(f"route must be one of {list(_ROUTES)}, got {self.route!r}")
+
+
+_KINDS = ("slice", "element")
+_ROUTES = ("slice", "along", "coords", "rows")
 
 
 def _constant_along(index: torch.Tensor, axis: int) -> bool:
@@ -197,7 +411,27 @@ def _constant_along(index: torch.Tensor, axis: int) -> bool:
 
 
 def simplify(m: XMap) -> XMap:
-    """Drop lookup dims that are also carried and along which the index does not vary: the lookup ignores them."""
+    """Drop lookup dims that are also carried and along which the index does not vary: the lookup ignores them.
+
+    A dim is seen constant for free when the index has stride 0 or size 1 along it (an index expanded from 1-D, as
+    PyG builds it); otherwise its values are compared once. :func:`plan` simplifies every map it is given.
+
+    Args:
+        m: the map.
+
+    Returns:
+        An equivalent :class:`XMap` with fewer lookup dims, or ``m`` itself when none can be dropped.
+
+    Raises:
+        TypeError: ``m`` is not an :class:`XMap`.
+
+    Example:
+        >>> index = torch.tensor([1, 0]).view(2, 1).expand(2, 3)  # the same row index in every column
+        >>> m = simplify(XMap.along_dim(index, (2, 3), 0))
+        >>> m.lookup, m.index
+        ((0,), tensor([1, 0]))
+    """
+    _check_map(m)
     carried = {s for s, _ in m.carry}
     index, lookup = m.index, list(m.lookup)
     for pos in range(len(lookup) - 1, -1, -1):
@@ -210,9 +444,30 @@ def simplify(m: XMap) -> XMap:
 
 
 def check_coordinates(m: XMap, name: str = "index") -> None:
-    """IndexError for the first coordinate outside its data dim (run before anything is written). Traced
-    (``torch.export``, ``torch.compile``) no value can be read: the ops check the flat offsets instead (in range of
-    the data, though a coordinate outside its own dim may then land on another element)."""
+    """Check that every coordinate of ``m``'s index is inside its data dim (no negative ones).
+
+    :func:`scatter` and :func:`gather` run it before anything is written. Traced (``torch.export``,
+    ``torch.compile``) no value can be read and nothing is checked here: the ops check the flat offsets instead
+    (in range of the data, though a coordinate outside its own dim may then land on another element).
+
+    Args:
+        m: the map.
+        name: the index's name in the error message.
+
+    Returns:
+        None.
+
+    Raises:
+        TypeError: ``m`` is not an :class:`XMap`.
+        IndexError: for the first coordinate out of range, with its position in ``m.index``.
+
+    Example:
+        >>> check_coordinates(XMap.slices(torch.tensor([0, 5]), (2, 4), 0))
+        Traceback (most recent call last):
+        ...
+        IndexError: index[1] = 5 is out of bounds for dimension 0 with size 2
+    """
+    _check_map(m)
     if torch.compiler.is_compiling():
         return
     for j, d in enumerate(m.coords):
@@ -233,8 +488,34 @@ def check_coordinates(m: XMap, name: str = "index") -> None:
 
 
 def plan(m: XMap) -> Plan:
-    """Choose how ``m`` runs (see the module docstring): a slice plan when a trailing block of carried dims is
-    untouched by the lookup, else an element plan. Coordinates are validated here unless the kernel will."""
+    """Choose how ``m`` runs: a slice plan when a block of carried dims is untouched by the lookup, else an
+    element plan (see the module docstring for the three steps).
+
+    Coordinates are validated here when the planner builds the rows; when the rows are the index itself (one
+    coordinate into one data dim) or the element kernels read the index directly, the plan's ``checked`` is False
+    and the kernel validates them in its own pass.
+
+    Args:
+        m: the map.
+
+    Returns:
+        The :class:`Plan`.
+
+    Raises:
+        TypeError: ``m`` is not an :class:`XMap`.
+        IndexError: a coordinate is out of range and the planner builds the rows (``checked`` would be True).
+
+    Example:
+        An index expanded from 1-D (PyG's ``index.view(-1, 1).expand_as(src)``) moves whole rows; an index that
+        varies along every dim goes element by element:
+
+        >>> rows = torch.tensor([2, 0, 2]).view(3, 1).expand(3, 4)
+        >>> p = plan(XMap.along_dim(rows, (3, 4), 0))
+        >>> p.kind, p.n, p.inner, p.rows
+        ('slice', 3, 4, tensor([2, 0, 2]))
+        >>> plan(XMap.along_dim(torch.tensor([[1, 0], [0, 1]]), (2, 2), 0)).kind
+        'element'
+    """
     original, m = m, simplify(m)
     looked_up = set(m.lookup)
     to_data = dict(m.carry)
@@ -273,7 +554,7 @@ def plan(m: XMap) -> Plan:
     # "element": every dim went through the lookup, one row per element; "slice": each row moves a group. With no
     # carried block but a single coordinate into 1-D data (a 1-D src and index, or any index into a vector) the
     # rows are single elements of the index itself: a slice plan with inner = 1, on the core op's one-element-row
-    # kernels (docs/DESIGN.md, "One coordinate into a vector")
+    # kernels (see docs/decisions/torch-scatter-dropin.md, "The 1-D form")
     kind = "slice" if lead + k > 0 or single else "element"
     route = _element_route(original) if kind == "element" else "slice"
     if route in ("along", "coords"):  # the kernels read the caller's index and validate it themselves
@@ -309,8 +590,22 @@ def _element_route(m: XMap) -> str:
 
 
 def element_rows(m: XMap) -> torch.Tensor:
-    """The flat data offset of every ``u`` position of an element plan (int64, ``u``'s row-major order), after
-    checking every coordinate (IndexError with its position in the caller's index)."""
+    """The flat data offset of every ``u`` position of a map, the rows of its element plan.
+
+    Args:
+        m: the map.
+
+    Returns:
+        A new 1-D int64 tensor of ``prod(m.shape)`` offsets into the flattened data, in ``u``'s row-major order.
+
+    Raises:
+        TypeError: ``m`` is not an :class:`XMap`.
+        IndexError: a coordinate is out of range (checked first, with its position in ``m.index``).
+
+    Example:
+        >>> element_rows(XMap.along_dim(torch.tensor([[1, 0, 1]]), (2, 3), 0))  # index * 3 + column
+        tensor([3, 1, 5])
+    """
     check_coordinates(m)
     m = simplify(m)
     return _flat_rows(m, list(range(len(m.shape))), list(range(len(m.data_shape))))
@@ -355,14 +650,39 @@ def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
 def scatter(
     m: XMap, data: torch.Tensor, updates: torch.Tensor, reduce: str, include_self: bool = True, torch_ties: bool = False
 ) -> torch.Tensor:
-    """A new tensor: ``data`` with ``updates[u]`` reduced into position ``t(u)`` for every ``u``.
+    """Run a scatter: ``data`` with ``updates[u]`` reduced into position ``t(u)`` for every ``u``.
 
-    reduce: ``"assign"`` (last write in ``u`` order wins; ``include_self`` is irrelevant) or a reduction of the
-    table. ``include_self``: ``data``'s value takes part in each reduction (mean counts it). Positions that
-    receive nothing keep ``data``'s value. Differentiable w.r.t. ``data`` and ``updates``; ``torch_ties``: amax/amin
-    split their gradient as ``torch.scatter_reduce`` does (``data``'s value counts among the ties even with
-    ``include_self=False``).
+    Positions that receive nothing keep ``data``'s value. Differentiable w.r.t. ``data`` and ``updates``.
+
+    Args:
+        m: the map.
+        data: the target, of shape ``m.data_shape``; it is read, never written.
+        updates: the values, of shape ``m.shape``, with ``data``'s dtype and device.
+        reduce: one of :data:`SCATTER_REDUCTIONS` (or an alias): ``"assign"`` (the last write in ``u``'s
+            row-major order wins; ``include_self`` is then irrelevant) or a reduction.
+        include_self: whether ``data``'s value takes part in each reduction (mean counts it).
+        torch_ties: amax/amin split their gradient as ``torch.scatter_reduce`` does (``data``'s value counts
+            among the ties even with ``include_self=False``).
+
+    Returns:
+        A new tensor of ``data``'s shape, dtype and device.
+
+    Raises:
+        TypeError: ``m`` is not an :class:`XMap`, ``data`` or ``updates`` is not a tensor, ``reduce`` is not a
+            string, ``updates``' dtype differs from ``data``'s, or a reduction is asked of a dtype scatterx does
+            not reduce (``"assign"`` takes any dtype).
+        ValueError: ``reduce`` is not a reduction, the shapes differ from ``m``'s, or ``updates`` is on another
+            device.
+        IndexError: a coordinate is out of range (nothing is computed).
+
+    Example:
+        >>> m = XMap.slices(torch.tensor([0, 2, 0]), (3,), 0)
+        >>> scatter(m, torch.zeros(3), torch.tensor([1., 2., 3.]), "sum")
+        tensor([4., 0., 2.])
+        >>> scatter(m, torch.zeros(3), torch.tensor([1., 2., 3.]), "assign")
+        tensor([3., 0., 2.])
     """
+    _check_run(m, data, updates, reduce)
     reduce = reduce if reduce == "assign" else resolve(reduce).name
     p = plan(m)
     if p.kind == "element" and updates.numel() and _element_kernels(data, updates):
@@ -380,10 +700,34 @@ def scatter(
 
 
 def reduced(m: XMap, updates: torch.Tensor, reduce: str) -> torch.Tensor:
-    """A new tensor of ``m.data_shape``: ``updates[u]`` reduced into position ``t(u)``, positions that receive
-    nothing 0 (the core op's result without ``out``). The same as ``scatter(m, zeros, updates, reduce,
-    include_self=False)``; a slice plan skips the zeros (allocating and reading them cost ~1 ms of ~8 at the
-    bench's shape)."""
+    """Run a scatter into zeros: ``updates[u]`` reduced into position ``t(u)``, positions that receive nothing 0
+    (the core op's result without ``out``).
+
+    The same as ``scatter(m, zeros, updates, reduce, include_self=False)``, without the zeros for a slice plan.
+
+    Args:
+        m: the map.
+        updates: the values, of shape ``m.shape``.
+        reduce: a reduction (not ``"assign"``): ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` or an
+            alias.
+
+    Returns:
+        A new tensor of shape ``m.data_shape``, with ``updates``' dtype and device.
+
+    Raises:
+        TypeError: ``m`` is not an :class:`XMap`, ``updates`` is not a tensor, ``reduce`` is not a string, or
+            ``updates``' dtype is not one scatterx reduces.
+        ValueError: ``reduce`` is not a reduction, or ``updates``' shape is not ``m.shape``.
+        IndexError: a coordinate is out of range.
+
+    Example:
+        >>> m = XMap.slices(torch.tensor([0, 2, 0]), (3,), 0)
+        >>> reduced(m, torch.tensor([1., 2., 3.]), "amax")
+        tensor([3., 0., 2.])
+    """
+    _check_run(m, None, updates, reduce)
+    resolve(reduce)  # a reduction: "assign" has no meaning without data
+    # a slice plan skips the zeros: allocating and reading them is a measurable part of the whole
     p = plan(m)
     if p.kind != "slice" or p.rows is None or p.region is not None or p.n == 0 or updates.numel() == 0:
         zeros = torch.zeros(m.data_shape, dtype=updates.dtype, device=updates.device)
@@ -446,7 +790,25 @@ def _element(m: XMap, p: Plan, data: torch.Tensor, run, scatters: bool = True) -
 
 
 def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
-    """``out[u] = data[t(u)]``, a new tensor of shape ``m.shape``. Differentiable w.r.t. ``data``."""
+    """Run a gather: ``out[u] = data[t(u)]``. Differentiable w.r.t. ``data``.
+
+    Args:
+        m: the map.
+        data: the source, of shape ``m.data_shape`` (any dtype).
+
+    Returns:
+        A new tensor of shape ``m.shape``, with ``data``'s dtype and device.
+
+    Raises:
+        TypeError: ``m`` is not an :class:`XMap`, or ``data`` is not a tensor.
+        ValueError: ``data``'s shape is not ``m.data_shape``.
+        IndexError: a coordinate is out of range.
+
+    Example:
+        >>> gather(XMap.slices(torch.tensor([2, 0]), (3,), 0), torch.tensor([10., 20., 30.]))
+        tensor([30., 10.])
+    """
+    _check_run(m, data, None, None)
     p = plan(m)
     if p.kind == "element" and p.route != "rows" and math.prod(m.shape) and _element_kernels(data):
         return _element(m, p, data, lambda index, box, dim: element_gather(box, index, dim), False).reshape(m.shape)

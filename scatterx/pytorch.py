@@ -1,21 +1,31 @@
-"""PyTorch-compatible ``scatter_reduce``, ``scatter`` and ``gather`` on scatterx's engine (re-exported at the top
-level as ``scatterx.scatter_reduce`` etc.). Same arguments, results and gradients as torch's functions.
+"""PyTorch-compatible ``scatter_reduce``, ``scatter`` and ``gather`` on scatterx's kernels.
 
-An index expanded from 1-D (``index.view(-1, 1).expand_as(src)``, as PyG builds it) is recognised by the planner
-and runs on the slice kernel of ``index_scatter_reduce``; any other index runs element by element.
+Drop-in replacements for ``torch.scatter_reduce``, ``torch.scatter`` and ``torch.gather``: the same arguments,
+results and gradients. They are also the top-level ``scatterx.scatter_reduce``, ``scatterx.scatter`` and
+``scatterx.gather``. An index expanded from 1-D (``index.view(-1, 1).expand_as(src)``, as PyG builds it) runs on
+the slice kernel of :func:`scatterx.index_scatter_reduce`; any other index runs element by element.
 
-torch's conventions kept on purpose: a 0-d ``input``, ``index`` or ``src`` counts as a 1-D tensor of one element
-(the result of ``gather`` has ``index``'s shape, that of the scatters ``input``'s); an empty index is accepted
-whatever its dtype and shape (nothing is read or written); the amax/amin gradient of ``scatter_reduce`` with
-``include_self=False`` counts ``input``'s own value among the ties when it equals the result, as torch does.
+torch's conventions kept on purpose:
 
-Reductions of a dtype scatterx's kernels do not take (int8, uint8, int16, bool, complex) are handed to torch's own
-function after the argument checks: torch's results, torch's wraparound, torch's errors.
+- a 0-d ``input``, ``index`` or ``src`` counts as a 1-D tensor of one element (the result of ``gather`` has
+  ``index``'s shape, that of the scatters ``input``'s);
+- an empty index is accepted whatever its dtype and shape (nothing is read or written);
+- the amax/amin gradient of ``scatter_reduce`` with ``include_self=False`` counts ``input``'s own value among the
+  ties when it equals the result, as torch does;
+- reductions of a dtype scatterx's kernels do not take (int8, uint8, int16, bool, complex) are handed to torch's
+  own function after the argument checks: torch's results, torch's wraparound, torch's errors.
 
 Differences from torch, all on the side of determinism or leniency:
+
 - duplicates in ``scatter`` (assign): the last write in the index's row-major order wins (torch: undefined);
-- int32 indices are accepted as well as int64;
-- bad input raises IndexError/ValueError/TypeError with the position of the culprit, before anything is written.
+- int32 indices are accepted as well as int64, whatever the torch version;
+- bad input raises ``IndexError``, ``ValueError`` or ``TypeError`` (where torch raises ``RuntimeError``) with the
+  position of the culprit, before anything is written.
+
+>>> import torch
+>>> from scatterx.pytorch import scatter_reduce
+>>> scatter_reduce(torch.zeros(3), 0, torch.tensor([0, 2, 0]), torch.tensor([1., 2., 3.]), "amax")
+tensor([3., 0., 2.])
 """
 
 from __future__ import annotations
@@ -26,6 +36,8 @@ from . import planner
 from ._frontend import check_index, check_tensor, check_updates, normalize_axis, scalar_or_tensor
 from ._reductions import SUPPORTED_DTYPES
 from .planner import XMap
+
+__all__ = ["scatter_reduce", "scatter", "gather"]
 
 _SCATTER_REDUCE = ("sum", "prod", "mean", "amax", "amin")
 _SCATTER_MODES = {None: "assign", "add": "sum", "multiply": "prod"}
@@ -58,13 +70,49 @@ def _src_region(src: torch.Tensor, index: torch.Tensor, name: str) -> torch.Tens
 
 
 def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True) -> torch.Tensor:
-    """``torch.scatter_reduce``: ``input`` with ``src[u]`` reduced into ``input[u with u[dim] = index[u]]``.
+    """``torch.scatter_reduce``: ``input`` with each ``src[u]`` reduced into ``input[u with u[dim] = index[u]]``.
 
-    >>> scatter_reduce(torch.zeros(3), 0, torch.tensor([0, 2, 0]), torch.tensor([1., 2., 3.]), "sum")
-    tensor([4., 0., 2.])
+    For a 2-D ``index`` and ``dim=0``: ``out[index[i][j]][j] (+)= src[i][j]``. Only the part of ``src`` that
+    ``index`` covers takes part (``index.size(d) <= src.size(d)`` in every dim, and ``<= input.size(d)`` for
+    ``d != dim``). Differentiable w.r.t. ``input`` and ``src``, with torch's gradients (amax/amin split among
+    ties, ``input``'s own value counted even with ``include_self=False``, as torch does).
+
+    Args:
+        input: the tensor reduced into (not modified).
+        dim: the dimension ``index`` points along (negative counts from the end).
+        index: int32/int64, as many dimensions as ``input``; entries in ``[0, input.size(dim))``.
+        src: the values to reduce, a tensor of ``input``'s dtype and device, as many dimensions as ``index``.
+        reduce: ``"sum"``, ``"prod"``, ``"mean"``, ``"amax"`` or ``"amin"``.
+        include_self: whether ``input``'s values take part in the reduction (mean counts them).
+
+    Returns:
+        A new tensor of ``input``'s shape, dtype and device, ``input`` with the reductions in the positions
+        ``index`` names and its other positions copied.
+
+    Raises:
+        TypeError: ``input``, ``index`` or ``src`` is not a tensor; ``index`` is not int32/int64; ``src``'s dtype
+            differs from ``input``'s; ``dim`` is not an int; ``include_self`` is not a bool.
+        ValueError: ``reduce`` is not one of the five names (torch's spelling: not ``"max"``); ``index`` has
+            another number of dimensions than ``input`` and ``src``, or exceeds ``src`` in a dim, or ``input``
+            in a dim but ``dim``; ``index`` or ``src`` is on another device than ``input``.
+        IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``input.size(dim)``.
+        RuntimeError: raised by ``torch.scatter_reduce`` itself for an ``input`` of a dtype the kernels do not
+            take (int8, uint8, int16, bool, complex), whose call is handed to torch after the checks of ``dim``,
+            ``reduce`` and ``index``'s dtype.
+
+    Example:
+        >>> scatter_reduce(torch.zeros(3), 0, torch.tensor([0, 2, 0]), torch.tensor([1., 2., 3.]), "sum")
+        tensor([4., 0., 2.])
+        >>> x = torch.tensor([[5., 5.], [5., 5.]])
+        >>> index = torch.tensor([[0, 1], [0, 0]])
+        >>> scatter_reduce(x, 0, index, torch.tensor([[1., 2.], [3., 4.]]), "amax", include_self=False)
+        tensor([[3., 4.],
+                [5., 2.]])
     """
     if reduce not in _SCATTER_REDUCE:
         raise ValueError(f"reduce must be one of {_SCATTER_REDUCE}, got {reduce!r}")
+    if not isinstance(include_self, bool):
+        raise TypeError(f"include_self must be a bool, got {type(include_self).__name__}")
     shape = input.shape if isinstance(input, torch.Tensor) else None
     original = (input, dim, index, src)
     input, dim, index, empty = _prepare(input, dim, index)
@@ -79,11 +127,41 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
 
 
 def scatter(input, dim: int, index, src, *, reduce=None) -> torch.Tensor:
-    """``torch.scatter``: ``src`` (a tensor, or a number for every position) written into ``input`` at ``index``
-    along ``dim``; ``reduce="add"``/``"multiply"`` combine instead. Duplicates: the last write wins.
+    """``torch.scatter``: ``src`` written into a copy of ``input`` at the positions ``index`` names along ``dim``.
 
-    >>> scatter(torch.zeros(3), 0, torch.tensor([2, 0, 2]), torch.tensor([1., 2., 3.]))
-    tensor([2., 0., 3.])
+    ``out[u with u[dim] = index[u]] = src[u]`` for every position ``u`` of ``index`` (only the part of ``src``
+    that ``index`` covers is read); ``reduce="add"`` or ``"multiply"`` combines with the value there instead.
+    Duplicates: the last write in the index's row-major order wins (torch leaves the order undefined).
+    Differentiable w.r.t. ``input`` and ``src``, with torch's gradients.
+
+    Args:
+        input: the tensor written into (not modified).
+        dim: the dimension ``index`` points along (negative counts from the end).
+        index: int32/int64, as many dimensions as ``input``; entries in ``[0, input.size(dim))``.
+        src: a tensor of ``input``'s dtype and device, as many dimensions as ``index``, or a Python number
+            written at every position ``index`` names.
+        reduce: None (assign), ``"add"`` or ``"multiply"``.
+
+    Returns:
+        A new tensor of ``input``'s shape, dtype and device.
+
+    Raises:
+        TypeError: ``input`` or ``index`` is not a tensor; ``src`` is neither a tensor nor a number; ``index`` is
+            not int32/int64; ``src``'s dtype differs from ``input``'s; ``dim`` is not an int.
+        ValueError: ``reduce`` is not None, ``"add"`` or ``"multiply"``; ``index`` has another number of
+            dimensions than ``input`` and ``src``, or exceeds ``src`` in a dim, or ``input`` in a dim but ``dim``;
+            ``index`` or ``src`` is on another device than ``input``.
+        IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``input.size(dim)``.
+        RuntimeError: raised by ``torch.scatter`` itself when ``reduce`` is given for an ``input`` of a dtype the
+            kernels do not take (int8, uint8, int16, bool, complex), whose call is handed to torch after the
+            checks of ``dim``, ``reduce`` and ``index``'s dtype.
+
+    Example:
+        >>> scatter(torch.zeros(3), 0, torch.tensor([2, 0, 2]), torch.tensor([1., 2., 3.]))
+        tensor([2., 0., 3.])
+        >>> scatter(torch.zeros(2, 2), 1, torch.tensor([[1], [0]]), 7.0)
+        tensor([[0., 7.],
+                [7., 0.]])
     """
     if reduce not in _SCATTER_MODES:
         raise ValueError(f"reduce must be None, 'add' or 'multiply', got {reduce!r}")
@@ -109,13 +187,35 @@ def scatter(input, dim: int, index, src, *, reduce=None) -> torch.Tensor:
 
 
 def gather(input, dim: int, index, *, sparse_grad: bool = False) -> torch.Tensor:
-    """``torch.gather``: ``out[u] = input[u with u[dim] = index[u]]``, of ``index``'s shape (``sparse_grad`` is
-    accepted and ignored).
+    """``torch.gather``: ``out[u] = input[u with u[dim] = index[u]]`` for every position ``u`` of ``index``.
 
-    >>> gather(torch.tensor([[1, 2], [3, 4]]), 1, torch.tensor([[0, 0], [1, 0]]))
-    tensor([[1, 1],
-            [4, 3]])
+    Differentiable w.r.t. ``input``, with torch's gradient (a dense one: ``sparse_grad`` is accepted and
+    ignored). Takes every dtype, those the reductions do not take included.
+
+    Args:
+        input: the tensor read from.
+        dim: the dimension ``index`` points along (negative counts from the end).
+        index: int32/int64, as many dimensions as ``input``, ``index.size(d) <= input.size(d)`` for ``d != dim``;
+            entries in ``[0, input.size(dim))``.
+        sparse_grad: accepted for torch's signature; the gradient is dense either way.
+
+    Returns:
+        A new tensor of ``index``'s shape with ``input``'s dtype and device.
+
+    Raises:
+        TypeError: ``input`` or ``index`` is not a tensor; ``index`` is not int32/int64; ``dim`` is not an int;
+            ``sparse_grad`` is not a bool.
+        ValueError: ``index`` has another number of dimensions than ``input``, or exceeds it in a dim but
+            ``dim``; ``index`` is on another device than ``input``.
+        IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``input.size(dim)``.
+
+    Example:
+        >>> gather(torch.tensor([[1, 2], [3, 4]]), 1, torch.tensor([[0, 0], [1, 0]]))
+        tensor([[1, 1],
+                [4, 3]])
     """
+    if not isinstance(sparse_grad, bool):
+        raise TypeError(f"sparse_grad must be a bool, got {type(sparse_grad).__name__}")
     shape = index.shape if isinstance(index, torch.Tensor) else None
     input, dim, index, empty = _prepare(input, dim, index)
     if empty:  # still a view of input, so that autograd connects it (with a zero gradient)

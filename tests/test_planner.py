@@ -271,3 +271,43 @@ def test_map_shapes_are_checked():
         XMap((3,), (4,), torch.zeros(2, dtype=torch.long), (0,), (0,), ())
     with pytest.raises(ValueError, match="filled"):
         XMap((3, 2), (4, 2), torch.zeros(3, dtype=torch.long), (0,), (0,), ())
+
+
+def test_bad_arguments_raise_documented_errors():
+    index, data = torch.tensor([0, 1]), torch.zeros(2, 2)
+    m = XMap.slices(index, (2, 2), 0)
+    with pytest.raises(TypeError, match="index must be a torch.Tensor"):
+        XMap((2,), (2,), [0, 1], (0,), (0,), ())
+    with pytest.raises(TypeError, match="int32 or int64"):
+        XMap((2,), (2,), torch.tensor([0.0, 1.0]), (0,), (0,), ())
+    with pytest.raises(IndexError, match="lookup names dim 3"):  # was "tuple index out of range"
+        XMap((2,), (2,), index, (3,), (0,), ())
+    with pytest.raises(IndexError, match="dim=5 is out of range"):
+        XMap.slices(index, (2, 2), 5)
+    with pytest.raises(IndexError, match="dim=-1 is out of range"):
+        XMap.along_dim(index.view(2, 1), (2, 2), -1)
+    with pytest.raises(TypeError, match="batch_dims must be an int"):
+        XMap.nd(index.view(2, 1), (2, 2), batch_dims="0")
+    with pytest.raises(ValueError, match="data must have rank >= 1"):
+        XMap.nd(torch.zeros(1, 0, dtype=torch.long), ())
+    for fn in (planner.plan, planner.simplify, planner.element_rows, planner.check_coordinates):
+        with pytest.raises(TypeError, match="m must be an XMap"):
+            fn("m")
+    with pytest.raises(TypeError, match="data must be a torch.Tensor"):
+        planner.scatter(m, [[0.0, 0.0]] * 2, torch.ones(2, 2), "sum")
+    with pytest.raises(TypeError, match="updates must be a torch.Tensor"):
+        planner.scatter(m, data, 1.0, "sum")
+    with pytest.raises(ValueError, match="data has shape"):
+        planner.gather(m, torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="updates has shape"):
+        planner.scatter(m, data, torch.ones(3, 2), "sum")
+    with pytest.raises(TypeError, match="updates has dtype"):  # was the op's ValueError
+        planner.scatter(m, data, torch.ones(2, 2, dtype=torch.float64), "sum")
+    with pytest.raises(TypeError, match="reduce must be a str"):
+        planner.scatter(m, data, torch.ones(2, 2), ["sum"])
+    element = along_dim(torch.tensor([[1, 0], [0, 1]]), (2, 2), 0)
+    with pytest.raises(ValueError, match="reduce must be one of"):  # "assign" ran on an element plan
+        planner.reduced(element, torch.ones(2, 2), "assign")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        planner.Plan("rows", 1, 1, 1, 1, None, False, None)
+    assert torch.equal(data, torch.zeros(2, 2))

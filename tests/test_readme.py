@@ -1,7 +1,7 @@
-"""The README's set-up commands are the ones CI runs, and its examples run."""
+"""The README's set-up commands are the ones CI runs, and its examples run (the docstrings' and the docs
+site's examples: ``test_docs.py``)."""
 
 import doctest
-import importlib
 import pathlib
 import re
 
@@ -34,11 +34,3 @@ def test_readme_python_examples_run():
     runner.run(test)
     assert runner.failures == 0
 
-
-def test_docstring_examples_run():
-    # the op modules by name: scatterx.ops.<op> is the function the package re-exports, not the module
-    names = ["index_scatter_reduce", "segment_reduce", "gather_segment_reduce", "segment_softmax"]
-    modules = [importlib.import_module(f"scatterx.ops.{name}") for name in names]
-    for module in (scatterx, scatterx.pytorch, *modules):
-        failures, tried = doctest.testmod(module, extraglobs={"torch": __import__("torch")})
-        assert failures == 0

@@ -37,8 +37,8 @@ def empty(shape, dtype: torch.dtype, device) -> torch.Tensor:
 
     A fresh large allocation is new memory from the OS, and the first write to each 4 KiB page of it faults. On
     the machines measured (Linux, THP in its usual "madvise" mode) those faults cost more than the kernel that
-    writes the output: 256 MB took 58 ms to fill on 4 KiB pages and 10 ms on 2 MiB ones; the ``E x F`` outputs of
-    the gathers and softmaxes and the ``N x F`` ones of the reductions all pay it. The advice is only that: where
+    writes the output (see docs/decisions/huge-pages.md, also for the compaction stalls it can cause); the
+    ``E x F`` outputs of the gathers and softmaxes and the ``N x F`` ones of the reductions all pay it. The advice is only that: where
     THP is off or the call fails, nothing changes."""
     t = torch.empty(shape, dtype=dtype, device=device)
     nbytes = t.numel() * t.element_size()

@@ -24,9 +24,6 @@ GATHER = ("gather_csr", "gather_coo")
 COMPOSITE = ("scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_std")
 FUNCTIONS = SCATTER + SEGMENT + GATHER + COMPOSITE
 SORTED_ONLY = SEGMENT + GATHER
-#: the goals: speedup over torch_scatter (or the torch-native equivalent without it)
-GOAL = {name: 2.0 for name in FUNCTIONS}
-GOAL["scatter_max"] = 5.0
 DROP_IN = "scatterx.torch_scatter"
 
 

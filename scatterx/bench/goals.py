@@ -1,92 +1,165 @@
-"""The speed goals of the issues, each with the value a ``scatterx bench`` run measured: CPU or
-GPU. Ratios taken within one run, never bare times."""
+"""The speed goals of the benchmarks, read from ``goals.json`` (what each goal measures, its comparison, its
+limit, the section of a benchmark it belongs to), each checked against the value a run measured. How a value is
+computed from a run is in ``measures.py``, one function per ``measure`` key of the file.
+
+A goal whose ``args`` hold a list covers each item of it: ``{"reduce": ["sum", "mean"]}`` is two goal lines,
+the item filled into the ``{reduce}`` of the name. A section's code passes each of its subjects to
+``evaluate`` (the bench: its report; the grid: each cell; bench-gnn: each model; bench-dist: each run on
+several processes); a measure that does not concern a subject returns ``SKIP`` and gives no line."""
 
 from __future__ import annotations
 
-from .harness import BACKWARD_REDUCTIONS, ORDERS, PYG_BACKWARD, REDUCTIONS, SCATTERX, SCATTERX_SCATTER_REDUCE
-from .harness import GATV2, GATV2_IMPLEMENTATIONS, WEIGHTED, WEIGHTED_IMPLEMENTATIONS
-from .harness import Report, best, find
+import functools
+import itertools
+import json
+import math
+import pathlib
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from .measures import MEASURES, SKIP
+
+GOALS_FILE = pathlib.Path(__file__).with_name("goals.json")
+OPS = {"<=": lambda v, limit: v <= limit, ">=": lambda v, limit: v >= limit, ">": lambda v, limit: v > limit}
 
 
-# (what, limit, measured(report) -> value or None, passes(value, limit))
-def goals(report: Report):
-    """The speed goals on the CPU or on CUDA, each with the value this run measured (None
-    where not measured)."""
-    rows = report.rows
-    if report.config.device == "cuda":
-        return _checked(_gpu_goals(report))
+@dataclass(frozen=True)
+class Goal:
+    section: str
+    name: str
+    measure: str
+    op: str
+    limit: float
+    args: tuple = ()  # (key, value) pairs, in the file's order; a list value is each of its items
+
+    def cases(self) -> List[Dict[str, Any]]:
+        """The goal's args, one dict per case (the product of the list-valued ones)."""
+        keys = [k for k, _ in self.args]
+        values = [v if isinstance(v, list) else [v] for _, v in self.args]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+    def passes(self, value: float) -> bool:
+        return OPS[self.op](value, self.limit)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One goal line: the goal, its name with the case filled in, the case's args and the value measured (None
+    where this run did not measure it)."""
+
+    goal: Goal
+    name: str
+    args: Dict[str, Any]
+    value: Optional[float]
+
+    @property
+    def op(self) -> str:
+        return self.goal.op
+
+    @property
+    def limit(self) -> float:
+        return self.goal.limit
+
+    @property
+    def ok(self) -> Optional[bool]:
+        return None if self.value is None else self.goal.passes(self.value)
+
+
+@functools.lru_cache(maxsize=None)
+def _file() -> dict:
+    return json.loads(GOALS_FILE.read_text())
+
+
+def sections() -> Dict[str, dict]:
+    """The sections of the benchmarks, by key: title, command, device and what the goals are stated for."""
+    return _file()["sections"]
+
+
+@functools.lru_cache(maxsize=None)
+def all_goals() -> tuple:
+    return tuple(Goal(g["section"], g["name"], g["measure"], g["op"], float(g["limit"]),
+                      tuple(g.get("args", {}).items())) for g in _file()["goals"])
+
+
+def section(name: str) -> List[Goal]:
+    if name not in sections():
+        raise KeyError(f"no goal section {name!r}; the sections are {', '.join(sections())}")
+    return [g for g in all_goals() if g.section == name]
+
+
+def limit(section_name: str, measure: str) -> float:
+    """The limit of the one goal of a section taken with ``measure``."""
+    (goal,) = [g for g in section(section_name) if g.measure == measure]
+    return goal.limit
+
+
+def evaluate(section_name: str, subject, **fields) -> List[Result]:
+    """Every goal of the section that concerns ``subject``, with the value measured; ``fields`` fill the names'
+    ``{...}`` beside each case's args."""
     out = []
-
-    def ratio(reduce, order):
-        r = find(rows, reduce, order, SCATTERX.name)
-        return None if r is None else r.probe_ratio
-
-    def speedup(reduce, order):
-        ours, theirs = find(rows, reduce, order, SCATTERX.name), best(rows, reduce, order, torch_native_only=True)
-        return None if ours is None or theirs is None else theirs.ms / ours.ms
-
-    for reduce, limit in (("sum", 1.3), ("mean", 1.3), ("amax", 1.5), ("amin", 1.5), ("prod", 1.5)):
-        out.append((f"sorted {reduce}: time / probe", "<=", limit, ratio(reduce, "sorted")))
-    for reduce in REDUCTIONS:
-        out.append((f"shuffled {reduce}: time / probe", "<=", 2.5, ratio(reduce, "shuffled")))
-    for reduce in REDUCTIONS:
-        out.append((f"sorted {reduce}: speedup over fastest torch path", ">=", 2.5, speedup(reduce, "sorted")))
-    for reduce in REDUCTIONS:
-        out.append((f"shuffled {reduce}: speedup over fastest torch path", ">=", 1.3, speedup(reduce, "shuffled")))
-    for reduce in BACKWARD_REDUCTIONS:
-        for order in ORDERS:
-            ours = find(rows, reduce, order, SCATTERX.name, "forward+backward")
-            pyg = find(rows, reduce, order, PYG_BACKWARD.name, "forward+backward")
-            value = None if ours is None or pyg is None else pyg.ms / ours.ms
-            out.append((f"{order} {reduce}: forward+backward speedup over PyG's path", ">=", 2.0, value))
-    for reduce in REDUCTIONS:
-        for order in ORDERS:
-            ours = find(rows, reduce, order, SCATTERX.name)
-            compat = find(rows, reduce, order, SCATTERX_SCATTER_REDUCE.name)
-            value = None if ours is None or compat is None else compat.ms / ours.ms
-            out.append((f"{order} {reduce}: scatterx.scatter_reduce / index_scatter_reduce", "<=", 1.2, value))
-    for reduce in REDUCTIONS:
-        for order in ORDERS:
-            compat = find(rows, reduce, order, SCATTERX_SCATTER_REDUCE.name)
-            torch_row = find(rows, reduce, order, "torch.scatter_reduce (expanded index)")
-            value = None if compat is None or torch_row is None else torch_row.ms / compat.ms
-            out.append((f"{order} {reduce}: scatter_reduce speedup over torch's", ">", 1.0, value))
-    ours = find(rows, WEIGHTED, "sorted", WEIGHTED_IMPLEMENTATIONS[0].name, "forward+backward")
-    pyg = find(rows, WEIGHTED, "sorted", WEIGHTED_IMPLEMENTATIONS[1].name, "forward+backward")
-    value = None if ours is None or pyg is None else pyg.ms / ours.ms
-    out.append(("weighted gather-segment sum: forward+backward speedup over PyG's path", ">=", 3.0, value))
-    ours = find(rows, GATV2, "sorted", GATV2_IMPLEMENTATIONS[0].name, "forward+backward")
-    pyg = find(rows, GATV2, "sorted", GATV2_IMPLEMENTATIONS[1].name, "forward+backward")
-    value = None if ours is None or pyg is None else pyg.ms / ours.ms
-    # no goal for the op alone: the bar of its weighted sibling, so that a slowdown shows
-    out.append(("gatv2 logits: forward+backward speedup over PyG's path", ">=", 3.0, value))
-    out.append(("first call, empty cache (s)", "<=", 3.0, report.latency.get("cold_s")))
-    out.append(("first call, warm cache (s)", "<=", 0.3, report.latency.get("cached_s")))
-    return _checked(out)
-
-
-def _gpu_goals(report: Report):
-    """The GPU goals, on an H100: sorted sum at >= 80% of the probe's bandwidth (F >= 32); >= 1.5x the best peer
-    (torch or torch_scatter) sorted, >= 1.0x shuffled."""
-    rows, out = report.rows, []
-    ours = find(rows, "sum", "sorted", SCATTERX.name)
-    if report.config.features >= 32:
-        value = None if ours is None else 1.0 / ours.probe_ratio
-        out.append(("sorted sum: bandwidth / probe bandwidth (GPU)", ">=", 0.8, value))
-    for order, limit in (("sorted", 1.5), ("shuffled", 1.0)):
-        for reduce in REDUCTIONS:
-            mine, theirs = find(rows, reduce, order, SCATTERX.name), best(rows, reduce, order, False)
-            value = None if mine is None or theirs is None else theirs.ms / mine.ms
-            out.append((f"{order} {reduce}: speedup over the best peer (GPU)", ">=", limit, value))
+    for goal in section(section_name):
+        for case in goal.cases():
+            value = MEASURES[goal.measure](subject, **case)
+            if value is not SKIP:
+                out.append(Result(goal, goal.name.format(**{**fields, **case}), case,
+                                  None if value is None else float(value)))
     return out
 
 
-def _checked(goals_list):
-    return [
-        (what, op, limit, value, None if value is None else _passes(value, op, limit))
-        for what, op, limit, value in goals_list
-    ]
+def goals(report) -> list:
+    """The goals of a ``scatterx bench`` report (CPU, or CUDA where it ran there) as ``(name, op, limit, value,
+    ok)``; value and ok are None where this run did not measure it."""
+    name = "bench-cuda" if report.config.device == "cuda" else "bench"
+    return [(r.name, r.op, r.limit, r.value, r.ok) for r in evaluate(name, report)]
 
 
-def _passes(value: float, op: str, limit: float) -> bool:
-    return {"<=": value <= limit, ">=": value >= limit, ">": value > limit}[op]
+def shown(value: Optional[float]) -> str:
+    """A measured value as the goal lines print it."""
+    if value is None:
+        return "-"
+    if math.isnan(value) or value == 0:
+        return f"{value:g}"
+    return f"{value:.2e}" if abs(value) < 0.01 else f"{value:.2f}"
+
+
+def line(result: Result, width: int = 0) -> str:
+    """``  name  value (goal op limit)  ok / MISSED / not measured``."""
+    verdict = "not measured" if result.ok is None else ("ok" if result.ok else "MISSED")
+    return f"  {result.name:<{width}} {shown(result.value):>8} (goal {result.op} {result.limit})  {verdict}"
+
+
+def lines(results: List[Result]) -> List[str]:
+    width = max((len(r.name) for r in results), default=0)
+    return [line(r, width) for r in results]
+
+
+def _cell(value) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+class _Open(dict):
+    """Fills a name's ``{field}``: a single arg's value, else the field in italics (and notes it as open)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.open: List[str] = []
+
+    def __missing__(self, key):
+        self.open.append(key)
+        return f"*{key}*"
+
+
+def markdown_table() -> str:
+    """Every goal as Markdown: one table per section (the docs page shows it; a test keeps the two equal)."""
+    out = []
+    for key, info in sections().items():
+        out += [f"**{info['title']}** (`{info['command']}`, {info['device']}; stated for {info['stated_for']})", "",
+                "| goal | for | limit |", "|---|---|---|"]
+        for g in section(key):
+            fields = _Open({k: v for k, v in g.args if not isinstance(v, list)})
+            name = g.name.format_map(fields)
+            each = [f"{k}: {_cell(v)}" for k, v in g.args if isinstance(v, list)]
+            each += [f"each {k} run" for k in fields.open if k not in dict(g.args)]
+            out.append(f"| {name} | {'; '.join(each) or '-'} | {g.op} {g.limit:g} |")
+        out.append("")
+    return "\n".join(out)

@@ -48,6 +48,8 @@ import tempfile
 import time
 from typing import Dict, Iterable, List, Optional, Sequence
 
+from .harness import source_commit
+
 #: the default targets: A100 (sm_80) and H100 (sm_90) always; B200 (sm_100) where the bundled ptxas knows it
 TARGETS = (80, 90, 100)
 REQUIRED_TARGETS = (80, 90)
@@ -342,7 +344,7 @@ def environment() -> Dict[str, str]:
     import triton
 
     return {"triton": triton.__version__, "python": platform.python_version(), "machine": platform.machine(),
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"), "commit": source_commit()}
 
 
 def markdown(rows: Sequence[dict], env: Dict[str, str], seconds: float) -> str:
@@ -357,7 +359,8 @@ def markdown(rows: Sequence[dict], env: Dict[str, str], seconds: float) -> str:
         "# GPU kernels compiled without a GPU",
         "",
         f"Triton {env['triton']}, targets {', '.join(f'sm_{t}' for t in targets)}; {compiled} of {total} "
-        f"(variant, target) pairs compiled in {seconds:.0f} s. Produced by `scatterx gpu-report` "
+        f"(variant, target) pairs compiled in {seconds:.0f} s. Produced by `scatterx gpu-report` at commit "
+        f"{env.get('commit', 'unknown')} "
         "(`scatterx/bench/gpu_static.py` says what each column and check means).",
         "",
         "Checks failed: " + (", ".join(f"{k} x{n}" for k, n in sorted(failed.items())) if failed else "none") + ".",

@@ -42,6 +42,7 @@ import scatterx
 from scatterx.ops._checks import _free_bytes, _human
 
 from . import grid_elements
+from .goals import evaluate
 from .graphs import make_graph
 from .harness import ORDERS, OtherLoad, check, environment
 
@@ -141,8 +142,11 @@ class GridReport:
 
 
 def goal(edges: int) -> float:
-    """The goal: speedup over the fastest torch path >= 2.0x from 100k edges, 1.0x from 1k, 0.8x below."""
-    return 2.0 if edges >= 100_000 else 1.0 if edges >= 1_000 else 0.8
+    """The least speedup over the fastest torch path a cell of ``edges`` edges must reach (``goals.json``,
+    section grid: it rises with the edges)."""
+    probe = GridRow(Cell(edges, 1, 1, "float32", 0, "sorted", "sum", "fwd"), 0.0)
+    (result,) = evaluate("grid", probe)
+    return result.limit
 
 
 def cells(spec: GridSpec) -> List[Cell]:

@@ -5,8 +5,8 @@ ONNX ops, onnxruntime's CPU kernels when ``onnxruntime`` is installed (a one-nod
 ``onnx``'s helpers; ``intra_op_num_threads`` = the bench's threads; its thread pool does not spin between
 calls, which on a shared machine would steal the other implementations' time).
 
-Goals: >= 1.5x torch's ``scatter_reduce`` and ``gather``, >= 1.0x ``torch.scatter`` (assign), the ONNX
-ops >= 1.0x onnxruntime; the ONNX ops against torch are shown without a goal.
+Goals (``goals.json``, section grid-elements): the ops against torch's, the ONNX ops against onnxruntime; the
+ONNX ops against torch are shown without a goal.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import torch
 
 import scatterx
 
+from .goals import evaluate
 from .harness import check
 
 #: size name -> (rows of the index and updates E, rows of the data N, features F)
@@ -54,7 +55,6 @@ class _Case:
     ours: Callable
     peer: str
     theirs: Callable
-    goal: Optional[float]
     ort: Optional[tuple] = None  # (ONNX op type, {input name: tensor}, attributes)
     written_once: Optional[torch.Tensor] = None  # compare there only (assign: duplicates are undefined in torch)
 
@@ -71,26 +71,32 @@ def _cases(size: str, seed: int) -> List[_Case]:
     onx = scatterx.onnx
     return [
         _Case("scatter_reduce sum", lambda: scatterx.scatter_reduce(zeros, 0, index, src, "sum"),
-              "torch.scatter_reduce", lambda: torch.scatter_reduce(zeros, 0, index, src, "sum"), 1.5),
+              "torch.scatter_reduce", lambda: torch.scatter_reduce(zeros, 0, index, src, "sum")),
         _Case("scatter_reduce amax", lambda: scatterx.scatter_reduce(zeros, 0, index, src, "amax"),
-              "torch.scatter_reduce", lambda: torch.scatter_reduce(zeros, 0, index, src, "amax"), 1.5),
+              "torch.scatter_reduce", lambda: torch.scatter_reduce(zeros, 0, index, src, "amax")),
         _Case("scatter (assign)", lambda: scatterx.scatter(zeros, 0, index, src),
-              "torch.scatter", lambda: torch.scatter(zeros, 0, index, src), 1.0, written_once=once),
+              "torch.scatter", lambda: torch.scatter(zeros, 0, index, src), written_once=once),
         _Case("gather", lambda: scatterx.gather(data, 0, index), "torch.gather",
-              lambda: torch.gather(data, 0, index), 1.5),
+              lambda: torch.gather(data, 0, index)),
         _Case("onnx ScatterElements add", lambda: onx.scatter_elements(data, index, src, 0, "add"),
-              "torch.scatter_add", lambda: data.scatter_add(0, index, src), None,
+              "torch.scatter_add", lambda: data.scatter_add(0, index, src),
               ("ScatterElements", dict(data=data, indices=index, updates=src), dict(axis=0, reduction="add"))),
         _Case("onnx GatherElements", lambda: onx.gather_elements(data, index, 0), "torch.gather",
-              lambda: torch.gather(data, 0, index), None,
+              lambda: torch.gather(data, 0, index),
               ("GatherElements", dict(data=data, indices=index), dict(axis=0))),
         _Case("onnx ScatterND add", lambda: onx.scatter_nd(data, rows, src, "add"), "torch.index_add",
-              lambda: data.index_add(0, rows[:, 0], src), None,
+              lambda: data.index_add(0, rows[:, 0], src),
               ("ScatterND", dict(data=data, indices=rows, updates=src), dict(reduction="add"))),
         _Case("onnx GatherND", lambda: onx.gather_nd(data, rows), "torch.index_select",
-              lambda: data.index_select(0, rows[:, 0]), None,
+              lambda: data.index_select(0, rows[:, 0]),
               ("GatherND", dict(data=data, indices=rows), {})),
     ]
+
+
+def goal(row: ElementRow) -> Optional[float]:
+    """The least speedup the row must reach (``goals.json``, section grid-elements), None where it has no goal."""
+    results = evaluate("grid-elements", row)
+    return results[0].limit if results else None
 
 
 def ort_session(op: str, inputs: dict, attributes: dict, threads: int) -> Optional[Callable]:
@@ -158,6 +164,7 @@ def rows(spec, measure: Callable, progress: Callable, note: Callable) -> List[El
             fns[_ort_checked(case, ort, label, note)] = ort
         times, counts, _ = measure(fns, spec.seconds, spec.min_calls)
         for peer in list(fns)[1:]:
-            goal = 1.0 if peer.startswith(ORT) else case.goal
-            out.append(ElementRow(case.op, label, peer, times["scatterx"], times[peer], goal, counts["scatterx"]))
+            row = ElementRow(case.op, label, peer, times["scatterx"], times[peer], None, counts["scatterx"])
+            row.goal = goal(row)
+            out.append(row)
     return out

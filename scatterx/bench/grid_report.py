@@ -1,5 +1,5 @@
 """``scatterx bench --grid``'s outputs: the table (every cell, the element plans, the worst cells and the goals
-missed), ``grid.csv``, ``grid.json`` and the heat map ``grid.png``."""
+missed), ``grid.csv``, ``grid.json`` and the figures (``figures.py``: grid-sizes.png, grid-elements.png)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 from dataclasses import asdict
 from typing import List, Optional
 
+from .figures import grid_figures, read_grid_csv
 from .grid import GridReport, GridRow, missed
 
 WORST = 15
@@ -121,61 +122,4 @@ def write_files(report: GridReport, out_dir: str) -> List[str]:
                        environment=report.environment, notes=report.notes,
                        cells=[r.to_dict() for r in report.rows], elements=[r.to_dict() for r in report.elements],
                        missed=len(missed(report))), f, indent=1)
-    paths = [csv_path, json_path]
-    png = heat_map(report, os.path.join(out_dir, "grid.png"))
-    return paths + ([png] if png else [])
-
-
-def heat_map(report: GridReport, path: str) -> Optional[str]:
-    """One panel per (order, reduction): x = features, y = edges, colour = the lowest speedup over the other
-    axes (degree, dtype, dim, pass) -- the worst case of each shape; a cell that misses its goal is starred.
-    None if matplotlib is missing or nothing was timed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.colors import LogNorm
-    except ImportError:
-        return None
-    s = report.spec
-    timed = [r for r in report.rows if r.speedup is not None or r.skipped]
-    if not timed:
-        return None
-    edges = sorted({r.cell.edges for r in timed})
-    feats = sorted({r.cell.features for r in timed})
-    panels = [(o, red) for o in s.orders for red in s.reductions]
-    fig, axes = plt.subplots(len(s.orders), len(s.reductions), squeeze=False, layout="constrained",
-                             figsize=(2.2 + 0.75 * len(feats) * len(s.reductions), 1.2 + 0.55 * len(edges) * len(s.orders)))
-    norm = LogNorm(vmin=0.25, vmax=4.0)
-    image = None
-    for k, (ax, (order, reduce)) in enumerate(zip(axes.flat, panels)):
-        grid = [[math.nan] * len(feats) for _ in edges]
-        for i, e in enumerate(edges):
-            for j, f in enumerate(feats):
-                here = [r for r in timed if (r.cell.edges, r.cell.features, r.cell.order, r.cell.reduce)
-                        == (e, f, order, reduce)]
-                done = [r for r in here if r.speedup is not None]
-                if done:
-                    low = min(done, key=lambda r: r.speedup)
-                    grid[i][j] = low.speedup
-                    star = "*" if any(r.ok is False for r in done) else ""
-                    ax.text(j, i, f"{low.speedup:.2f}{star}", ha="center", va="center", fontsize=7)
-                elif here:
-                    ax.text(j, i, "skip", ha="center", va="center", fontsize=7, color="grey")
-        image = ax.imshow(grid, cmap="RdYlGn", norm=norm, origin="lower", aspect="auto")
-        ax.set_xticks(range(len(feats)), [str(f) for f in feats], fontsize=7)
-        ax.set_yticks(range(len(edges)), [f"{e:,}" for e in edges], fontsize=7)
-        if k >= len(panels) - len(s.reductions):
-            ax.set_xlabel("features F", fontsize=8)
-        if k % len(s.reductions) == 0:
-            ax.set_ylabel("edges E", fontsize=8)
-        ax.set_title(f"{order} {reduce}", fontsize=9)
-    fig.suptitle("scatterx speedup over the fastest torch path (lowest over degree, dtype, dim and pass; "
-                 f"* = a goal missed; {s.threads} threads)", fontsize=9)
-    bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="speedup (log scale)")
-    bar.set_ticks([0.25, 0.5, 1, 2, 4], labels=["<=0.25", "0.5", "1", "2", ">=4"])
-    bar.minorticks_off()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return [csv_path, json_path] + grid_figures(read_grid_csv(csv_path), report.environment, out_dir)

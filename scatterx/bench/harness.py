@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import subprocess
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -157,6 +158,7 @@ def environment(device: str = "cpu") -> Dict[str, str]:
     return {
         **gpu,
         "scatterx": scatterx.__version__,
+        "commit": source_commit(),
         "torch": torch.__version__,
         "numba": numba.__version__,
         "torch_scatter": torch_scatter_version() or "not installed",
@@ -167,11 +169,27 @@ def environment(device: str = "cpu") -> Dict[str, str]:
     }
 
 
+def source_commit() -> str:
+    """The commit of the scatterx source that ran (``git rev-parse --short HEAD`` in its checkout), "unknown"
+    where it is not a git checkout of its own (an installed wheel, even inside someone's repository) or git is
+    missing."""
+    here = os.path.realpath(os.path.dirname(scatterx.__file__))
+    try:
+        done = subprocess.run(["git", "-C", here, "rev-parse", "--show-toplevel", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    out = done.stdout.split()
+    if done.returncode != 0 or len(out) != 2 or os.path.join(os.path.realpath(out[0]), "scatterx") != here:
+        return "unknown"
+    return out[1]
+
+
 class OtherLoad:
     """What else took the CPUs while a benchmark ran (Linux ``/proc/stat``), as shares of one core: other
     processes, and the hypervisor's steal (time a virtual CPU was runnable but not running). On a machine with few
     cores either makes a parallel region wait at its barrier for a descheduled thread, ~8 ms at a time here
-    (DESIGN.md, "Threading layer"); the ratios then measure the neighbours, not the kernels. A serial torch op
+    (docs/decisions/cpu-parallelism.md); the ratios then measure the neighbours, not the kernels. A serial torch op
     does not wait for a second thread, so this bias is against the parallel side."""
 
     def __init__(self):

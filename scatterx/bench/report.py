@@ -1,4 +1,4 @@
-"""Turn a bench ``Report`` into a text table, CSV, JSON and a PNG chart."""
+"""Turn a bench ``Report`` into a text table, CSV, JSON and the figures (``figures.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 import os
 from typing import List
 
-from .goals import goals
-from .dropin import DROP_IN, GOAL
+from .goals import evaluate, lines as goal_lines
+from .dropin import DROP_IN
+from .figures import bench_figures
 from .harness import DROP_IN_MODE, SCATTERX, Report, best
 
 
@@ -61,14 +62,15 @@ def table(report: Report) -> str:
     else:
         note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
         lines.append("CPU goals" + note)
-    for what, op, limit, value, ok in goals(report):
-        verdict = "not measured" if ok is None else ("ok" if ok else "MISSED")
-        shown = "-" if value is None else f"{value:.2f}"
-        lines.append(f"  {what:<66} {shown:>7} (goal {op} {limit})  {verdict}")
+    lines += goal_lines(evaluate(_section(report), report))
     env = report.environment
     lines.append("")
     lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
     return "\n".join(lines)
+
+
+def _section(report: Report) -> str:
+    return "bench-cuda" if report.config.device == "cuda" else "bench"
 
 
 def _latency_table(report: Report) -> List[str]:
@@ -90,6 +92,7 @@ def _dropin_table(report: Report) -> List[str]:
     rows = [r for r in report.rows if r.mode == DROP_IN_MODE]
     if not rows:
         return []
+    goals = {(g.args["function"], g.args["order"]): g for g in evaluate("drop-in", report)}
     peer = next((r.implementation for r in rows if r.implementation != DROP_IN), None)
     against = "torch_scatter" if peer and peer.startswith("torch_scatter") else "a torch-native equivalent"
     lines = ["", f"torch_scatter drop-in: {DROP_IN}.<function> against {against} (speedup = its time / ours)"]
@@ -102,9 +105,10 @@ def _dropin_table(report: Report) -> List[str]:
                        and r.implementation != DROP_IN), None)
         ms = "-" if theirs is None else f"{theirs.ms:.2f}"
         speed = "-" if theirs is None else f"{theirs.ms / ours.ms:.2f}x"
-        verdict = "" if theirs is None else ("ok" if theirs.ms / ours.ms >= GOAL[ours.reduce] else "MISSED")
-        lines.append(f"{ours.reduce:<22} {ours.order:<9} {ours.ms:>25.2f} {ms:>10} {speed:>8} "
-                     f">={GOAL[ours.reduce]:.0f}x {verdict}")
+        goal = goals.get((ours.reduce, ours.order))
+        verdict = "" if goal is None or goal.ok is None else ("ok" if goal.ok else "MISSED")
+        limit = "-" if goal is None else f"{goal.op}{goal.limit:g}x"
+        lines.append(f"{ours.reduce:<22} {ours.order:<9} {ours.ms:>25.2f} {ms:>10} {speed:>8} {limit:>6} {verdict}")
     return lines
 
 
@@ -124,50 +128,9 @@ def write_files(report: Report, out_dir: str) -> List[str]:
     with open(json_path, "w") as f:
         data = report.to_dict()
         data["probe_ms"] = report.probe_ms
-        data["goals"] = [dict(goal=w, op=o, limit=l, value=v, ok=k) for w, o, l, v, k in goals(report)]
+        data["goals"] = [dict(goal=r.name, section=r.goal.section, op=r.op, limit=r.limit, value=r.value, ok=r.ok)
+                         for r in evaluate(_section(report), report)
+                         + evaluate("drop-in", report)]
         json.dump(data, f, indent=2)
     paths.append(json_path)
-    png = chart(report, os.path.join(out_dir, "bench.png"))
-    if png:
-        paths.append(png)
-    return paths
-
-
-def chart(report: Report, path: str):
-    """Grouped bars: time / probe per case and implementation (lower is better); None if matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    cases = []
-    for r in report.rows:
-        if (r.reduce, r.order) not in cases:
-            cases.append((r.reduce, r.order))
-    names = []
-    for r in report.rows:
-        if r.implementation not in names:
-            names.append(r.implementation)
-    width = 0.8 / max(len(names), 1)
-    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(cases)), 5))
-    for k, name in enumerate(names):
-        xs, ys = [], []
-        for i, case in enumerate(cases):
-            row = next((r for r in report.rows if (r.reduce, r.order) == case and r.implementation == name), None)
-            if row is not None:
-                xs.append(i + (k - (len(names) - 1) / 2) * width)
-                ys.append(row.probe_ratio)
-        ax.bar(xs, ys, width, label=name)
-    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="bandwidth probe (read src once)")
-    ax.set_xticks(range(len(cases)))
-    ax.set_xticklabels([f"{r}\n{o}" for r, o in cases])
-    ax.set_yscale("log")
-    ax.set_ylabel("time / probe time (log, lower is better)")
-    ax.set_title(f"scatterx bench: {report.graph}", fontsize=8)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return paths + bench_figures(data, out_dir)

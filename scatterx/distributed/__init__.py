@@ -1,21 +1,47 @@
-"""Sharded scatter-reduce and halo gather over ``torch.distributed`` (gloo on CPU, NCCL on GPU).
+"""Sharded scatter-reduce and halo gather over ``torch.distributed``, for full-graph GNN training on several
+processes.
 
-Full-graph GNN training past one machine's memory needs two primitives: reduce partial aggregates to the rank
-that owns each target node, and fetch the source-node rows an edge shard needs::
+When a graph's node features do not fit one process, the nodes are split over the ranks of a process group (a
+:class:`NodePartition`: one contiguous range of node ids per rank): each rank holds its own nodes' rows and a share
+of the edges, whose endpoint ids stay global. Message passing then takes two collectives:
 
-    from scatterx import distributed as sxd
-    part = sxd.NodePartition.even(num_nodes, world_size)       # contiguous ranges; also NodePartition(bounds)
-    out = sxd.index_scatter_reduce(index, src, "sum", partition=part)   # this rank's owned rows
-    x_j = sxd.halo_gather(x_local, source_ids, partition=part)          # x[source_ids]
-    p = sxd.plan(index, partition=part)   # a static graph: the exchange pattern once, passed in place of index
+- :func:`halo_gather`: the rows of the nodes a rank's edges name, wherever they live (``x[index]``);
+- :func:`index_scatter_reduce`: the rows of every rank's edges reduced into their target nodes, each rank
+  receiving the rows of the nodes it owns.
 
-``partition.py`` (who owns what), ``plan.py`` (the exchange pattern, the collectives, errors that agree across
-ranks), one file per op. No transport of our own: ``all_to_all_single`` with variable splits, counts first.
+::
+
+    import scatterx.distributed as sxd
+
+    part = sxd.NodePartition.even(num_nodes, world_size)
+    x_j = sxd.halo_gather(x_local, source_ids, partition=part)                   # x[source_ids]
+    out = sxd.index_scatter_reduce(target_ids, messages, "sum", partition=part)  # this rank's rows
+    targets = sxd.plan(target_ids, part)  # a static graph: the exchange pattern once, passed in place of the ids
+
+Both are differentiable, deterministic for a fixed partition and world size, and run on gloo (CPU) or NCCL (GPU):
+one ``all_to_all_single`` per exchange, counts first, each distinct id's row sent once per rank that names it
+(:data:`STATS` counts the bytes). Every rank of the group calls them together; bad input on any rank raises the
+same exception on every rank, naming the rank that found it, rather than leaving the others waiting.
+
+Without an initialised ``torch.distributed``, the process is rank 0 of 1 (:func:`rank_and_world`) and owns every
+node of a one-rank partition: the same code runs in a single process.
 """
+
+# partition.py: who owns what; plan.py: the exchange pattern, the collectives and the errors that agree across
+# ranks; one file per op. No transport of our own: all_to_all_single with variable splits, counts first.
 
 from .halo_gather import halo_gather
 from .index_scatter_reduce import index_scatter_reduce
 from .partition import NodePartition
-from .plan import STATS, Plan, plan, rank_and_world
+from .plan import STATS as _STATS
+from .plan import Plan, plan, rank_and_world
+
+#: What this process has sent to other ranks since the last ``STATS.reset()``, in three counters.
+#: ``STATS.bytes_sent`` is the bytes of the rows moved along plans -- by :func:`index_scatter_reduce` and
+#: :func:`halo_gather`, forward and backward, and by :meth:`Plan.push` and :meth:`Plan.pull` -- not counting a rank's
+#: rows to itself nor the building of plans; ``STATS.exchanges`` is the number of those row exchanges, and
+#: ``STATS.control_bytes`` about the size of the small agreement messages the ranks exchange to check their inputs.
+#: In a single process the bytes stay 0.
+STATS = _STATS
 
 __all__ = ["NodePartition", "index_scatter_reduce", "halo_gather", "plan", "Plan", "STATS", "rank_and_world"]

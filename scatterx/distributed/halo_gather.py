@@ -20,17 +20,42 @@ from .plan import Plan, agree, rank_and_world
 def halo_gather(
     x_local: torch.Tensor, index: Union[torch.Tensor, Plan], *, partition: NodePartition, group=None
 ) -> torch.Tensor:
-    """``x[index]`` for the global node features ``x`` of which this rank holds its own rows.
+    """``x[index]`` for the global node features ``x`` of which this rank holds only its own nodes' rows.
+
+    Each rank holds the rows of the nodes it owns (``x_local``, ``partition.range(rank)``) and names any global
+    node ids (``index``, e.g. the sources of its edges). Each distinct id is requested once from its owner, which
+    sends its row once per requesting rank, in one ``all_to_all_single``. A collective: every rank of ``group``
+    calls it together, and bad input on any rank raises the same exception on every rank, naming the rank that
+    found it. Differentiable with respect to ``x_local`` (floating dtypes): the gradients of the entries are summed
+    per id, sent back to the owners and summed there, deterministically for a fixed partition and world size.
 
     Args:
-        x_local: (partition.size(rank), *F), the rows of the nodes this rank owns, of one dtype and feature shape
-            on every rank.
-        index: int32/int64 (M,), global node ids this rank needs; or a ``plan(index, partition)``.
-        partition: the ``NodePartition`` of the nodes over the ranks of ``group``.
-        group: the torch.distributed process group (default: the world; one process when not initialised).
+        x_local: ``(partition.size(rank), *F)``, the rows of the nodes this rank owns, of one dtype and feature
+            shape on every rank.
+        index: int32 or int64 ``(M,)``, the global node ids this rank needs; or a :func:`plan` of them built before
+            (reused for a static graph).
+        partition: the :class:`NodePartition` of the nodes over the ranks of ``group`` (the same on every rank).
+        group: the ``torch.distributed`` process group; default the whole world (one process when
+            ``torch.distributed`` is not initialised).
 
-    Returns (M, *F). A collective; bad input on any rank raises the same exception on every rank. Differentiable
-    w.r.t. ``x_local`` (floating dtypes).
+    Returns:
+        A new tensor ``(M, *F)`` of ``x_local``'s dtype and device: the row of each id in ``index``.
+
+    Raises:
+        TypeError: ``partition`` is not a :class:`NodePartition`; ``x_local`` is not a tensor; ``index`` is neither
+            a tensor nor a :class:`Plan`, or not int32/int64.
+        ValueError: ``x_local`` is 0-d or its rows are not the number of nodes this rank owns; ``index`` is not
+            1-D; ``partition.world_size`` is not the group's size; a plan was built for another partition; or the
+            ranks' dtypes, feature shapes or partitions differ.
+        IndexError: an id in ``index`` is negative or not below ``partition.num_nodes``.
+
+    Example:
+        >>> part = NodePartition.even(4, 1)  # one process: rank 0 owns nodes 0..3
+        >>> x_local = torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]])
+        >>> halo_gather(x_local, torch.tensor([3, 3, 1]), partition=part)
+        tensor([[6., 7.],
+                [6., 7.],
+                [2., 3.]])
     """
     rank, world = rank_and_world(group)
     problem = _check(x_local, index, partition, rank, world)

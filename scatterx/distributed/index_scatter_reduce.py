@@ -43,21 +43,57 @@ def index_scatter_reduce(
     sorted: bool = False,
     group=None,
 ) -> torch.Tensor:
-    """The rows this rank owns (``partition.range(rank)``) of the reduction of every rank's ``src`` rows into the
-    global target ids ``index`` -- equal to the single-process ``scatterx.index_scatter_reduce(0, all_index,
-    all_src, reduce, dim_size=partition.num_nodes)`` restricted to those rows (up to the order of a floating sum).
+    """The rows this rank owns of the reduction of every rank's ``src`` rows into the global target ids ``index``.
+
+    Every rank holds some edges (``index``: their targets, global node ids; ``src``: one row each); the result on
+    each rank is its own nodes' rows (``partition.range(rank)``) of the single-process
+    ``scatterx.index_scatter_reduce(0, all_index, all_src, reduce, dim_size=partition.num_nodes)`` over all ranks'
+    edges (up to the order of a floating-point sum). Rows no edge names are 0.
+
+    Each rank first reduces its edges into one row per distinct target, so one row per (rank, remote target) is
+    sent, in one ``all_to_all_single``; the owner combines what arrives with the same reduction, in a fixed order:
+    the result is deterministic for a fixed partition and world size. A collective: every rank of ``group`` calls
+    it together, and bad input on any rank raises the same exception on every rank, naming the rank that found it.
+    Differentiable with respect to ``src`` (floating dtypes); the backward runs the exchange in reverse.
 
     Args:
-        index: int32/int64 (E,), global target node ids of this rank's edges; or a ``plan(index, partition)``
+        index: int32 or int64 ``(E,)``, the global target node ids of this rank's edges; or a :func:`plan` of them
             built before (reused for a static graph).
-        src: (E, *F) the edges' rows, of one dtype and feature shape on every rank.
-        reduce: "sum", "mean", "prod", "amax", "amin" (aliases as the core op). Rows no edge names are 0.
-        partition: the ``NodePartition`` of the nodes over the ranks of ``group`` (the same on every rank).
+        src: ``(E, *F)``, the edges' rows, of one dtype and feature shape on every rank.
+        reduce: ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` (and the aliases of
+            :func:`scatterx.index_scatter_reduce`: ``"add"``, ``"mul"``, ``"max"``, ``"min"``). ``"mean"`` divides
+            by the number of edges of all ranks (floor division for integers).
+        partition: the :class:`NodePartition` of the nodes over the ranks of ``group`` (the same on every rank).
         sorted: a promise that ``index`` is non-decreasing (checked); the plan finds out either way.
-        group: the torch.distributed process group (default: the world; one process when not initialised).
+        group: the ``torch.distributed`` process group; default the whole world (one process when
+            ``torch.distributed`` is not initialised).
 
-    A collective: every rank of ``group`` calls it together. Bad input on any rank raises the same exception on
-    every rank. Differentiable w.r.t. ``src`` (floating dtypes).
+    Returns:
+        A new tensor ``(partition.size(rank), *F)`` of ``src``'s dtype and device.
+
+    Raises:
+        TypeError: ``partition`` is not a :class:`NodePartition`; ``index`` is neither a tensor nor a :class:`Plan`,
+            or not int32/int64; ``src`` is not a tensor, or of a dtype scatterx does not reduce.
+        ValueError: ``reduce`` is not a known name; ``src`` is 0-d or its rows are not ``index``'s entries;
+            ``index`` is not 1-D, or not sorted with ``sorted=True``; ``partition.world_size`` is not the group's
+            size; a plan was built for another partition; or the ranks' dtypes, feature shapes, partitions or
+            reductions differ.
+        IndexError: an id in ``index`` is negative or not below ``partition.num_nodes``.
+
+    Example:
+        >>> part = NodePartition.even(4, 1)  # one process: rank 0 owns nodes 0..3
+        >>> index = torch.tensor([3, 0, 3])
+        >>> src = torch.tensor([[1.0], [2.0], [3.0]])
+        >>> index_scatter_reduce(index, src, "sum", partition=part)
+        tensor([[2.],
+                [0.],
+                [0.],
+                [4.]])
+        >>> index_scatter_reduce(index, src, "amax", partition=part)
+        tensor([[2.],
+                [0.],
+                [0.],
+                [3.]])
     """
     rank, world = rank_and_world(group)
     problem = None

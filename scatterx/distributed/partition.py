@@ -2,18 +2,47 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Sequence, Tuple, Union
 
 import torch
 
 
-class NodePartition:
-    """Nodes ``0..num_nodes`` split into ``world_size`` contiguous ranges: rank ``r`` owns ``bounds[r]:bounds[r+1]``
-    (a range may be empty).
+def _int(value, name=None) -> int:
+    """``value`` as an int: an int, or an integer scalar (NumPy, a 0-d tensor), not a bool, float or string."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name or 'a bound'} must be an int, got a bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name or 'a bound'} must be an int, got {type(value).__name__}") from None
 
-    >>> part = NodePartition.even(10, 3)
-    >>> part.bounds, part.range(1), part.owner(torch.tensor([0, 4, 9])).tolist()
-    ((0, 4, 7, 10), (4, 7), [0, 1, 2])
+
+class NodePartition:
+    """Which rank owns which nodes: nodes ``0..num_nodes`` split into ``world_size`` contiguous ranges of ids.
+
+    Rank ``r`` owns the nodes ``bounds[r]:bounds[r + 1]`` (a range may be empty). Every rank builds the same
+    partition; :meth:`even` makes ranges of equal sizes, ``NodePartition(bounds)`` any others (e.g. to balance the
+    edges). Partitions with the same bounds are equal.
+
+    Args:
+        bounds: ``world_size + 1`` non-decreasing ints, from 0 to the number of nodes (a sequence, or a 1-D
+            integer tensor).
+
+    Raises:
+        TypeError: ``bounds`` is not a sequence of ints or a 1-D integer tensor.
+        ValueError: ``bounds`` has fewer than 2 entries, does not start at 0, or decreases.
+
+    Example:
+        >>> part = NodePartition.even(10, 3)
+        >>> part
+        NodePartition([0, 4, 7, 10])
+        >>> part.world_size, part.num_nodes, part.range(1), part.size(2)
+        (3, 10, (4, 7), 3)
+        >>> part.owner(torch.tensor([0, 4, 9]))
+        tensor([0, 1, 2])
+        >>> NodePartition([0, 0, 6]).range(0)  # rank 0 owns no node
+        (0, 0)
     """
 
     def __init__(self, bounds: Union[Sequence[int], torch.Tensor]):
@@ -22,10 +51,8 @@ class NodePartition:
                 raise TypeError(f"bounds must be a 1-D integer tensor or a sequence of ints, got {bounds!r}")
             bounds = bounds.tolist()
         try:
-            values = tuple(int(b) for b in bounds)
-            if any(isinstance(b, (bool, float)) for b in bounds):
-                raise TypeError
-        except (TypeError, ValueError):
+            values = tuple(_int(b) for b in bounds)
+        except TypeError:
             raise TypeError(f"bounds must be a sequence of ints, got {bounds!r}") from None
         if len(values) < 2:
             raise ValueError(f"bounds needs world_size + 1 >= 2 entries, got {list(values)}")
@@ -38,11 +65,30 @@ class NodePartition:
 
     @classmethod
     def even(cls, num_nodes: int, world_size: int) -> "NodePartition":
-        """Ranges whose sizes differ by at most one, the larger ones first."""
-        if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 0:
-            raise ValueError(f"num_nodes must be a non-negative int, got {num_nodes!r}")
-        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-            raise ValueError(f"world_size must be a positive int, got {world_size!r}")
+        """Ranges whose sizes differ by at most one, the larger ones first.
+
+        Args:
+            num_nodes: the number of nodes (``>= 0``).
+            world_size: the number of ranks (``>= 1``); ranks beyond ``num_nodes`` own no node.
+
+        Returns:
+            A new ``NodePartition``.
+
+        Raises:
+            TypeError: ``num_nodes`` or ``world_size`` is not an int.
+            ValueError: ``num_nodes`` is negative or ``world_size`` is below 1.
+
+        Example:
+            >>> NodePartition.even(10, 4)
+            NodePartition([0, 3, 6, 8, 10])
+            >>> NodePartition.even(2, 3)
+            NodePartition([0, 1, 2, 2])
+        """
+        num_nodes, world_size = _int(num_nodes, "num_nodes"), _int(world_size, "world_size")
+        if num_nodes < 0:
+            raise ValueError(f"num_nodes must be >= 0, got {num_nodes}")
+        if world_size < 1:
+            raise ValueError(f"world_size must be >= 1, got {world_size}")
         base, extra = divmod(num_nodes, world_size)
         bounds = [0]
         for r in range(world_size):
@@ -51,25 +97,30 @@ class NodePartition:
 
     @property
     def world_size(self) -> int:
+        """The number of ranks."""
         return len(self.bounds) - 1
 
     @property
     def num_nodes(self) -> int:
+        """The number of nodes, over all ranks."""
         return self.bounds[-1]
 
     def range(self, rank: int) -> Tuple[int, int]:
-        """``(start, stop)`` of the nodes ``rank`` owns."""
+        """``(start, stop)``: the node ids ``rank`` owns are ``start <= id < stop``; IndexError for a rank out of
+        range."""
         if not 0 <= rank < self.world_size:
             raise IndexError(f"rank {rank} is out of range for a partition of {self.world_size} ranks")
         return self.bounds[rank], self.bounds[rank + 1]
 
     def size(self, rank: int) -> int:
+        """How many nodes ``rank`` owns (the rows of its ``x_local``); IndexError for a rank out of range."""
         start, stop = self.range(rank)
         return stop - start
 
     def owner(self, node_ids):
-        """The rank owning each node id (an int for an int, an int64 tensor for a tensor). Ids must be in
-        ``[0, num_nodes)``: IndexError otherwise."""
+        """The rank owning each node id: an int for an int, an int64 tensor for a tensor (or a list) of ids.
+
+        Ids must be in ``[0, num_nodes)``: IndexError otherwise; TypeError for ids that are not integers."""
         if isinstance(node_ids, int) and not isinstance(node_ids, bool):
             if not 0 <= node_ids < self.num_nodes:
                 raise IndexError(f"node id {node_ids} is out of range for {self.num_nodes} nodes")
@@ -85,7 +136,8 @@ class NodePartition:
         return self.owner_unchecked(ids)
 
     def owner_unchecked(self, ids: torch.Tensor) -> torch.Tensor:
-        """``owner`` of ids already known to be in range (no host read)."""
+        """:meth:`owner` of an integer tensor of ids already known to be in range, with no check (and so no read
+        back to the host from a GPU)."""
         bounds = self._bounds_tensor.to(ids.device)
         return torch.searchsorted(bounds, ids.to(torch.int64), right=True) - 1
 

@@ -35,7 +35,26 @@ _ERRORS = {"IndexError": IndexError, "ValueError": ValueError, "TypeError": Type
 
 
 def rank_and_world(group=None) -> Tuple[int, int]:
-    """``(rank, world size)`` in ``group``; ``(0, 1)`` when torch.distributed is not initialised (one process)."""
+    """This process's rank and the number of ranks in ``group``, or ``(0, 1)`` in a single process.
+
+    What the ops of this module use to decide which nodes this process owns: without an initialised
+    ``torch.distributed`` process group, the process is rank 0 of 1 (it owns every node of a one-rank partition).
+
+    Args:
+        group: a ``torch.distributed`` process group; default (None) the whole world. Ignored when
+            ``torch.distributed`` is not initialised.
+
+    Returns:
+        ``(rank, world_size)``, two ints.
+
+    Raises:
+        ValueError: ``torch.distributed`` is initialised and ``group`` is not a process group of it (torch's
+            error).
+
+    Example:
+        >>> rank_and_world()  # torch.distributed not initialised: one process
+        (0, 1)
+    """
     if not (dist.is_available() and dist.is_initialized()):
         return 0, 1
     return dist.get_rank(group), dist.get_world_size(group)
@@ -95,23 +114,54 @@ class Stats:
         self.bytes_sent = self.exchanges = self.control_bytes = 0
 
 
+#: this process's traffic counters (the public description is above ``scatterx.distributed.STATS``)
 STATS = Stats()
 
 
 class Plan:
-    """The exchange pattern of ``index`` (global node ids named by this rank) under ``partition``; a collective:
-    every rank of ``group`` builds its plan together.
+    """The exchange pattern of ``index`` (the global node ids this rank's edges name) under ``partition``.
 
-    Attributes: ``ids`` the distinct ids, sorted; ``inverse`` the position of each entry of ``index`` in ``ids``;
-    ``send_counts`` how many of ``ids`` each rank owns; ``recv_counts`` how many of this rank's nodes each rank
-    names; ``local`` those nodes (offsets into this rank's range), in rank order; ``order`` / ``local_sorted`` a
-    stable sort of ``local`` (so that combining what arrives is a sorted, deterministic segment reduction);
-    ``degree`` the number of entries of all ranks' ``index`` naming each owned node."""
+    Built by :func:`plan` (the same as ``Plan(index, partition, group)``) and passed to :func:`index_scatter_reduce`
+    or :func:`halo_gather` in place of ``index``: a static graph computes its exchange pattern once and reuses it
+    every epoch. A plan depends only on the ids and the partition, not on the rows moved along it. Building one is
+    a collective: every rank of ``group`` builds its plan together (three small ``all_to_all_single`` exchanges and
+    one agreement message; none in a single process), and bad input on any rank raises the same exception on every
+    rank, naming the rank that found it.
+
+    The ids are reduced to the distinct ones, sorted (so they come grouped by owner), and every owner learns
+    which of its nodes each rank names. Attributes: ``ids`` the distinct ids; ``inverse`` the position of each
+    entry of ``index`` in ``ids``; ``send_counts`` how many of ``ids`` each rank owns; ``recv_counts`` how many of
+    this rank's nodes each rank names; ``local`` those nodes (offsets into this rank's range), in rank order;
+    ``order`` / ``local_sorted`` a stable sort of ``local`` (so that combining what arrives is a sorted,
+    deterministic segment reduction); ``degree`` the number of entries of all ranks' ``index`` naming each owned
+    node; ``partition``, ``group``, ``rank``, ``world``.
+
+    Args:
+        index: int32 or int64 ``(E,)``, global node ids in ``[0, partition.num_nodes)``, in any order, repeats
+            allowed.
+        partition: the :class:`NodePartition` of the nodes over the ranks of ``group`` (the same on every rank).
+        group: the ``torch.distributed`` process group; default the whole world (one process when
+            ``torch.distributed`` is not initialised).
+
+    Raises:
+        TypeError: ``partition`` is not a :class:`NodePartition`, ``index`` is not a tensor or not int32/int64.
+        ValueError: ``index`` is not 1-D, ``partition.world_size`` is not the group's size, or the ranks' partitions
+            differ.
+        IndexError: an id is negative or not below ``partition.num_nodes``.
+
+    Example:
+        >>> part = NodePartition.even(5, 1)
+        >>> p = Plan(torch.tensor([4, 0, 4]), part)
+        >>> p
+        Plan(rank 0 of 1: 3 entries, 2 distinct ids, send [2], receive [2])
+        >>> p.ids, p.inverse, p.degree
+        (tensor([0, 4]), tensor([1, 0, 1]), tensor([1, 0, 0, 0, 2]))
+    """
 
     def __init__(self, index: torch.Tensor, partition: NodePartition, group=None):
         rank, world = rank_and_world(group)
         problem = _check_index(index, partition, world)
-        agree(problem, ("plan", partition.bounds), group)
+        agree(problem, ("plan", getattr(partition, "bounds", None)), group)
         self.partition, self.group, self.rank, self.world = partition, group, rank, world
         self.num_entries = index.numel()
         self.index_sorted = bool(index.numel() < 2 or bool((index[1:] >= index[:-1]).all()))
@@ -146,17 +196,25 @@ class Plan:
         return out
 
     def push(self, rows: torch.Tensor) -> torch.Tensor:
-        """One row per id (``ids`` order) to its owner: what arrives, in ``local`` order."""
+        """Send one row per id (``rows``: ``(len(ids), *F)``, in ``ids`` order) to the id's owner; a collective.
+
+        Returns:
+            The rows other ranks (and this one) sent this rank: one per entry of ``local``, in that order.
+        """
         return self._move(rows, self.send_counts, self.recv_counts)
 
     def pull(self, owned_rows: torch.Tensor) -> torch.Tensor:
-        """The owner's rows (one per entry of ``local``, in that order) back to the ranks that named them: one row
-        per id, in ``ids`` order."""
+        """Send the owner's rows (``owned_rows``: one per entry of ``local``, in that order) back to the ranks
+        that named them; a collective.
+
+        Returns:
+            One row per id, in ``ids`` order.
+        """
         return self._move(owned_rows, self.recv_counts, self.send_counts)
 
     def bytes_lower_bound(self, row_bytes: int) -> int:
-        """The fewest bytes this rank must send for one push of rows of ``row_bytes``: one row per distinct id
-        owned elsewhere."""
+        """The fewest bytes this rank must send for one :meth:`push` of rows of ``row_bytes`` bytes: one row per
+        distinct id owned by another rank."""
         return sum(c for r, c in enumerate(self.send_counts) if r != self.rank) * row_bytes
 
     def __repr__(self) -> str:
@@ -185,6 +243,40 @@ def _check_index(index, partition: NodePartition, world: int) -> Optional[Except
 
 
 def plan(index: torch.Tensor, partition: NodePartition, group=None) -> Plan:
-    """The exchange pattern of ``index`` under ``partition``, for ``index_scatter_reduce`` and ``halo_gather`` to
-    reuse (pass it in place of ``index``). A collective: every rank of ``group`` calls it together."""
+    """The exchange pattern of ``index`` under ``partition``, for :func:`index_scatter_reduce` and
+    :func:`halo_gather` to reuse.
+
+    Pass the plan in place of ``index``: for a static graph, the exchange pattern is computed once rather than on
+    every call. A collective: every rank of ``group`` calls it together, and bad input on any rank raises the same
+    exception on every rank, naming the rank that found it.
+
+    Args:
+        index: int32 or int64 ``(E,)``, the global node ids this rank's edges name, in ``[0, partition.num_nodes)``.
+        partition: the :class:`NodePartition` of the nodes over the ranks of ``group`` (the same on every rank).
+        group: the ``torch.distributed`` process group; default the whole world (one process when
+            ``torch.distributed`` is not initialised).
+
+    Returns:
+        A new :class:`Plan`.
+
+    Raises:
+        TypeError: ``partition`` is not a :class:`NodePartition`, ``index`` is not a tensor or not int32/int64.
+        ValueError: ``index`` is not 1-D, ``partition.world_size`` is not the group's size, or the ranks' partitions
+            differ.
+        IndexError: an id is negative or not below ``partition.num_nodes``.
+
+    Example:
+        >>> part = NodePartition.even(5, 1)
+        >>> index = torch.tensor([4, 0, 4])
+        >>> p = plan(index, part)
+        >>> src = torch.tensor([[1.0], [2.0], [3.0]])
+        >>> index_scatter_reduce(p, src, "sum", partition=part)
+        tensor([[2.],
+                [0.],
+                [0.],
+                [0.],
+                [4.]])
+        >>> halo_gather(torch.arange(5.0), p, partition=part)  # x[index]
+        tensor([4., 0., 4.])
+    """
     return Plan(index, partition, group)

@@ -16,7 +16,7 @@ one backward formula. The same formula also drives an eager twin: a ``torch.auto
 forward, ``setup_context`` and backward, which the public functions call when a gradient is wanted outside
 ``torch.compile``. The custom op's own eager path costs ~100 us a call in Python (schema defaults, two op
 layers, the dispatcher's autograd and dynamo-disable wrappers), more than the whole kernel of a small graph's
-step; the Function costs a few microseconds, and computes the same tensors (DESIGN.md, "The op path").
+step; the Function costs a few microseconds, and computes the same tensors (docs/decisions/custom-ops-and-gradients.md).
 """
 
 from __future__ import annotations

@@ -16,11 +16,36 @@ from ._library import define_op
 
 
 def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The structure read the other way: ``(ptr_t, index_t)`` with, for each row ``r`` in ``[0, num_rows)``, the
-    segments that read it, ``index_t[ptr_t[r]:ptr_t[r+1]]``, in increasing order (once per reading). Both int64.
+    """A CSR structure read the other way: for each row, the segments that read it.
 
-    >>> csr_transpose(torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2]), 3)
-    (tensor([0, 1, 1, 3]), tensor([0, 0, 1]))
+    ``(ptr, index)`` says which rows each segment reads (segment ``s`` reads rows ``index[ptr[s]:ptr[s+1]]``, as
+    :func:`scatterx.gather_segment_reduce` takes it). The result ``(ptr_t, index_t)`` lists, for each row ``r`` in
+    ``[0, num_rows)``, the segments that read it, ``index_t[ptr_t[r]:ptr_t[r+1]]``, in increasing order (a segment
+    that reads a row twice is listed twice). It is the structure the backward of ``gather_segment_reduce`` runs
+    on; pass it as that function's ``transpose=`` to compute it once per graph.
+
+    Args:
+        ptr: 1-D int32/int64 CSR offsets: non-decreasing entries from 0 to ``index.numel()``.
+        index: 1-D int32/int64, the row each entry reads, in ``[0, num_rows)``, in any order and with repeats.
+        num_rows: the number of rows, an int >= 0 (for ``gather_segment_reduce``: ``src.size(dim)``).
+
+    Returns:
+        A tuple ``(ptr_t, index_t)`` of new int64 tensors on ``index``'s device, ``ptr_t`` with ``num_rows + 1``
+        entries and ``index_t`` with ``index.numel()``.
+
+    Raises:
+        TypeError: ``ptr`` or ``index`` is not a tensor or not int32/int64; ``num_rows`` is not an int (None
+            included).
+        ValueError: ``ptr`` or ``index`` is not 1-D; ``ptr`` is empty, does not start at 0, does not end at
+            ``index.numel()``, or decreases; ``ptr`` is on another device than ``index``; ``num_rows`` is
+            negative or beyond 64-bit sizes.
+        IndexError: an entry of ``index`` is negative or not below ``num_rows``.
+        MemoryError: ``num_rows + 1`` offsets would not fit in the device's free memory.
+
+    Example:
+        >>> ptr, index = torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2])  # segment 0 reads rows 2, 0; segment 1 row 2
+        >>> csr_transpose(ptr, index, 3)  # row 0 is read by segment 0, row 1 by none, row 2 by segments 0 and 1
+        (tensor([0, 1, 1, 3]), tensor([0, 0, 1]))
     """
     check_tensor(ptr, "ptr")
     index, num_rows = check_index_and_size(index, num_rows, "num_rows")

@@ -49,34 +49,69 @@ def gather_segment_reduce(
     weight: Optional[torch.Tensor] = None,
     transpose: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
 ) -> torch.Tensor:
-    """Reduce the ``src`` slices that ``index`` names, segment by segment: segment ``s`` covers the entries
-    ``index[ptr[s]:ptr[s+1]]``, and ``out.select(dim, s)`` is their reduction (0 for an empty segment).
+    """Reduce the ``src`` slices that ``index`` names, segment by segment: message passing without the messages.
+
+    Segment ``s`` covers the entries ``index[ptr[s]:ptr[s+1]]``, and ``out.select(dim, s)`` is the reduction of
+    the slices ``src.select(dim, index[k])`` they name (0 for an empty segment). The same as
+    ``index_scatter_reduce(dim, ptr_to_index(ptr), src.index_select(dim, index), reduce)``, without the gathered
+    copy: for a graph whose edges are grouped by target (``ptr`` the CSR offsets by target, ``index`` the source
+    of each edge) the sum is ``A @ x`` and the mean its row-normalised form, and no ``edges x features`` tensor is
+    written or read.
+
+    Differentiable w.r.t. ``src`` (and ``weight``). The backward of sum and mean is the same operation on the
+    transposed structure (:func:`scatterx.csr_transpose`), so double backward works; prod/amax/amin with a
+    gradient wanted take the exact, slower path of an ``index_select`` followed by ``index_scatter_reduce``.
 
     Args:
         src: the rows to gather (any supported dtype; the reduced dim is ``dim``).
         ptr: CSR offsets, ``num_segments + 1`` non-decreasing entries from 0 to ``index.numel()``.
         index: int32/int64, entries in ``[0, src.size(dim))``, in any order and with repeats.
         reduce: ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` (aliases add, mul, max, min).
+        dim: the dimension of ``src`` that ``index`` names slices along (negative counts from the end).
         weight: optional per-entry weights, src's dtype and device: ``(E,)`` scales the whole slice
             ``src[index[k]]``; ``(E, H)`` scales head ``h`` of it, ``src`` then having ``H`` at ``dim + 1``
-            (``(N, H, C)`` for dim 0). The reduction is of ``weight[k] * src[index[k]]`` (a mean divides by the
-            number of entries, not by the weights' sum). Differentiable in both ``src`` and ``weight``.
+            (``(N, H, C)`` for dim 0) -- GCN's normalised edge weights, GAT's attention per head. The reduction is
+            of ``weight[k] * src[index[k]]`` (a mean divides by the number of entries, not by the weights' sum).
+            Differentiable in both ``src`` and ``weight``.
         transpose: ``csr_transpose(ptr, index, src.size(dim))`` when the caller keeps it; else the backward of
             sum/mean computes it (a counting sort of ``index``). It must be exactly that: its sizes and bounds
-            are checked here, and another structure gives other gradients. (Unused with ``weight``.)
+            are checked here, and another structure gives other gradients. (Unused with ``weight``, though still
+            checked.)
 
-    Same as ``index_scatter_reduce(dim, ptr_to_index(ptr), src.index_select(dim, index), reduce)``, without the
-    gathered copy.
+    Returns:
+        A new tensor of ``src``'s dtype, device and shape, but ``num_segments`` (``ptr.numel() - 1``) along
+        ``dim``.
 
-    >>> gather_segment_reduce(torch.tensor([1., 10., 100.]), torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2]))
-    tensor([101., 100.])
+    Raises:
+        TypeError: ``src``, ``ptr``, ``index``, ``weight`` or an element of ``transpose`` is not a tensor;
+            ``src`` has another dtype (bool, int8, complex, ...); ``ptr``, ``index`` or the elements of
+            ``transpose`` are not int32/int64; ``weight``'s dtype differs from ``src``'s; ``transpose`` is not a
+            pair; ``dim`` is not an int.
+        ValueError: ``reduce`` is unknown; ``ptr`` or ``index`` is not 1-D, or is on another device than
+            ``src``; ``ptr`` is empty, does not start at 0, does not end at ``index.numel()``, or decreases;
+            ``weight`` has another shape than ``(E,)`` or ``(E, H)`` with ``src.size(dim + 1) == H``, or is on
+            another device; ``transpose`` does not fit (its sizes, or its ``ptr_t`` malformed).
+        IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``src.size(dim)``; an
+            entry of ``transpose[1]`` is not a segment.
+        NotImplementedError: ``src`` is on a device other than the CPU and CUDA, or on CUDA without Triton.
+
+    Example:
+        >>> src = torch.tensor([1., 10., 100.])
+        >>> ptr, index = torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2])  # segment 0 reads rows 2, 0; 1 row 2
+        >>> gather_segment_reduce(src, ptr, index)
+        tensor([101., 100.])
+        >>> gather_segment_reduce(src, ptr, index, "amin")
+        tensor([  1., 100.])
+        >>> gather_segment_reduce(src, ptr, index, weight=torch.tensor([1., 2., 3.]))
+        tensor([102., 300.])
     """
     red, src, ptr, index, dim = _checked(src, ptr, index, reduce, dim)
     if weight is not None:
         return _weighted(src, ptr, index, red, dim, weight, transpose)
     ptr_t, index_t = _checked_transpose(transpose, src, dim, ptr, index)
     if not needs_op(src):
-        return _forward(src, ptr, index, red.name, dim, None, None)
+        # (the transpose too, though no backward will use it: a bad argument is an error on every path)
+        return _forward(src, ptr, index, red.name, dim, ptr_t, index_t)
     if red.linear or not (torch.is_grad_enabled() and src.requires_grad):
         # (traced without a gradient: the op itself, so that an exported graph keeps it whole)
         return gather_segment_reduce_differentiable(src, ptr, index, red.name, dim, ptr_t, index_t)
@@ -85,6 +120,8 @@ def gather_segment_reduce(
     # index_select checks index, and the targets come from ptr's own lengths.
     if not torch.compiler.is_compiling():
         ptr, index = checked_structure(src, ptr, index, dim)
+        if ptr_t is not None:
+            _check_transpose_values(src, ptr_t, index_t, ptr.numel() - 1)
     targets = segment_of_entries(ptr, index.numel())
     return index_scatter_reduce(
         dim, targets, src.index_select(dim, index), red.name, sorted=True, dim_size=ptr.numel() - 1
@@ -179,7 +216,10 @@ gather_segment_reduce_differentiable = register_autograd(
 def _weighted(src: Tensor, ptr: Tensor, index: Tensor, red, dim: int, weight, transpose) -> Tensor:
     """The weighted form on a ``(rows, heads, channels)`` view of ``src`` with the reduced dim first."""
     heads = _checked_weight(weight, src, index, dim)
-    _checked_transpose(transpose, src, dim, ptr, index)  # a wrong argument is an error, though it is not used
+    # a wrong argument is an error, though it is not used (its values read outside an op only in eager mode)
+    ptr_t, index_t = _checked_transpose(transpose, src, dim, ptr, index)
+    if ptr_t is not None and not torch.compiler.is_compiling():
+        _check_transpose_values(src, ptr_t, index_t, ptr.numel() - 1)
     # the reduced dim first and the heads (if any) second; every other dim is a channel
     lead = (dim, dim + 1)[: weight.dim()]
     moved = src.movedim(lead, tuple(range(len(lead))))

@@ -42,23 +42,46 @@ def gatv2_logits(
     att: torch.Tensor,
     negative_slope: float = 0.2,
 ) -> torch.Tensor:
-    """Per edge ``k`` of segment ``s`` (``ptr[s] <= k < ptr[s+1]``) and head ``h``:
-    ``sum_c att[h, c] * leaky_relu(a[index[k], h, c] + b[s, h, c], negative_slope)``.
+    """GATv2's attention logits per edge and head, without the ``edges x heads x channels`` tensor.
+
+    For a graph in CSR form by target (segment ``s``, ``ptr[s] <= k < ptr[s+1]``, holds the edges into node
+    ``s``; ``index[k]`` is the source of edge ``k``), edge ``k`` gets, per head ``h``,
+    ``sum_c att[h, c] * leaky_relu(a[index[k], h, c] + b[s, h, c], negative_slope)`` -- GATv2's score of edge
+    ``j -> i`` with ``a = x_l``, ``b = x_r`` (Brody et al., "How Attentive are Graph Attention Networks?").
+    Each logit is one pass over its two rows; the backward recomputes the sum instead of storing it.
+    Differentiable w.r.t. ``a``, ``b`` and ``att``; double backward (a gradient penalty) works too, through torch
+    ops on the gathered ends.
 
     Args:
         ptr: CSR offsets by target, ``b.size(0) + 1`` non-decreasing entries from 0 to ``index.numel()``.
         index: int32/int64, the source row of each edge, in ``[0, a.size(0))``.
-        a, b: the source and target rows, ``(rows, heads, channels)`` or ``(rows, channels)``: one floating dtype,
-            one device, the same shape after the first dim (GATv2's ``x_l`` and ``x_r``).
+        a: the source rows (GATv2's ``x_l``), ``(rows_a, heads, channels)`` or ``(rows_a, channels)``, of a
+            floating dtype.
+        b: the target rows (GATv2's ``x_r``): the same dtype, device and shape after the first dim as ``a``.
         att: the attention vector, of shape ``a.shape[1:]``, possibly with leading 1s (PyG's ``(1, heads,
             channels)``), same dtype and device.
         negative_slope: the leaky ReLU's slope for negative inputs.
 
-    Returns ``(E, heads)`` (``(E,)`` for 2-D rows), in the order of ``index``.
+    Returns:
+        A new tensor of ``a``'s dtype and device, of shape ``(E, heads)`` (``(E,)`` for 2-D rows) with
+        ``E = index.numel()``, in the order of ``index``.
 
-    >>> gatv2_logits(torch.tensor([0, 2, 3]), torch.tensor([1, 0, 1]), torch.tensor([[1., -2.], [3., 4.]]),
-    ...              torch.tensor([[0., 0.], [-4., 0.]]), torch.tensor([1., 1.]))
-    tensor([7.0000, 0.6000, 3.8000])
+    Raises:
+        TypeError: an argument is not a tensor; ``a``, ``b`` or ``att`` is not floating point, or their dtypes
+            differ; ``ptr`` or ``index`` is not int32/int64; ``negative_slope`` is not a number.
+        ValueError: ``a`` and ``b`` are not both 2-D or both 3-D, or differ after the first dim; ``att`` has
+            another shape; ``ptr`` does not have ``b.size(0) + 1`` entries, does not start at 0, does not end at
+            ``index.numel()``, or decreases; ``ptr`` or ``index`` is not 1-D; a tensor is on another device than
+            ``a``.
+        IndexError: an entry of ``index`` is negative or not below ``a.size(0)``.
+        NotImplementedError: ``a`` is on a device other than the CPU and CUDA, or on CUDA without Triton.
+
+    Example:
+        >>> ptr, index = torch.tensor([0, 2, 3]), torch.tensor([1, 0, 1])  # edges 1->0, 0->0, 1->1
+        >>> a = torch.tensor([[1., -2.], [3., 4.]])
+        >>> b = torch.tensor([[0., 0.], [-4., 0.]])
+        >>> gatv2_logits(ptr, index, a, b, torch.tensor([1., 1.]))
+        tensor([7.0000, 0.6000, 3.8000])
     """
     a3, b3, att2, ptr, index, slope, shape = _checked(ptr, index, a, b, att, negative_slope)
     if needs_op(a3, b3, att2):

@@ -39,29 +39,71 @@ def index_scatter_reduce(
     out=None,
     include_self: bool = True,
 ) -> torch.Tensor:
-    """``dst[index[i]] (+)= src[i]`` along ``dim``, for the first ``index.numel()`` slices of ``src``.
+    """Reduce the slices of ``src`` along ``dim`` into the output slices that ``index`` names.
+
+    ``dst[index[i]] (+)= src[i]`` along ``dim``, for the first ``index.numel()`` slices of ``src``; for ``dim=0``,
+    ``dst[index[i], ...] (+)= src[i, ...]`` -- the scatter of a graph's edge messages into their target nodes. These
+    are the semantics of ``torch.Tensor.index_reduce_`` (with ``out``) and of ``torch_scatter.scatter``.
+
+    A 0-d ``index``, ``src`` or ``out`` counts as one slice along dim 0, as in ``torch.index_add``. Integer sums wrap
+    and integer means round down as torch's do; amax/amin propagate NaN as torch's do. Differentiable w.r.t.
+    ``src`` and ``out``'s values, for every reduction (double backward included): amax/amin split the gradient
+    evenly among the members equal to the result, ``out``'s own value among them only with ``include_self=True``.
+    Every argument is checked before anything is written: after a failed call ``out`` is exactly as it was.
 
     Args:
         dim: the dimension of ``src`` that ``index`` runs along (negative counts from the end).
         index: 1-D int32/int64, ``index.numel() <= src.size(dim)``; non-decreasing when ``sorted=True``.
             (A 0-d index is one entry, as in ``torch.index_add``.)
         src: float32/float64/float16/bfloat16/int32/int64 tensor of any shape and strides (a 0-d one is one
-            slice along dim 0).
+            slice along dim 0). Half types are accumulated in float32.
         reduce: ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` (aliases add, mul, max, min).
         sorted: promise that ``index`` is non-decreasing (checked): contiguous segments, the fastest path.
             ``sorted=False`` accepts any order.
         dim_size: size of the output along ``dim``; default ``out.size(dim)``, else ``index.max() + 1``
-            (the last element for a sorted index).
-        out: reduce into this tensor in place and return it; ``include_self`` says whether its values take part
-            (mean counts them). Its rows that receive nothing keep their values.
+            (the last element for a sorted index). Passing it spares a read of the index (a host sync on the GPU,
+            a graph break under ``torch.compile``).
+        out: reduce into this tensor in place and return it (same dtype and device as ``src``, same shape but
+            along ``dim``). Its rows that receive nothing keep their values.
+        include_self: with ``out``, whether its values take part (mean counts them); ``False`` reduces ``src``'s
+            values only. Ignored without ``out``.
 
-    Without ``out`` the result is a new tensor whose rows that receive nothing are 0.
+    Returns:
+        A new tensor of ``src``'s dtype, device and shape, but ``dim_size`` along ``dim``, whose rows that receive
+        nothing are 0 -- or, with ``out``, ``out`` itself, written in place.
 
-    >>> index_scatter_reduce(0, torch.tensor([0, 0, 2]), torch.tensor([1., 2., 3.]))
-    tensor([3., 0., 3.])
+    Raises:
+        TypeError: ``index``, ``src`` or ``out`` is not a tensor (a list or a NumPy array is not); ``index`` is not
+            int32/int64; ``src`` has another dtype (bool, int8, complex, ...); ``out``'s dtype differs from
+            ``src``'s; ``dim`` or ``dim_size`` is not an int; ``sorted`` or ``include_self`` is not a bool.
+        ValueError: ``reduce`` is unknown; ``index`` is not 1-D or is longer than ``src.size(dim)``; ``sorted=True``
+            but ``index`` decreases somewhere (the message says to pass ``sorted=False``); ``dim_size`` is negative,
+            beyond 64-bit sizes, or disagrees with ``out.size(dim)``; ``out`` has the wrong shape; ``index`` or
+            ``out`` is on another device than ``src``.
+        IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below the output size.
+        MemoryError: the output would not fit in the device's free memory (a huge ``dim_size``, or a huge index
+            value without ``dim_size``); the message names the size and where it came from.
+        NotImplementedError: ``src`` is on a device other than the CPU and CUDA, or on CUDA without Triton.
+
+    Example:
+        >>> index = torch.tensor([0, 0, 2])
+        >>> src = torch.tensor([1., 2., 3.])
+        >>> index_scatter_reduce(0, index, src)
+        tensor([3., 0., 3.])
+        >>> index_scatter_reduce(0, index, src, "amax", dim_size=4)
+        tensor([2., 0., 3., 0.])
+        >>> index_scatter_reduce(1, torch.tensor([1, 0, 1]), torch.tensor([[1., 2., 3.]]), "mean", sorted=False)
+        tensor([[2., 2.]])
+        >>> out = torch.tensor([10., 10., 10.])
+        >>> index_scatter_reduce(0, index, src, "amin", out=out, include_self=False)
+        tensor([ 1., 10.,  3.])
+        >>> out
+        tensor([ 1., 10.,  3.])
     """
     if not isinstance(sorted, bool):
         raise TypeError(f"sorted must be a bool, got {type(sorted).__name__}")
+    if not isinstance(include_self, bool):
+        raise TypeError(f"include_self must be a bool, got {type(include_self).__name__}")
     if out is None and type(src) is Tensor and type(index) is Tensor:
         if src.requires_grad and torch.is_grad_enabled() and not torch.compiler.is_compiling():
             # the eager autograd twin takes the caller's arguments: its forward (``_forward``) checks them, and
@@ -121,7 +163,7 @@ def index_scatter_reduce_from(
 def _small_call(dim, index: Tensor, src: Tensor, reduce, sorted, dim_size) -> Optional[Tensor]:
     """The result of a small, plainly valid call by the backend's cheapest route, or None (then the general
     path runs, with every check). Only checks that cost attribute reads happen here: at a few thousand elements
-    the general path's Python bookkeeping costs several times the kernel (measured in DESIGN.md)."""
+    the general path's Python bookkeeping costs several times the kernel (see docs/decisions/small-calls.md)."""
     red = REDUCTIONS_BY_ALIAS.get(reduce) if type(reduce) is str else None
     if red is None or type(sorted) is not bool or type(dim) is not int or index.dim() != 1:
         return None

@@ -26,18 +26,45 @@ OPS = ("add", "mul", "dot")
 
 
 def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str = "dot") -> torch.Tensor:
-    """Per edge ``k`` of segment ``s`` (``ptr[s] <= k < ptr[s+1]``): ``a[index[k]] op b[s]``.
+    """A value per edge from its two end rows: ``a[index[k]] op b[s]`` for edge ``k`` of segment ``s``.
+
+    For a graph in CSR form by target (segment ``s``, ``ptr[s] <= k < ptr[s+1]``, holds the edges into node
+    ``s``; ``index[k]`` is the source of edge ``k``), each edge combines its source row of ``a`` and its target
+    row of ``b`` without gathering either: a sampled dense-dense matrix product (``A @ B^T`` computed only where
+    the graph has an edge) for ``"dot"``, GAT's logits ``sddmm(ptr, src_nodes, alpha_src, alpha_dst, "add")`` for
+    ``"add"``. Differentiable w.r.t. ``a`` and ``b`` (double backward included).
 
     Args:
         ptr: CSR offsets by target, ``b.size(0) + 1`` non-decreasing entries from 0 to ``index.numel()``.
         index: int32/int64, the source row of each edge, in ``[0, a.size(0))``.
-        a, b: the source and target rows: same dtype, device and feature shape (``a.shape[1:] == b.shape[1:]``).
-        op: ``"add"``, ``"mul"`` (result ``(E, *a.shape[1:])``) or ``"dot"`` (over the last dim: ``(E,
-            *a.shape[1:-1])``; needs a feature dim).
+        a: the source rows, ``(rows_a, *F)``, any supported dtype.
+        b: the target rows, ``(rows_b, *F)``: the same dtype, device and feature shape ``F`` as ``a`` (the
+            number of rows may differ).
+        op: ``"add"``, ``"mul"`` (elementwise over the rows) or ``"dot"`` (the dot product over the last dim;
+            needs a feature dim). With heads, ``a`` and ``b`` of shape ``(N, heads, C)`` give ``(E, heads)``.
 
-    >>> sddmm(torch.tensor([0, 2, 3]), torch.tensor([1, 0, 1]), torch.tensor([[1., 2.], [3., 4.]]),
-    ...       torch.tensor([[1., 1.], [0., 10.]]), "dot")
-    tensor([ 7.,  3., 40.])
+    Returns:
+        A new tensor of ``a``'s dtype and device, one row per edge in the order of ``index``, of shape
+        ``(E, *F)`` for ``"add"`` and ``"mul"``, ``(E, *F[:-1])`` for ``"dot"`` (``E = index.numel()``).
+
+    Raises:
+        TypeError: an argument is not a tensor; ``a`` or ``b`` has another dtype (bool, int8, complex, ...), or
+            their dtypes differ; ``ptr`` or ``index`` is not int32/int64.
+        ValueError: ``op`` is unknown; ``a`` or ``b`` is 0-d, or their feature shapes differ; ``op="dot"`` on
+            1-D rows; ``ptr`` does not have ``b.size(0) + 1`` entries, does not start at 0, does not end at
+            ``index.numel()``, or decreases; ``ptr`` or ``index`` is not 1-D; a tensor is on another device than
+            ``a``.
+        IndexError: an entry of ``index`` is negative or not below ``a.size(0)``.
+        NotImplementedError: ``a`` is on a device other than the CPU and CUDA, or on CUDA without Triton.
+
+    Example:
+        >>> ptr, index = torch.tensor([0, 2, 3]), torch.tensor([1, 0, 1])  # edges 1->0, 0->0, 1->1
+        >>> a = torch.tensor([[1., 2.], [3., 4.]])
+        >>> b = torch.tensor([[1., 1.], [0., 10.]])
+        >>> sddmm(ptr, index, a, b, "dot")
+        tensor([ 7.,  3., 40.])
+        >>> sddmm(ptr, index, torch.tensor([1., 3.]), torch.tensor([1., 0.]), "add")
+        tensor([4., 2., 3.])
     """
     a3, b3, ptr, index, op, shape = _checked(ptr, index, a, b, op)
     if needs_op(a3, b3):

@@ -19,11 +19,35 @@ from .index_scatter_reduce import index_scatter_reduce_backward_op, index_scatte
 def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", dim: int = 0) -> torch.Tensor:
     """Reduce ``src`` along ``dim`` over the CSR segments ``ptr``: segment ``s`` covers ``ptr[s]:ptr[s+1]``.
 
-    ``ptr`` has ``num_segments + 1`` non-decreasing entries with ``ptr[0] == 0`` and ``ptr[-1] == src.size(dim)``.
-    The result has ``num_segments`` along ``dim``; empty segments give 0. Differentiable w.r.t. ``src``.
+    The segments are contiguous runs of slices, as a sorted index with an entry per slice gives them
+    (:func:`scatterx.index_to_ptr` converts one): ``segment_reduce(src, index_to_ptr(index, n))`` equals
+    ``index_scatter_reduce(0, index, src, dim_size=n)`` -- it runs the very kernel of that sorted path.
+    Differentiable w.r.t. ``src``, for every reduction (double backward included).
 
-    >>> segment_reduce(torch.tensor([1., 2., 3.]), torch.tensor([0, 2, 2, 3]))
-    tensor([3., 0., 3.])
+    Args:
+        src: float32/float64/float16/bfloat16/int32/int64 tensor of any shape (a 0-d one is one slice).
+        ptr: 1-D int32/int64 CSR offsets: ``num_segments + 1`` non-decreasing entries with ``ptr[0] == 0`` and
+            ``ptr[-1] == src.size(dim)``.
+        reduce: ``"sum"``, ``"mean"``, ``"prod"``, ``"amax"``, ``"amin"`` (aliases add, mul, max, min).
+        dim: the dimension of ``src`` the segments run along (negative counts from the end).
+
+    Returns:
+        A new tensor of ``src``'s dtype, device and shape, but ``num_segments`` (``ptr.numel() - 1``) along
+        ``dim``. Empty segments give 0.
+
+    Raises:
+        TypeError: ``src`` or ``ptr`` is not a tensor; ``src`` has another dtype (bool, int8, complex, ...);
+            ``ptr`` is not int32/int64; ``dim`` is not an int.
+        ValueError: ``reduce`` is unknown; ``ptr`` is not 1-D, is empty, does not start at 0, does not end at
+            ``src.size(dim)``, or decreases; ``ptr`` is on another device than ``src``.
+        IndexError: ``dim`` is out of range.
+        NotImplementedError: ``src`` is on a device other than the CPU and CUDA, or on CUDA without Triton.
+
+    Example:
+        >>> segment_reduce(torch.tensor([1., 2., 3.]), torch.tensor([0, 2, 2, 3]))
+        tensor([3., 0., 3.])
+        >>> segment_reduce(torch.tensor([[1., 2., 3.]]), torch.tensor([0, 1, 3]), "amax", dim=1)
+        tensor([[1., 3.]])
     """
     red, src, ptr, dim = _checked(src, ptr, reduce, dim)
     if not needs_op(src):
@@ -93,10 +117,27 @@ segment_reduce_differentiable = register_autograd(segment_reduce_op, _forward, _
 
 # ------------------------------------------------------------------------------------------------ conversions
 def index_to_ptr(index: torch.Tensor, dim_size: int) -> torch.Tensor:
-    """CSR offsets (int64, ``dim_size + 1`` entries) of a sorted (non-decreasing) index.
+    """The CSR offsets of a sorted (non-decreasing) index: ``ptr[s]`` is the number of entries below ``s``.
 
-    >>> index_to_ptr(torch.tensor([0, 0, 2]), 4)
-    tensor([0, 2, 2, 3, 3])
+    Segment ``s`` of the result covers the positions holding ``s``, ``ptr[s]:ptr[s+1]``: what
+    :func:`scatterx.segment_reduce` takes. :func:`scatterx.ptr_to_index` is the inverse.
+
+    Args:
+        index: 1-D int32/int64, non-decreasing, entries in ``[0, dim_size)``.
+        dim_size: the number of segments, an int >= 0 (entries above ``index``'s last are empty segments).
+
+    Returns:
+        A new 1-D int64 tensor of ``dim_size + 1`` entries on ``index``'s device, from 0 to ``index.numel()``.
+
+    Raises:
+        TypeError: ``index`` is not a tensor or not int32/int64; ``dim_size`` is not an int (None included).
+        ValueError: ``index`` is not 1-D or not sorted; ``dim_size`` is negative or beyond 64-bit sizes.
+        IndexError: an entry of ``index`` is negative or not below ``dim_size``.
+        MemoryError: ``dim_size + 1`` offsets would not fit in the device's free memory.
+
+    Example:
+        >>> index_to_ptr(torch.tensor([0, 0, 2]), 4)
+        tensor([0, 2, 2, 3, 3])
     """
     index, dim_size = check_index_and_size(index, dim_size, "dim_size")
     return backend_for(index).index_to_ptr(
@@ -105,10 +146,24 @@ def index_to_ptr(index: torch.Tensor, dim_size: int) -> torch.Tensor:
 
 
 def ptr_to_index(ptr: torch.Tensor) -> torch.Tensor:
-    """The sorted index (int64) that CSR offsets ``ptr`` describe: segment ``s`` repeated ``ptr[s+1]-ptr[s]`` times.
+    """The sorted index that CSR offsets describe: segment ``s`` repeated ``ptr[s+1] - ptr[s]`` times.
 
-    >>> ptr_to_index(torch.tensor([0, 2, 2, 3]))
-    tensor([0, 0, 2])
+    The inverse of :func:`scatterx.index_to_ptr` (``ptr_to_index(index_to_ptr(index, n))`` is ``index``).
+
+    Args:
+        ptr: 1-D int32/int64 CSR offsets: non-decreasing, starting at 0.
+
+    Returns:
+        A new 1-D int64 tensor of ``ptr[-1]`` entries on ``ptr``'s device, non-decreasing, entries in
+        ``[0, ptr.numel() - 1)``.
+
+    Raises:
+        TypeError: ``ptr`` is not a tensor or not int32/int64.
+        ValueError: ``ptr`` is not 1-D, is empty or does not start at 0, or decreases.
+
+    Example:
+        >>> ptr_to_index(torch.tensor([0, 2, 2, 3]))
+        tensor([0, 0, 2])
     """
     check_tensor(ptr, "ptr")
     ptr = check_integer_vector(ptr, "ptr", ptr)

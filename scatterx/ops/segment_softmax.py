@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from ..backends import backend_for
-from ._checks import check_integer_vector, check_size, check_src, check_tensor, normalize_dim
+from ._checks import check_allocation, check_integer_vector, check_size, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
 from .index_scatter_reduce import index_scatter_reduce_op
 from .segment_reduce import segment_reduce_op
@@ -35,19 +35,46 @@ def segment_softmax(
     num_segments: Optional[int] = None,
     sorted: bool = False,
 ) -> torch.Tensor:
-    """Softmax of ``src`` along ``dim`` within each group of slices; a new tensor of ``src``'s shape.
+    """Softmax of ``src`` along ``dim`` within each group of slices: attention over each node's incoming edges.
+
+    The groups are given by an index (``index[i]`` is the group of slice ``i``; any order) or by CSR offsets
+    ``ptr`` over contiguous slices; every slice belongs to a group. Within each group the result is exactly
+    ``torch.softmax``'s, NaN/inf rules included: ``exp(x - max) / sum(exp(x - max))``, NaN for a whole group that
+    holds a NaN or a +inf, or only -inf. Differentiable w.r.t. ``src`` (``y * (g - sum(g * y))`` per group),
+    double backward included.
 
     Args:
-        src: float32/float64/float16/bfloat16 (half types are computed in float32).
+        src: float32/float64/float16/bfloat16 (half types are computed in float32), at least 1-D.
         index: int32/int64 with ``src.size(dim)`` entries, the group of each slice, in any order
             (``sorted=True`` promises it is non-decreasing: no sort is needed).
-        ptr: instead of ``index``, CSR offsets: group ``s`` is slices ``ptr[s]:ptr[s+1]``, ``ptr[-1] ==
-            src.size(dim)``.
+        ptr: instead of ``index``, CSR offsets: group ``s`` is slices ``ptr[s]:ptr[s+1]``, ``ptr[0] == 0``,
+            ``ptr[-1] == src.size(dim)``.
+        dim: the dimension of ``src`` the groups run along (negative counts from the end).
         num_segments: the number of groups an index may name (default ``index.max() + 1``, read on the host;
-            pass it to avoid that sync, e.g. under ``torch.compile``).
+            pass it to avoid that sync, e.g. under ``torch.compile``). With ``ptr``, it must be
+            ``ptr.numel() - 1`` if given.
+        sorted: with ``index``, promise that it is non-decreasing (checked); ignored with ``ptr``.
 
-    >>> segment_softmax(torch.tensor([1., 1., 5.]), torch.tensor([0, 0, 1]))
-    tensor([0.5000, 0.5000, 1.0000])
+    Returns:
+        A new tensor of ``src``'s shape, dtype and device.
+
+    Raises:
+        TypeError: ``src``, ``index`` or ``ptr`` is not a tensor; ``src`` is not floating point; ``index`` or
+            ``ptr`` is not int32/int64; ``dim`` or ``num_segments`` is not an int; ``sorted`` is not a bool.
+        ValueError: both or neither of ``index`` and ``ptr`` are given; ``src`` is 0-d; ``index`` or ``ptr`` is
+            not 1-D or is on another device than ``src``; ``index`` does not have ``src.size(dim)`` entries;
+            ``sorted=True`` but ``index`` decreases; ``ptr`` is empty, does not start at 0, does not end at
+            ``src.size(dim)``, or decreases; ``num_segments`` is negative, beyond 64-bit sizes, or disagrees with
+            ``ptr``.
+        IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``num_segments``.
+        MemoryError: the offsets of ``num_segments`` groups would not fit in the device's free memory.
+        NotImplementedError: ``src`` is on a device other than the CPU and CUDA, or on CUDA without Triton.
+
+    Example:
+        >>> segment_softmax(torch.tensor([1., 1., 5.]), torch.tensor([0, 0, 1]))
+        tensor([0.5000, 0.5000, 1.0000])
+        >>> segment_softmax(torch.tensor([0., 0., 0., 7.]), ptr=torch.tensor([0, 3, 4]))
+        tensor([0.3333, 0.3333, 0.3333, 1.0000])
     """
     src, index, ptr, dim, num_segments = _checked(src, index, ptr, dim, num_segments, sorted)
     if not needs_op(src):
@@ -68,15 +95,21 @@ def _checked(src, index, ptr, dim, num_segments, sorted):
     if (index is None) == (ptr is None):
         raise ValueError("segment_softmax takes either index or ptr (exactly one of them)")
     n = src.size(dim)
-    num_segments = check_size(num_segments, "num_segments")
+    given = num_segments = check_size(num_segments, "num_segments")
     if ptr is not None:
         ptr = check_integer_vector(check_tensor(ptr, "ptr"), "ptr", src)
+        if num_segments is not None and not torch.compiler.is_compiling() and num_segments != ptr.numel() - 1:
+            raise ValueError(f"num_segments={num_segments} disagrees with ptr, which has {ptr.numel() - 1} groups")
         return src, None, ptr, dim, ptr.numel() - 1
     index = check_integer_vector(check_tensor(index, "index"), "index", src)
     if index.numel() != n:
         raise ValueError(f"index has {index.numel()} entries but src.size({dim}) is {n}: every slice needs a group")
     if num_segments is None:
         num_segments = backend_for(src).output_size(index, sorted)[0] if n else 0
+    if not torch.compiler.is_compiling():  # (traced sizes may be symbolic; the check is for eager calls)
+        what = (f"num_segments={num_segments}" if given is not None
+                else f"the number of groups index.max() + 1 = {num_segments} (no num_segments given)")
+        check_allocation(num_segments + 1, 8, src.device, what)  # the groups' offsets
     return src, index, None, dim, num_segments
 
 

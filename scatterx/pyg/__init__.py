@@ -1,36 +1,66 @@
-"""PyG integration: one switch that runs PyTorch Geometric's scatter work on scatterx.
+"""PyTorch Geometric on scatterx: one switch that runs PyG's scatter work on scatterx's kernels.
 
->>> import scatterx.pyg
->>> scatterx.pyg.enable()          # or: with scatterx.pyg.enabled(): ...
->>> scatterx.pyg.disable()
+:func:`enable` patches PyG in place and :func:`disable` undoes it (:func:`enabled` does both around a ``with``
+block); the model's code does not change::
 
-What the switch routes, while it is on (``routed.py``):
+    import scatterx.pyg
 
-- ``torch_geometric.utils.scatter`` / ``segment`` / ``softmax`` / ``spmm``: every module of ``torch_geometric`` that
-  holds one of them -- the package namespaces and the modules that bound the name at import time
-  (``from torch_geometric.utils import scatter``) -- gets scatterx's version. The index's order is checked per
-  call (one pass), so a sorted index takes the sorted kernel; ``ptr`` takes the CSR kernel directly; the softmax
-  is ``scatterx.segment_softmax``.
-- ``Aggregation.reduce``, the one helper behind PyG's sum/mean/max/min/mul/softmax/power-mean/std/var
-  aggregations: with ``ptr`` (a sorted ``EdgeIndex`` gives one to ``MessagePassing``) it always runs the CSR
-  segment kernel (PyG only does so in deterministic mode); without, it reaches the routed ``scatter``.
-- ``propagate`` of the layers whose message is the neighbour's features as they are (``fused.py``:
-  ``SAGEConv``, ``GINConv``) on a plain ``edge_index`` tensor: the layer's own ``message_and_aggregate`` runs on a
-  CSR adjacency (``adjacency.py``: cached per ``edge_index`` tensor; a sorted ``EdgeIndex`` lends its own CSC), so
-  the messages are reduced by ``gather_segment_reduce`` without being materialized.
+    with scatterx.pyg.enabled():
+        out = model(data.x, data.edge_index)
 
-``switch.py`` does the patching and keeps the undo log. ``torch.jit.script`` of PyG code with the switch on
-compiles PyG's own functions (TorchScript cannot compile Numba or Triton kernels); the scripted module runs PyG's
-default path. ``ScatterAggregation(reduce)`` (``aggregation.py``) is the same work as an ``aggr=`` module, for
-code that prefers not to patch.
+While the switch is on:
+
+- ``torch_geometric.utils.scatter``, ``segment``, ``softmax`` and ``spmm`` are scatterx's :func:`scatter`,
+  :func:`segment`, :func:`softmax` and :func:`spmm`, in PyG's package namespaces and in every PyG module that
+  imported the name. A sorted index takes scatterx's sorted kernel, a ``ptr`` the CSR kernel.
+- PyG's aggregations -- ``aggr="sum"``, ``"mean"``, ``"max"``, ``"min"``, ``"mul"`` and the softmax, power-mean,
+  std and var aggregations, which reduce through the same helper -- run on scatterx. Given a ``ptr`` (a sorted
+  ``EdgeIndex`` gives ``MessagePassing`` one), they always run the deterministic CSR kernel, which PyG does only
+  in its deterministic mode.
+- The layers of :data:`FUSED_CONVS` (``SAGEConv``, ``GINConv``, ``GCNConv``, ``GraphConv``, ``GATConv``,
+  ``GATv2Conv``) on a plain ``edge_index`` tensor or a sorted ``EdgeIndex`` reduce their messages in one fused
+  gather-and-reduce kernel over a CSR adjacency, without building the ``edges x features`` messages (GATv2's
+  attention logits too). The adjacency is cached per ``edge_index`` tensor (:func:`clear_cache` forgets it).
+
+Whatever scatterx does not take runs PyG's own code -- a dtype or device scatterx does not support,
+``reduce="any"``; for the fused layers also hooks, explain mode and ``torch.compile`` -- so the results are PyG's
+(up to the order of floating-point sums).
+
+``torch.jit.script`` of PyG code with the switch on compiles PyG's own functions: TorchScript cannot compile
+scatterx's Numba or Triton kernels, so the scripted module runs PyG's default path while the eager one stays on
+scatterx.
+
+For code that prefers not to patch PyG, :class:`ScatterAggregation` does the same work as an ``aggr=`` module.
 """
+
+# Where things are:
+# - switch.py: enable() patches PyG and logs every change (the undo log in _common.PATCHED); disable() undoes the log
+#   in reverse order.
+# - routed.py: the functions enable() puts in place of PyG's scatter/segment/softmax/spmm and Aggregation.reduce.
+#   The index's order is checked per call (one pass), so a sorted index takes the sorted kernel; ``ptr`` takes the
+#   CSR kernel directly; the softmax is scatterx.segment_softmax. Aggregation.reduce with ``ptr`` always runs the
+#   CSR segment kernel (PyG does so only in deterministic mode); without, it reaches the routed scatter.
+# - fused.py: ``propagate`` of the layers whose message is the neighbour's features as they are (SAGEConv,
+#   GINConv) runs the layer's own message_and_aggregate on a CSR adjacency; the weighted layers (GCNConv,
+#   GraphConv, GATConv, GATv2Conv) run the weighted gather_segment_reduce; GATv2's edge_updater runs gatv2_logits.
+# - adjacency.py: that CSR adjacency, cached per edge_index tensor (a sorted EdgeIndex lends its own CSC).
+# - aggregation.py: ScatterAggregation, the same work as an aggr= module.
 
 from . import _common  # noqa: F401  (first: it says what to install when torch_geometric is missing)
 from .adjacency import clear_cache
 from .aggregation import ScatterAggregation
-from .fused import FUSED_CONVS
+from .fused import FUSED_CONVS as _FUSED_CONVS
 from .routed import scatter, segment, softmax, spmm
 from .switch import disable, enable, enabled, is_enabled
+
+#: The PyG layers whose message passing runs fused while the switch is on (a tuple of classes), namely
+#: ``SAGEConv``, ``GINConv``, ``GCNConv``, ``GraphConv``, ``GATConv`` and ``GATv2Conv``. On a plain ``edge_index``
+#: tensor or a sorted ``EdgeIndex``, their ``propagate`` reduces the messages in one gather-and-reduce kernel over
+#: a CSR adjacency of the graph, without building the ``edges x features`` messages: GCN's and GraphConv's edge
+#: weights and GAT's attention weigh the rows inside the kernel, and GATv2's attention logits are computed on the
+#: adjacency too. A subclass that overrides the layer's ``message`` (or ``message_and_aggregate``), and a layer
+#: with hooks, in explain mode or under ``torch.compile``, runs PyG's own ``propagate``.
+FUSED_CONVS = _FUSED_CONVS
 
 __all__ = [
     "enable", "disable", "enabled", "is_enabled", "clear_cache", "ScatterAggregation", "FUSED_CONVS",

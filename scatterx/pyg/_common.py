@@ -44,6 +44,21 @@ PATCHED: List[Tuple[Any, str, Any]] = []
 
 
 def is_enabled() -> bool:
+    """Whether the switch is on (:func:`enable` was called, and :func:`disable` not since).
+
+    Returns:
+        ``True`` while PyG is routed through scatterx, else ``False``.
+
+    Raises:
+        : Nothing of its own (it takes no argument).
+
+    Example:
+        >>> scatterx.pyg.is_enabled()
+        False
+        >>> with scatterx.pyg.enabled():
+        ...     scatterx.pyg.is_enabled()
+        True
+    """
     return bool(PATCHED)
 
 

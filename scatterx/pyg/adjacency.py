@@ -60,7 +60,38 @@ CACHE_SIZE = 8
 
 
 def clear_cache() -> None:
-    """Forget the CSR adjacencies built for fused layers (they are rebuilt on the next call)."""
+    """Forget the CSR adjacencies built for the fused layers; each is rebuilt on its next use.
+
+    With the switch on, a fused layer (:data:`FUSED_CONVS`) builds the CSR adjacency of its ``edge_index`` once
+    and keeps it while that tensor lives (for a few tensors at a time), so that a stack of layers on one graph
+    sorts the edges once. An in-place change of ``edge_index`` is seen (torch's version counter), but a write that
+    bypasses it -- through ``.data`` or a NumPy view -- is not: then call this function (or build a new tensor).
+    The cache is kept across :func:`disable`.
+
+    Returns:
+        None.
+
+    Raises:
+        : Nothing of its own (it takes no argument).
+
+    Example:
+        >>> from torch_geometric.nn import GINConv
+        >>> conv = GINConv(torch.nn.Identity())  # x_i + the sum of x_j over the edges j -> i
+        >>> x = torch.tensor([[1.0], [2.0], [3.0]])
+        >>> edge_index = torch.tensor([[0, 1, 2], [1, 2, 1]])
+        >>> with scatterx.pyg.enabled():
+        ...     conv(x, edge_index)
+        tensor([[1.],
+                [6.],
+                [5.]])
+        >>> edge_index.numpy()[0, 0] = 2  # a write that torch's version counter does not see
+        >>> scatterx.pyg.clear_cache()
+        >>> with scatterx.pyg.enabled():
+        ...     conv(x, edge_index)
+        tensor([[1.],
+                [8.],
+                [5.]])
+    """
     CACHE.clear()
 
 

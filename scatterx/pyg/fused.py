@@ -47,6 +47,7 @@ PLAIN_CONVS = (SAGEConv, GINConv)
 #: ``message``, ``aggregate`` and ``update`` must be these classes' own.
 WEIGHTED_CONVS = {GCNConv: "edge_weight", GraphConv: "edge_weight", GATConv: "alpha", GATv2Conv: "alpha"}
 
+#: The layers whose propagate runs fused (the public description is above ``scatterx.pyg.FUSED_CONVS``).
 FUSED_CONVS = PLAIN_CONVS + tuple(WEIGHTED_CONVS)
 
 #: Layers whose ``edge_updater`` runs fused (the exact ``edge_update`` of these classes only).

@@ -14,7 +14,7 @@ from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.typing import Adj
+from torch_geometric.typing import Adj, SparseTensor
 from torch_geometric.utils.num_nodes import maybe_num_nodes
 
 from ..ops import index_scatter_reduce, segment_reduce, segment_softmax
@@ -25,6 +25,19 @@ _pyg_scatter_fn = ORIGINAL["scatter"]
 _pyg_segment_fn = ORIGINAL["segment"]
 _pyg_softmax_fn = ORIGINAL["softmax"]
 _pyg_spmm_fn = ORIGINAL["spmm"]
+
+
+def _check_types(fn: str, tensors, optional=(), indices=()) -> None:
+    """TypeError, before PyG's code reads an attribute of it, for an argument of ``tensors`` (name -> value) that is
+    not a tensor (None is allowed for the names in ``optional``) or, for the names in ``indices``, whose dtype is
+    not an integer one."""
+    for name, value in tensors.items():
+        if value is None and name in optional:
+            continue
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(value).__name__}")
+        if name in indices and (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
+            raise TypeError(f"{fn}: {name} must have an integer dtype, got {value.dtype}")
 
 
 def scatter_pyg(src: Tensor, index: Tensor, dim: int, dim_size: Optional[int], reduce: str) -> Tensor:
@@ -38,9 +51,49 @@ def scatter_pyg(src: Tensor, index: Tensor, dim: int, dim_size: Optional[int], r
 
 
 def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: Optional[int] = None, reduce: str = "sum") -> Tensor:
-    """``torch_geometric.utils.scatter`` on scatterx (the sorted kernel when ``index`` is sorted)."""
+    """``torch_geometric.utils.scatter`` on scatterx: the slices of ``src`` along ``dim`` reduced into the rows
+    ``index`` names.
+
+    While the switch is on (:func:`enable`), this is ``torch_geometric.utils.scatter`` throughout PyG and runs
+    scatterx's kernels; the index's order is checked on each call, and a sorted one takes the sorted kernel. Calls
+    scatterx does not take (a dtype or device it does not support, ``reduce="any"``, the ``"mean"`` of an integer
+    tensor, an ``index`` whose length is not ``src.size(dim)``) run PyG's own function, as does every call while
+    the switch is off or under ``torch.jit.script``. PyG's conventions hold: rows that receive nothing are 0 (1 for
+    ``"mul"``).
+
+    Args:
+        src: the values.
+        index: 1-D int64 or int32, the output row of each slice of ``src`` along ``dim`` (``src.size(dim)``
+            entries).
+        dim: the dim of ``src`` to reduce (negative counts from the end).
+        dim_size: the output's size along ``dim``; default ``index.max() + 1``.
+        reduce: ``"sum"`` (or ``"add"``), ``"mean"``, ``"mul"``, ``"min"``, ``"max"`` (or ``"amin"``,
+            ``"amax"``), or PyG's ``"any"``.
+
+    Returns:
+        A new tensor on ``src``'s device, shaped as ``src`` with ``src.size(dim)`` replaced by ``dim_size``, of
+        ``src``'s dtype (PyG's ``"mean"`` of an integer tensor is floating).
+
+    Raises:
+        TypeError: ``src`` or ``index`` is not a tensor, or ``index`` has a non-integer dtype.
+        ValueError: ``index`` is not 1-D, ``dim`` is out of range or ``reduce`` is not a known name (PyG's checks);
+            with the switch on, ``dim_size`` is negative.
+        IndexError: with the switch on, an entry of ``index`` is negative or not below ``dim_size``.
+        RuntimeError: ``index``'s length is not ``src.size(dim)``; with the switch off (torch's error in PyG's
+            code), an entry of ``index`` is out of range or ``dim_size`` is negative.
+
+    Example:
+        >>> src = torch.tensor([1.0, 2.0, 3.0, 4.0])
+        >>> index = torch.tensor([0, 0, 1, 3])
+        >>> with scatterx.pyg.enabled():
+        ...     scatterx.pyg.scatter(src, index, reduce="max")
+        tensor([2., 3., 0., 4.])
+        >>> scatterx.pyg.scatter(src, index, dim_size=5, reduce="mean")  # the switch off: PyG's own function
+        tensor([1.5000, 3.0000, 0.0000, 4.0000, 0.0000])
+    """
     if torch.jit.is_scripting():
         return _pyg_scatter_fn(src, index, dim, dim_size, reduce)
+    _check_types("scatter", {"src": src, "index": index}, indices=("index",))
     if (
         is_enabled()
         and (reduce in REDUCE or reduce == "mul")
@@ -63,9 +116,45 @@ def _flat_ptr(ptr: Tensor) -> Optional[Tuple[Tensor, int]]:
 
 
 def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
-    """``torch_geometric.utils.segment`` on scatterx's CSR kernel."""
+    """``torch_geometric.utils.segment`` on scatterx's CSR kernel: the rows of ``src`` reduced per segment of
+    ``ptr``.
+
+    While the switch is on (:func:`enable`), this is ``torch_geometric.utils.segment`` throughout PyG and runs
+    scatterx's segment kernel (deterministic: no atomics), which checks ``ptr``. Calls scatterx does not take (a
+    dtype or device it does not support, a ``ptr`` with more than one dim that is not 1) run PyG's own function, as
+    does every call while the switch is off or under ``torch.jit.script``; PyG's function does not check ``ptr``.
+    Empty segments are 0.
+
+    Args:
+        src: the values; its first dim is reduced (PyG's ``ptr`` with leading 1-dims, ``(1, ..., 1, S + 1)``,
+            names a later dim: the one after those leading dims).
+        ptr: int64 or int32 ``(S + 1,)``, the CSR offsets of the segments: non-decreasing, ``ptr[0] == 0`` and
+            ``ptr[-1] == src.size(0)``.
+        reduce: ``"sum"``, ``"mean"``, ``"min"`` or ``"max"``.
+
+    Returns:
+        A new tensor of ``src``'s dtype and device, shaped as ``src`` with the reduced dim of size ``S``.
+
+    Raises:
+        TypeError: ``src`` or ``ptr`` is not a tensor, or ``ptr`` has a non-integer dtype.
+        ValueError: with the switch on, ``ptr`` does not start at 0, decreases or does not end at the size of the
+            reduced dim.
+        RuntimeError: ``reduce`` is not a known name (torch's ``segment_reduce``, which PyG calls); with the switch
+            off, ``ptr`` decreases.
+        ImportError: ``ptr`` has several dims that are not 1 (PyG needs the ``torch_scatter`` package for it).
+
+    Example:
+        >>> src = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> ptr = torch.tensor([0, 2, 2, 3])  # segments: rows 0-1, none, row 2
+        >>> with scatterx.pyg.enabled():
+        ...     scatterx.pyg.segment(src, ptr, "sum")
+        tensor([[4., 6.],
+                [0., 0.],
+                [5., 6.]])
+    """
     if torch.jit.is_scripting():
         return _pyg_segment_fn(src, ptr, reduce)
+    _check_types("segment", {"src": src, "ptr": ptr}, indices=("ptr",))
     flat = _flat_ptr(ptr) if isinstance(ptr, Tensor) and is_enabled() else None
     if reduce in REDUCE and flat is not None and runs_here(src, flat[0]) and flat[1] < src.dim():
         return segment_reduce(src, flat[0], REDUCE[reduce], flat[1])
@@ -79,10 +168,45 @@ def softmax(
     num_nodes: Optional[int] = None,
     dim: int = 0,
 ) -> Tensor:
-    """``torch_geometric.utils.softmax`` on ``scatterx.segment_softmax`` (exact softmax per group: PyG adds 1e-16
-    to the denominator, which changes results by about 1e-16 relatively)."""
+    """``torch_geometric.utils.softmax`` on scatterx: the softmax of ``src`` within each group of slices along
+    ``dim``, groups named by ``index`` or by the CSR offsets ``ptr``.
+
+    While the switch is on (:func:`enable`), this is ``torch_geometric.utils.softmax`` throughout PyG and runs
+    :func:`scatterx.segment_softmax`, an exact softmax per group (PyG adds 1e-16 to the denominator, which changes
+    results by about 1e-16 relatively). Calls scatterx does not take (an integer ``src``, a dtype or device it does
+    not support, a ``ptr`` of several dims) run PyG's own function, as does every call while the switch is off or
+    under ``torch.jit.script``.
+
+    Args:
+        src: the values (floating point).
+        index: 1-D int64 or int32, the group of each slice of ``src`` along ``dim``; used when ``ptr`` is None.
+        ptr: int64 or int32 ``(G + 1,)``, the CSR offsets of the groups, for slices sorted by group.
+        num_nodes: the number of groups; default ``index.max() + 1``.
+        dim: the dim of ``src`` the groups run along.
+
+    Returns:
+        A new tensor of ``src``'s shape, dtype and device: within each group, the slices sum to 1.
+
+    Raises:
+        TypeError: ``src`` is not a tensor, or ``index`` or ``ptr`` is neither a tensor nor None, or has a
+            non-integer dtype.
+        NotImplementedError: neither ``index`` nor ``ptr`` is given (PyG's error).
+        ValueError: ``dim`` is out of range (PyG's check); with the switch on, ``ptr`` does not start at 0,
+            decreases or does not end at ``src.size(dim)``.
+        IndexError: with the switch on, an entry of ``index`` is negative or not below ``num_nodes``.
+        RuntimeError: with the switch off (torch's error in PyG's code), an entry of ``index`` is out of range or
+            ``ptr`` does not match ``src``.
+
+    Example:
+        >>> src = torch.tensor([1.0, 1.0, 2.0, 0.0])
+        >>> with scatterx.pyg.enabled():
+        ...     scatterx.pyg.softmax(src, torch.tensor([0, 0, 1, 1]))
+        tensor([0.5000, 0.5000, 0.8808, 0.1192])
+    """
     if torch.jit.is_scripting():
         return _pyg_softmax_fn(src, index, ptr, num_nodes, dim)
+    _check_types("softmax", {"src": src, "index": index, "ptr": ptr}, optional=("index", "ptr"),
+                 indices=("index", "ptr"))
     if (
         is_enabled()
         and runs_here(src, index, ptr)
@@ -100,9 +224,40 @@ def softmax(
 
 
 def spmm(src: Adj, other: Tensor, reduce: str = "sum") -> Tensor:
-    """``torch_geometric.utils.spmm``: scatterx's fused kernel for the adjacency the fused propagate builds."""
+    """``torch_geometric.utils.spmm``: the sparse matrix ``src`` times the dense ``other``, each output row the
+    ``reduce`` of the rows of ``other`` its non-zeros name, weighted by their values.
+
+    While the switch is on (:func:`enable`), this is ``torch_geometric.utils.spmm`` throughout PyG. The fused layers
+    (:data:`FUSED_CONVS`) hand their ``message_and_aggregate`` scatterx's CSR adjacency, which this function reduces
+    with scatterx's fused gather-and-reduce kernel; any other ``src`` (a sparse ``torch.Tensor``, a
+    ``torch_sparse.SparseTensor``) runs PyG's own function, as does every call under ``torch.jit.script``.
+
+    Args:
+        src: the sparse ``(N, M)`` matrix: a sparse COO or CSR ``torch.Tensor``, an ``EdgeIndex`` or a
+            ``torch_sparse.SparseTensor``.
+        other: the dense ``(M, F)`` matrix.
+        reduce: ``"sum"`` (or ``"add"``), ``"mean"``, ``"min"`` or ``"max"``.
+
+    Returns:
+        A new dense ``(N, F)`` tensor of ``other``'s dtype and device.
+
+    Raises:
+        TypeError: ``src`` is not a tensor or a ``SparseTensor``, or ``other`` is not a tensor.
+        ValueError: ``src`` is a dense tensor, or ``reduce`` is not supported (PyG's checks).
+        RuntimeError: the shapes do not match (torch's error).
+
+    Example:
+        >>> adj = torch.tensor([[0.0, 1.0], [1.0, 1.0]]).to_sparse_csr()
+        >>> x = torch.tensor([[1.0], [2.0]])
+        >>> scatterx.pyg.spmm(adj, x, "mean")
+        tensor([[2.0000],
+                [1.5000]])
+    """
     if torch.jit.is_scripting():
         return _pyg_spmm_fn(src, other, reduce)
+    if not isinstance(src, (Tensor, SparseTensor, Adjacency)):
+        raise TypeError(f"spmm: src must be a sparse torch.Tensor or a SparseTensor, got {type(src).__name__}")
+    _check_types("spmm", {"other": other})
     if isinstance(src, Adjacency):
         return src.matmul(other, reduce)
     return ORIGINAL["spmm"](src, other, reduce)

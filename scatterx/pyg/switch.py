@@ -32,10 +32,32 @@ def _patch(owner, attr: str, value) -> None:
 
 
 def enable() -> None:
-    """Route PyG's scatter/segment/softmax/spmm, its aggregations and the fused layers through scatterx.
+    """Turn the switch on: route PyG's scatter, segment, softmax and spmm, its aggregations and the layers of
+    :data:`FUSED_CONVS` through scatterx.
 
-    Names bound at import time are found by identity in every loaded ``torch_geometric`` module; modules loaded
-    later import the routed functions from the patched package. Calling it again is a no-op."""
+    PyG is patched in place: ``torch_geometric.utils.scatter`` and the others become :func:`scatter`,
+    :func:`segment`, :func:`softmax` and :func:`spmm` in the package namespaces and in every loaded
+    ``torch_geometric`` module that bound the name at import time (``from torch_geometric.utils import scatter``);
+    modules loaded later import them from the patched package. ``Aggregation.reduce`` and the ``propagate`` of the
+    fused layers are replaced too. Calling it while the switch is on does nothing. :func:`disable` undoes it all.
+
+    Returns:
+        None.
+
+    Raises:
+        : Nothing of its own (it takes no argument).
+
+    Example:
+        >>> import torch_geometric.utils
+        >>> scatterx.pyg.enable()
+        >>> torch_geometric.utils.scatter is scatterx.pyg.scatter
+        True
+        >>> torch_geometric.utils.scatter(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 2]))
+        tensor([3., 0., 3.])
+        >>> scatterx.pyg.disable()
+        >>> torch_geometric.utils.scatter is scatterx.pyg.scatter
+        False
+    """
     if PATCHED:
         return
     originals = {id(fn): name for name, fn in ORIGINAL.items() if name in routed.REPLACEMENT}
@@ -69,7 +91,23 @@ def enable() -> None:
 
 
 def disable() -> None:
-    """Undo ``enable()``: every patched name gets PyG's function back."""
+    """Turn the switch off: undo :func:`enable`, every patched name gets PyG's own function back.
+
+    Calling it while the switch is off does nothing. The CSR adjacencies cached for the fused layers are kept, to
+    be reused when the switch is turned on again (:func:`clear_cache` forgets them).
+
+    Returns:
+        None.
+
+    Raises:
+        : Nothing of its own (it takes no argument).
+
+    Example:
+        >>> scatterx.pyg.enable()
+        >>> scatterx.pyg.disable()
+        >>> scatterx.pyg.is_enabled()
+        False
+    """
     while PATCHED:
         owner, attr, original = PATCHED.pop()
         if original is ABSENT:
@@ -80,8 +118,30 @@ def disable() -> None:
 
 @contextlib.contextmanager
 def enabled():
-    """``with scatterx.pyg.enabled(): ...``: the switch on inside the block, as it was before after it (an
-    ``enable()`` called inside a block that found the switch off is undone at its end too)."""
+    """The switch on inside a ``with`` block, and as it was before after it.
+
+    An :func:`enable` called inside a block that found the switch off is undone at its end too; a block entered
+    with the switch on leaves it on. The block's exceptions propagate.
+
+    Returns:
+        A context manager (``with scatterx.pyg.enabled():``; it binds nothing to ``as``).
+
+    Raises:
+        : Nothing of its own (it takes no argument).
+
+    Example:
+        >>> from torch_geometric.nn import SAGEConv
+        >>> _ = torch.manual_seed(0)
+        >>> conv = SAGEConv(2, 3)
+        >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> edge_index = torch.tensor([[0, 1, 2], [1, 2, 0]])
+        >>> with scatterx.pyg.enabled():  # SAGEConv is fused: no edges x features messages
+        ...     out = conv(x, edge_index)
+        >>> scatterx.pyg.is_enabled()
+        False
+        >>> torch.allclose(out, conv(x, edge_index))  # PyG's own result
+        True
+    """
     was_on = is_enabled()
     enable()
     try:

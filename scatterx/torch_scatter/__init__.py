@@ -1,12 +1,27 @@
-"""``scatterx.torch_scatter``: torch_scatter's API (its signatures and its semantics) on scatterx's kernels.
+"""torch_scatter's API -- its functions, their signatures and their semantics -- on scatterx's kernels.
 
-Change ``import torch_scatter`` to ``import scatterx.torch_scatter as torch_scatter``, or call
-:func:`install` once to make ``import torch_scatter`` (and PyG's use of it) get this module. Pure Python: no
-compiled extension to match a torch release, parallel Numba kernels on the CPU, Triton on CUDA,
-``torch.compile`` and ``torch.jit.script`` of the functions work.
+Change ``import torch_scatter`` to ``import scatterx.torch_scatter as torch_scatter``, or call :func:`install` once
+to make ``import torch_scatter`` (and PyG's use of it) get this module::
 
-Where torch_scatter's semantics differ from scatterx's own API (``scatterx.index_scatter_reduce`` and kin), this
-module follows torch_scatter; the README's table lists the differences and why the core API chose otherwise.
+    import scatterx.torch_scatter as torch_scatter
+    out, argmax = torch_scatter.scatter_max(src, index, dim=0, dim_size=num_nodes)
+
+It is pure Python: there is no compiled extension to match a torch release; it runs parallel Numba kernels on
+the CPU and Triton kernels on CUDA, and ``torch.compile`` and ``torch.jit.script`` work on its functions.
+
+- The scatter reductions (:func:`scatter`, :func:`scatter_sum`, ...) reduce the entries of ``src`` that share an
+  ``index`` value, given in any order and broadcast to ``src`` as torch_scatter broadcasts it.
+- The CSR segment reductions (:func:`segment_csr`, ...) reduce contiguous ranges given by offsets ``indptr``, and
+  the COO ones (:func:`segment_coo`, ...) the runs of a sorted ``index``; :func:`gather_csr` and
+  :func:`gather_coo` send one value per segment back to its members.
+- The composite functions :func:`scatter_softmax`, :func:`scatter_log_softmax`, :func:`scatter_logsumexp` and
+  :func:`scatter_std` use torch_scatter's formulas (its ``eps`` terms included) and are differentiable.
+
+Where torch_scatter's semantics differ from scatterx's own API (:func:`scatterx.index_scatter_reduce`,
+:func:`scatterx.segment_reduce`), this module follows torch_scatter; the differences are listed in the guide
+page *The torch_scatter drop-in*. Where torch_scatter has a bug or undefined behaviour (an index out of range, an
+unsorted index for the COO functions), this module raises instead. Bad input raises before anything is written:
+an ``out`` tensor is untouched after a failed call.
 """
 
 import sys
@@ -41,10 +56,28 @@ _saved = {}
 
 
 def install() -> types.ModuleType:
-    """Register this module as ``torch_scatter`` (and its submodules as ``torch_scatter.scatter``, ...,
-    ``torch_scatter.utils``) in ``sys.modules``, so that ``import torch_scatter`` gets it. Any torch_scatter
-    already imported is set aside and comes back with :func:`uninstall`. Import PyG after this call: PyG looks for
-    torch_scatter when it is first imported. Returns this module."""
+    """Makes ``import torch_scatter`` get this module.
+
+    Registers this module as ``torch_scatter`` in ``sys.modules``, and its submodules as
+    ``torch_scatter.scatter``, ``torch_scatter.segment_csr``, ``torch_scatter.segment_coo``,
+    ``torch_scatter.composite`` and ``torch_scatter.utils``. A torch_scatter already imported is set aside and
+    comes back with :func:`uninstall`. Import PyG after this call: PyG looks for torch_scatter once, when it is
+    first imported. Calling it again changes nothing.
+
+    Returns:
+        This module, ``scatterx.torch_scatter``.
+
+    Raises:
+        : nothing; the call only edits ``sys.modules``.
+
+    Example:
+        >>> install() is scatterx.torch_scatter
+        True
+        >>> import torch_scatter
+        >>> torch_scatter.scatter_max is scatterx.torch_scatter.scatter_max
+        True
+        >>> uninstall()
+    """
     me = sys.modules[__name__]
     names = ["torch_scatter"] + [f"torch_scatter.{s}" for s in _SUBMODULES]
     if sys.modules.get("torch_scatter") is not me:
@@ -57,7 +90,24 @@ def install() -> types.ModuleType:
 
 
 def uninstall() -> None:
-    """Undo :func:`install`: ``torch_scatter`` is again what it was before (absent, or the real package)."""
+    """Undoes :func:`install`: ``torch_scatter`` is again what it was before (absent, or the real package).
+
+    Nothing happens when this module is not installed. Modules that imported ``torch_scatter`` meanwhile (PyG)
+    keep the drop-in they got.
+
+    Returns:
+        None.
+
+    Raises:
+        : nothing; the call only edits ``sys.modules``.
+
+    Example:
+        >>> import sys
+        >>> module = install()
+        >>> uninstall()
+        >>> sys.modules.get("torch_scatter") is scatterx.torch_scatter
+        False
+    """
     if sys.modules.get("torch_scatter") is not sys.modules[__name__]:
         return
     for name in ["torch_scatter"] + [f"torch_scatter.{s}" for s in _SUBMODULES]:

@@ -117,6 +117,15 @@ def nothing(src: torch.Tensor, shape: List[int], fill: float = 0) -> torch.Tenso
     return result
 
 
+def untouched(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """``out`` as it is, for a call with nothing to reduce or gather. When ``src`` requires grad, ``out`` is
+    attached to its graph in place, as torch_scatter's in-place ops on ``out`` attach it (a backward through it
+    runs, with a zero gradient for ``src``): ``out - 0`` keeps every value, signed zeros and NaN included."""
+    if src.requires_grad and torch.is_grad_enabled():
+        out.sub_(src.sum().to(out.dtype) * 0)
+    return out
+
+
 def finish(result: torch.Tensor, out: Optional[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
     """The result in ``dtype``, written into ``out`` when one was given (only now: a failed call leaves it)."""
     result = result.to(dtype)

@@ -84,7 +84,32 @@ def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optiona
 
 def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
                     dim_size: Optional[int] = None) -> torch.Tensor:
-    """Softmax of ``src`` within each group of equal ``index`` values along ``dim``."""
+    """The softmax of ``src`` within each group of entries that share an ``index`` value along ``dim``.
+
+    Each entry ``x`` of a group becomes ``exp(x - max) / sum(exp(x - max))`` over its group, torch_scatter's
+    formula; the result is differentiable.
+
+    Args:
+        src: the values, a floating-point tensor.
+        index: the group of each entry, int64 or int32, in any order; broadcast to ``src`` as in
+            :func:`scatter_sum`.
+        dim: the dimension of ``src`` to group along; a negative one counts from the end.
+        dim_size: the number of groups; by default ``index.max() + 1``.
+
+    Returns:
+        A new tensor of ``src``'s shape, dtype and device.
+
+    Raises:
+        TypeError: when ``src`` or ``index`` is not a tensor, ``index`` is not int64 or int32, or ``dim`` or
+            ``dim_size`` is not an int.
+        ValueError: when ``src`` is not floating-point (torch_scatter's error), ``index`` cannot be broadcast to
+            ``src`` or is on another device, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the number of groups.
+
+    Example:
+        >>> scatter_softmax(torch.tensor([1., 2., 3., 4.]), torch.tensor([0, 0, 1, 1]))
+        tensor([0.2689, 0.7311, 0.2689, 0.7311])
+    """
     return _softmax(src, index, dim, dim_size)
 
 
@@ -93,6 +118,7 @@ def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float,
                  dim_size: Optional[int]) -> torch.Tensor:
     _floating(src, "scatter_log_softmax")
     _engine.check_index(index)
+    dim = _engine.normalize_dim(dim, src.dim())
     fast = _segments_along(src, index, dim, dim_size)
     if fast is not None:  # (x - top) - log(sum exp(x - top) + eps): two kernels, two gathers
         d, one, ptr, perm = fast
@@ -111,7 +137,33 @@ def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float,
 
 def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, eps: float = 1e-12,
                         dim_size: Optional[int] = None) -> torch.Tensor:
-    """``log`` of the softmax within each group, as torch_scatter computes it: ``x - max - log(sum + eps)``."""
+    """The log of the softmax of ``src`` within each group of entries that share an ``index`` value along ``dim``.
+
+    Each entry ``x`` becomes ``(x - max) - log(sum(exp(x - max)) + eps)`` over its group, as torch_scatter
+    computes and rounds it (exact for large values); the result is differentiable, ``eps`` included.
+
+    Args:
+        src: the values, a floating-point tensor.
+        index: the group of each entry, int64 or int32, in any order; broadcast to ``src`` as in
+            :func:`scatter_sum`.
+        dim: the dimension of ``src`` to group along; a negative one counts from the end.
+        eps: added to each group's sum before the log.
+        dim_size: the number of groups; by default ``index.max() + 1``.
+
+    Returns:
+        A new tensor of ``src``'s shape, dtype and device.
+
+    Raises:
+        TypeError: when ``src`` or ``index`` is not a tensor, ``index`` is not int64 or int32, or ``dim`` or
+            ``dim_size`` is not an int.
+        ValueError: when ``src`` is not floating-point (torch_scatter's error), ``index`` cannot be broadcast to
+            ``src`` or is on another device, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the number of groups.
+
+    Example:
+        >>> scatter_log_softmax(torch.tensor([0., 0., 5., 5.]), torch.tensor([0, 0, 1, 1]))
+        tensor([-0.6931, -0.6931, -0.6931, -0.6931])
+    """
     return _log_softmax(src, index, dim, eps, dim_size)
 
 
@@ -120,8 +172,9 @@ def _logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[t
                dim_size: Optional[int], eps: float) -> torch.Tensor:
     _floating(src, "scatter_logsumexp")
     _engine.check_index(index)
+    dim = _engine.normalize_dim(dim, src.dim())
     if out is not None:
-        _engine.check_out(out, src, list(src.shape), dim % max(src.dim(), 1))
+        _engine.check_out(out, src, list(src.shape), dim)
     fast = _segments_along(src, index, dim, out.size(dim) if out is not None else dim_size)
     if fast is not None and out is None:  # one kernel, no temporary of src's size
         d, one, ptr, perm = fast
@@ -149,9 +202,41 @@ def _logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[t
 
 def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                       dim_size: Optional[int] = None, eps: float = 1e-12) -> torch.Tensor:
-    """``log(sum(exp(src)) + eps)`` within each group (with ``out``, its values join each group, and a row whose
-    result is not finite keeps ``out``'s value, as torch_scatter's master branch does); without ``out``, rows of
-    nothing (or only -inf) are 0."""
+    """The log of the sum of the exponentials of the entries of ``src`` that share an ``index`` value along
+    ``dim``.
+
+    Each row is ``log(sum(exp(x)) + eps)`` over its members, computed stably (from the row's maximum). Without
+    ``out``, a row that receives nothing (or only -inf) is 0. With ``out``, its values join each row as one more
+    member, and a row whose result is not finite keeps ``out``'s value, as torch_scatter's master branch does.
+    The result is differentiable.
+
+    Args:
+        src: the values, a floating-point tensor.
+        index: the target row of each entry, int64 or int32, in any order; broadcast to ``src`` as in
+            :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype and device, with ``src``'s shape in every dimension but ``dim``, whose
+            values join each row as above; written in place.
+        dim_size: the size of the result along ``dim`` when ``out`` is not given; by default
+            ``index.max() + 1`` (0 for an empty index).
+        eps: added to each row's sum before the log.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``out``'s
+            dtype is not ``src``'s, or ``dim`` or ``dim_size`` is not an int.
+        ValueError: when ``src`` is not floating-point (torch_scatter's error), ``index`` cannot be broadcast to
+            ``src``, ``index`` or ``out`` is on another device, ``out``'s shape does not match, or ``dim_size`` is
+            negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the size of the result.
+
+    Example:
+        >>> scatter_logsumexp(torch.tensor([0., 0., 1., 1.]), torch.tensor([0, 0, 1, 1]), dim_size=3)
+        tensor([0.6931, 1.6931, 0.0000])
+    """
     return _logsumexp(src, index, dim, out, dim_size, eps)
 
 
@@ -160,12 +245,16 @@ def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.T
          unbiased: bool) -> torch.Tensor:
     _engine.check_tensor(src, "src")
     _engine.check_index(index)
-    if out is not None:
+    dim = _engine.normalize_dim(dim, src.dim())  # IndexError naming the caller's dim, before it is used
+    if out is not None:  # out holds the sum of squares (src's dtype, or the float one of an integer src)
+        _engine.check_tensor(out, "out")
+        if out.dim() != max(src.dim(), 1):
+            raise ValueError(f"out has shape {tuple(out.shape)}; it must match {tuple(src.shape)} in every "
+                             f"dimension but dim={dim}")
         dim_size = out.size(dim)
-    if dim < 0:
-        dim = src.dim() + dim
     fast = _segments_along(src, index, dim, dim_size, segments=False)
-    if fast is not None and out is None and src.is_floating_point() and not needs_op(src):  # in place, into buffers on huge pages
+    # in place, into buffers on huge pages
+    if fast is not None and out is None and src.is_floating_point() and not needs_op(src):
         d, one, _, _ = fast
         total = scatter_sum(src, one, d, dim_size=dim_size)
         size = total.size(d)
@@ -183,7 +272,7 @@ def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.T
     full = _general_index(index, src, dim)
     total = scatter_sum(src, full, dim, dim_size=dim_size)
     # the members of each group, counted on the broadcast index (torch_scatter counts on the index's own shape,
-    # which miscounts an index that broadcasts along ``dim``: README, "torch_scatter drop-in")
+    # which miscounts an index that broadcasts along ``dim``: the guide page *The torch_scatter drop-in*)
     ones = torch.ones((), dtype=src.dtype, device=src.device).expand(full.shape)
     count = scatter_sum(ones, full, dim, dim_size=total.size(dim) if src.dim() else dim_size).clamp(min=1)
     mean = total / count
@@ -197,6 +286,44 @@ def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.T
 
 def scatter_std(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None, unbiased: bool = True) -> torch.Tensor:
-    """Standard deviation within each group, torch_scatter's formula: ``sqrt(sum((x - mean)^2) / (n - 1 + 1e-6))``
-    (``n`` with ``unbiased=False``; counts clamped to at least 1)."""
+    """The standard deviation of the entries of ``src`` that share an ``index`` value along ``dim``.
+
+    torch_scatter's formula: ``sqrt(sum((x - mean) ** 2) / (n - 1 + 1e-6))`` over the ``n`` members of each row
+    (``n + 1e-6`` with ``unbiased=False``), the counts (and ``n - 1``) clamped to at least 1; a row that
+    receives nothing is 0. The members are counted on the broadcast index (torch_scatter counts on the index's
+    own shape, which is wrong for an index that broadcasts along ``dim``). The result is differentiable.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (an integer ``src`` gives a
+            floating-point result).
+        index: the target row of each entry, int64 or int32, in any order; broadcast to ``src`` as in
+            :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of the result's dtype and device, with ``src``'s shape in every dimension but ``dim``; as in
+            torch_scatter, it receives the sums of squared deviations (added to its values), in place, and the
+            result is a new tensor.
+        dim_size: the size of the result along ``dim`` when ``out`` is not given; by default
+            ``index.max() + 1`` (0 for an empty index).
+        unbiased: divide by ``n - 1`` (True) or by ``n`` (False).
+
+    Returns:
+        A new tensor of ``src``'s shape and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``; ``src``'s dtype if it is floating-point, else the default
+        floating-point dtype.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported (e.g. bool), ``out``'s dtype is not the result's, or ``dim`` or ``dim_size`` is
+            not an int.
+        ValueError: when ``index`` cannot be broadcast to ``src``, ``index`` or ``out`` is on another device,
+            ``out``'s shape does not match, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the size of the result.
+
+    Example:
+        >>> src = torch.tensor([1., 3., 2., 4., 6.])
+        >>> scatter_std(src, torch.tensor([0, 0, 1, 1, 1]))
+        tensor([1.4142, 2.0000])
+        >>> scatter_std(src, torch.tensor([0, 0, 1, 1, 1]), unbiased=False)
+        tensor([1.0000, 1.6330])
+    """
     return _std(src, index, dim, out, dim_size, unbiased)

@@ -1,5 +1,5 @@
 """torch_scatter's ``scatter`` family on scatterx's engine, with torch_scatter's semantics (not scatterx's core
-ones, where they differ -- the README's table lists where and why):
+ones, where they differ -- the guide page *The torch_scatter drop-in* lists where and why):
 
 - ``index`` is broadcast as torch_scatter broadcasts it (``utils.broadcast``); an index expanded from 1-D runs on
   the slice kernels, any other one element by element (the planner decides).
@@ -14,7 +14,10 @@ ones, where they differ -- the README's table lists where and why):
 
 Each public function is a TorchScript-compilable shell (``torch.jit.script`` works on it, as on torch_scatter's)
 around a ``torch.jit.ignore``d implementation that runs in Python.
-"""
+
+
+Why this module is long: torch_scatter's seven ``scatter*`` functions each need a TorchScript-visible signature, a
+``torch.jit.ignore``d body and a full docstring; most of the length is their reference documentation."""
 
 from typing import Optional, Tuple
 
@@ -54,13 +57,14 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
             reduce: str) -> torch.Tensor:
     """sum, mul and mean (torch_scatter's rules above): sum and mean of a 1-D index (or one expanded from it)
     into a new tensor on the core op, the rest on the planner's scatter."""
+    _engine.check_tensor(src, "src")
     dtype = src.dtype
     src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
     work = _engine.widened(src)
     shape = list(src.shape)
     shape[dim] = size
     if src.numel() == 0:  # nothing to reduce: torch_scatter's zeros (mul too), or out as it is
-        return out if out is not None else _engine.nothing(src, shape)
+        return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
     if vector is not None and out is None and reduce != "mul":  # the core op's form: its sum, its mean
         return _engine.finish(index_scatter_reduce_from(dim, vector, work, reduce, None, None, dim_size=size),
                               None, dtype)
@@ -73,7 +77,8 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
         result = total / count if total.is_floating_point() else torch.div(total, count, rounding_mode="floor")
         return _engine.finish(result, out, dtype)
     if out is not None:
-        result = planner.scatter(m, _engine.base_of(out, src), work, "prod" if reduce == "mul" else reduce, include_self=True)
+        result = planner.scatter(m, _engine.base_of(out, src), work, "prod" if reduce == "mul" else reduce,
+                                 include_self=True)
         return _engine.finish(result, out, dtype)
     if reduce != "mul":  # the core's sum, and its mean (sum / members, integer floor), are torch_scatter's
         return _engine.finish(planner.reduced(m, work, reduce), None, dtype)
@@ -84,6 +89,7 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
 @torch.jit.ignore
 def _select(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int],
             reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    _engine.check_tensor(src, "src")
     dtype = src.dtype
     src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
     work = _engine.widened(src)
@@ -91,7 +97,7 @@ def _select(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
         shape = list(src.shape)
         shape[dim] = size
         arg = torch.full(shape, src.size(dim), dtype=torch.int64, device=src.device)
-        return (out if out is not None else _engine.nothing(src, shape)), arg
+        return (_engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)), arg
     plan = _engine.ScatterPlan(work, index, dim, size, vector)
     base = None if out is None else _engine.base_of(out, src).reshape(plan.outer, plan.S, plan.inner)
     values, arg = _engine.select(plan.src3, plan.rows, plan.S, reduce, base, "unselected" if out is None else "none",
@@ -103,43 +109,286 @@ def _select(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> torch.Tensor:
-    """Sum of the ``src`` entries sharing an ``index`` value along ``dim`` (torch_scatter's ``scatter_sum``)."""
+    """Sums the entries of ``src`` that share an ``index`` value along ``dim``.
+
+    Row ``i`` of the result (along ``dim``) is the sum of the entries of ``src`` whose index is ``i``; a row that
+    receives nothing is 0. With ``out``, the sums are added to its values.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back). A 0-d ``src`` counts as one entry.
+        index: the target row (along ``dim``) of each entry of ``src``, int64 or int32, in any order. Of
+            ``src``'s shape, or broadcast to it as torch_scatter does: a 1-D index runs along ``dim``, an index
+            of fewer dimensions gets trailing dimensions of size 1, and it is then expanded to ``src``'s shape.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype and device, with ``src``'s shape in every dimension but ``dim``: its
+            values are the start of each sum, and it is written in place.
+        dim_size: the size of the result along ``dim`` when ``out`` is not given; by default
+            ``index.max() + 1`` (0 for an empty index).
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported (e.g. bool), ``out``'s dtype is not ``src``'s, or ``dim`` or ``dim_size`` is
+            not an int.
+        ValueError: when ``index`` cannot be broadcast to ``src``, ``index`` or ``out`` is on another device,
+            ``out``'s shape does not match, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range for ``src``, or an index is negative or not below the size of
+            the result.
+
+    Example:
+        >>> src = torch.tensor([1., 2., 3., 4., 5.])
+        >>> index = torch.tensor([0, 1, 0, 1, 1])
+        >>> scatter_sum(src, index)
+        tensor([ 4., 11.])
+        >>> scatter_sum(src, index, dim_size=3)
+        tensor([ 4., 11.,  0.])
+        >>> out = torch.tensor([10., 20.])
+        >>> scatter_sum(src, index, out=out) is out
+        True
+        >>> out
+        tensor([14., 31.])
+        >>> scatter_sum(torch.tensor([[1., 2.], [3., 4.], [5., 6.]]), torch.tensor([0, 1, 0]), dim=0)
+        tensor([[6., 8.],
+                [3., 4.]])
+    """
     return _reduce(src, index, dim, out, dim_size, "sum")
 
 
 def scatter_add(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> torch.Tensor:
-    """``scatter_sum``."""
+    """The same as :func:`scatter_sum` (torch_scatter's other name for it).
+
+    Args:
+        src: the values (see :func:`scatter_sum`).
+        index: the target row of each entry, int64 or int32, broadcast to ``src`` as in :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``; the sums are added to its values, in
+            place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index.max() + 1``.
+
+    Returns:
+        The sums, as :func:`scatter_sum` returns them (``out`` itself when it is given, else a new tensor).
+
+    Raises:
+        TypeError: when an argument has the wrong type or dtype, as for :func:`scatter_sum`.
+        ValueError: when ``index`` or ``out`` does not match ``src`` (shape or device) or ``dim_size`` is
+            negative.
+        IndexError: when ``dim`` is out of range, or an index is out of range for the result.
+
+    Example:
+        >>> scatter_add(torch.tensor([1., 2., 3.]), torch.tensor([0, 0, 1]))
+        tensor([3., 3.])
+    """
     return _reduce(src, index, dim, out, dim_size, "sum")
 
 
 def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> torch.Tensor:
-    """Product (empty rows 1; exact gradient, zeros included)."""
+    """Multiplies the entries of ``src`` that share an ``index`` value along ``dim``.
+
+    A row that receives nothing is 1 (with ``out``: keeps its value), as in torch_scatter; but the result of an
+    empty ``src`` is zeros, as torch_scatter's kernel returns at once. The gradient is exact, zeros in ``src``
+    included.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, broadcast to ``src`` as in :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``: each product is multiplied into its
+            value, in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index.max() + 1`` (0 for an
+            empty index).
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim`` or ``dim_size`` is not an int.
+        ValueError: when ``index`` cannot be broadcast to ``src``, ``index`` or ``out`` is on another device,
+            ``out``'s shape does not match, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the size of the result.
+
+    Example:
+        >>> scatter_mul(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 1, 0, 1, 1]), dim_size=3)
+        tensor([ 3., 40.,  1.])
+    """
     return _reduce(src, index, dim, out, dim_size, "mul")
 
 
 def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                  dim_size: Optional[int] = None) -> torch.Tensor:
-    """Mean over the members (with ``out``: ``(out + sum) / members``); integers round down."""
+    """Averages the entries of ``src`` that share an ``index`` value along ``dim``.
+
+    Each row is the sum of its members divided by their number; a row that receives nothing is 0. With ``out``,
+    a row is ``(out + sum) / members``: ``out``'s value is added but does not count as a member (a row with no
+    member keeps ``out``'s value). Integer means round down (toward minus infinity).
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, broadcast to ``src`` as in :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, added to each sum as above and
+            written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index.max() + 1`` (0 for an
+            empty index).
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim`` or ``dim_size`` is not an int.
+        ValueError: when ``index`` cannot be broadcast to ``src``, ``index`` or ``out`` is on another device,
+            ``out``'s shape does not match, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the size of the result.
+
+    Example:
+        >>> src = torch.tensor([1., 2., 3., 4., 5.])
+        >>> index = torch.tensor([0, 1, 0, 1, 1])
+        >>> scatter_mean(src, index)
+        tensor([2.0000, 3.6667])
+        >>> scatter_mean(src, index, out=torch.tensor([10., 20.]))
+        tensor([ 7.0000, 10.3333])
+        >>> scatter_mean(torch.tensor([-1, -2, 4]), torch.tensor([0, 0, 1]))  # -3 / 2 rounds down
+        tensor([-2,  4])
+    """
     return _reduce(src, index, dim, out, dim_size, "mean")
 
 
 def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(minimum, argmin)`` (see the module docstring for ties, NaN and empty rows)."""
+    """The minimum of the entries of ``src`` that share an ``index`` value along ``dim``, and where it is.
+
+    torch_scatter's selection: an entry is selected only if it is strictly below the best so far, starting from
+    the dtype's largest finite value (or ``out``'s value). So the first of tied entries wins, NaN and +inf are
+    never selected, and a row where nothing was selected is 0 (with ``out``: keeps its value) with argmin
+    ``src.size(dim)``. int8, uint8 and int16 start from their own largest value. The gradient goes to the
+    selected entry alone.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, broadcast to ``src`` as in :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, whose values the entries are
+            compared with; written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index.max() + 1`` (0 for an
+            empty index).
+
+    Returns:
+        A tuple ``(values, argmin)`` of ``src``'s shape but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``: ``values`` in ``src``'s dtype (``out`` itself when it is given,
+        else a new tensor), and ``argmin`` int64, the position along ``dim`` in ``src`` of each selected entry
+        (``src.size(dim)`` where none was). Both on ``src``'s device.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim`` or ``dim_size`` is not an int.
+        ValueError: when ``index`` cannot be broadcast to ``src``, ``index`` or ``out`` is on another device,
+            ``out``'s shape does not match, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the size of the result.
+
+    Example:
+        >>> values, argmin = scatter_min(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 1, 0, 1, 1]),
+        ...                              dim_size=3)
+        >>> values
+        tensor([1., 2., 0.])
+        >>> argmin
+        tensor([0, 1, 5])
+    """
     return _select(src, index, dim, out, dim_size, "amin")
 
 
 def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(maximum, argmax)`` (see the module docstring for ties, NaN and empty rows)."""
+    """The maximum of the entries of ``src`` that share an ``index`` value along ``dim``, and where it is.
+
+    torch_scatter's selection: an entry is selected only if it is strictly above the best so far, starting from
+    the dtype's lowest finite value (or ``out``'s value). So the first of tied entries wins, NaN and -inf are
+    never selected, and a row where nothing was selected is 0 (with ``out``: keeps its value) with argmax
+    ``src.size(dim)``. int8, uint8 and int16 start from their own lowest value. The gradient goes to the
+    selected entry alone.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, broadcast to ``src`` as in :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, whose values the entries are
+            compared with; written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index.max() + 1`` (0 for an
+            empty index).
+
+    Returns:
+        A tuple ``(values, argmax)`` of ``src``'s shape but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``: ``values`` in ``src``'s dtype (``out`` itself when it is given,
+        else a new tensor), and ``argmax`` int64, the position along ``dim`` in ``src`` of each selected entry
+        (``src.size(dim)`` where none was). Both on ``src``'s device.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim`` or ``dim_size`` is not an int.
+        ValueError: when ``index`` cannot be broadcast to ``src``, ``index`` or ``out`` is on another device,
+            ``out``'s shape does not match, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the size of the result.
+
+    Example:
+        >>> values, argmax = scatter_max(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 1, 0, 1, 1]),
+        ...                              dim_size=3)
+        >>> values
+        tensor([3., 5., 0.])
+        >>> argmax
+        tensor([2, 4, 5])
+    """
     return _select(src, index, dim, out, dim_size, "amax")
 
 
 def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
             dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
-    """torch_scatter's ``scatter``: ``reduce`` is "sum"/"add", "mul", "mean", "min" or "max"."""
+    """Reduces the entries of ``src`` that share an ``index`` value along ``dim``, by the reduction ``reduce``.
+
+    torch_scatter's ``scatter``: :func:`scatter_sum`, :func:`scatter_mul`, :func:`scatter_mean`, or the values
+    (without the arg-indices) of :func:`scatter_min` or :func:`scatter_max`; see those for the rules of each.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, broadcast to ``src`` as in :func:`scatter_sum`.
+        dim: the dimension of ``src`` to reduce along; a negative one counts from the end.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, whose values take part in the
+            reduction (see each function); written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index.max() + 1`` (0 for an
+            empty index).
+        reduce: ``"sum"`` (or ``"add"``), ``"mul"``, ``"mean"``, ``"min"`` or ``"max"``.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index.max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim`` or ``dim_size`` is not an int.
+        ValueError: when ``reduce`` is not one of the above, ``index`` cannot be broadcast to ``src``, ``index``
+            or ``out`` is on another device, ``out``'s shape does not match, or ``dim_size`` is negative.
+        IndexError: when ``dim`` is out of range, or an index is negative or not below the size of the result.
+
+    Example:
+        >>> src = torch.tensor([1., 2., 3., 4., 5.])
+        >>> index = torch.tensor([0, 1, 0, 1, 1])
+        >>> scatter(src, index, reduce="sum")
+        tensor([ 4., 11.])
+        >>> scatter(src, index, dim_size=3, reduce="max")
+        tensor([3., 5., 0.])
+    """
     if reduce == "sum" or reduce == "add":
         return scatter_sum(src, index, dim, out, dim_size)
     if reduce == "mul":

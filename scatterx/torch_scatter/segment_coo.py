@@ -11,7 +11,10 @@ semantics:
 - mean: integers truncate toward zero (torch_scatter's C++ division); min/max: strict selection from the dtype's
   finite extreme, first tie wins, NaN never selected, unselected rows 0 (``out``'s value with ``out``) with
   argindex ``src.size(dim)``.
-"""
+
+
+Why this module is long: seven public functions, each with a TorchScript-visible signature, an implementation and a
+full docstring; most of the length is their reference documentation."""
 
 from typing import Optional, Tuple
 
@@ -42,6 +45,7 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
         raise ValueError(f"index of shape {tuple(index.shape)} does not match src's sizes {list(src.shape)}: {e}") \
             from None
     if out is not None:
+        _engine.check_tensor(out, "out")
         size = out.size(dim) if out.dim() == src.dim() else -1
     elif dim_size is not None:
         size = dim_size
@@ -71,6 +75,7 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
 
 def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int],
              reduce: str):
+    _engine.check_tensor(src, "src")
     dtype = src.dtype
     src2, idx, dim, size, rdim, flat, shape = _structure(src, index, out, dim_size)
     work = _engine.widened(src2)
@@ -116,7 +121,6 @@ def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]
     return _engine.finish(total.reshape(shape), out, dtype)
 
 
-
 @torch.jit.ignore
 def _reduced(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int],
               reduce: str) -> torch.Tensor:
@@ -128,39 +132,240 @@ def _selected(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor
               reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
     return _segment(src, index, out, dim_size, reduce)
 
+
 def segment_sum_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> torch.Tensor:
-    """Sum of the runs of equal ``index`` values (sorted) along ``index.dim() - 1``."""
+    """Sums the runs of equal values of a sorted ``index`` along dimension ``index.dim() - 1``.
+
+    ``index`` is sorted (non-decreasing) along its last dimension, the reduced dimension
+    ``dim = index.dim() - 1`` of ``src``: the entries of ``src`` whose index is ``i`` are summed into row ``i`` of
+    the result, and a row that receives nothing is 0 (with ``out``: the sums are added to its values). The
+    leading dimensions of ``index`` are batch dimensions, broadcast against ``src``'s (each batch may have its
+    own index). An unsorted index raises ValueError (torch_scatter's CPU kernel reduces its runs instead).
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, sorted along its last dimension, which has
+            ``src.size(dim)`` entries (or 1, broadcast).
+        out: a tensor of ``src``'s dtype and device, with ``src``'s shape in every dimension but ``dim``: its
+            values are the start of each sum, and it is written in place.
+        dim_size: the size of the result along ``dim`` when ``out`` is not given; by default
+            ``index[..., -1].max() + 1`` (0 for an empty index).
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index[..., -1].max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported (e.g. bool), ``out``'s dtype is not ``src``'s, or ``dim_size`` is not an int.
+        ValueError: when ``index`` is not sorted, has more dimensions than ``src``, does not match ``src``'s
+            sizes, or is on another device; when ``out``'s shape or device does not match; or when ``dim_size``
+            is negative.
+        IndexError: when an index is negative or not below the size of the result.
+
+    Example:
+        >>> src = torch.tensor([1., 2., 3., 4., 5.])
+        >>> segment_sum_coo(src, torch.tensor([0, 0, 1, 1, 1]))
+        tensor([ 3., 12.])
+        >>> segment_sum_coo(src, torch.tensor([0, 0, 2, 2, 2]), dim_size=4)
+        tensor([ 3.,  0., 12.,  0.])
+    """
     return _reduced(src, index, out, dim_size, "sum")
 
 
 def segment_add_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> torch.Tensor:
-    """``segment_sum_coo``."""
+    """The same as :func:`segment_sum_coo` (torch_scatter's other name for it).
+
+    Args:
+        src: the values (see :func:`segment_sum_coo`).
+        index: the target row of each entry, int64 or int32, sorted along its last dimension (the reduced one).
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``; the sums are added to its values, in
+            place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index[..., -1].max() + 1``.
+
+    Returns:
+        The sums, as :func:`segment_sum_coo` returns them (``out`` itself when it is given, else a new tensor).
+
+    Raises:
+        TypeError: when an argument has the wrong type or dtype, as for :func:`segment_sum_coo`.
+        ValueError: when ``index`` is not sorted, ``index`` or ``out`` does not match ``src``, or ``dim_size`` is
+            negative.
+        IndexError: when an index is negative or not below the size of the result.
+
+    Example:
+        >>> segment_add_coo(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 0, 1, 1, 1]))
+        tensor([ 3., 12.])
+    """
     return _reduced(src, index, out, dim_size, "sum")
 
 
 def segment_mean_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                      dim_size: Optional[int] = None) -> torch.Tensor:
-    """Mean of each run (with ``out``: ``(out + sum) / members``; integers truncate)."""
+    """Averages the runs of equal values of a sorted ``index`` along dimension ``index.dim() - 1``.
+
+    The rows are those of :func:`segment_sum_coo`; each is the sum of its members divided by their number, and a
+    row that receives nothing is 0. With ``out``, a row is ``(out + sum) / members`` (``out``'s value does not
+    count as a member). Integer means truncate toward zero (torch_scatter's C++ division), unlike
+    :func:`scatter_mean`, which rounds down.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, sorted along its last dimension (the reduced one);
+            leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, added to each sum as above and
+            written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index[..., -1].max() + 1``
+            (0 for an empty index).
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index[..., -1].max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim_size`` is not an int.
+        ValueError: when ``index`` is not sorted, has more dimensions than ``src``, does not match ``src``'s
+            sizes, or is on another device; when ``out``'s shape or device does not match; or when ``dim_size``
+            is negative.
+        IndexError: when an index is negative or not below the size of the result.
+
+    Example:
+        >>> segment_mean_coo(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 0, 1, 1, 1]))
+        tensor([1.5000, 4.0000])
+        >>> segment_mean_coo(torch.tensor([-1, -2, 4]), torch.tensor([0, 0, 1]))  # -3 / 2 truncates
+        tensor([-1,  4])
+    """
     return _reduced(src, index, out, dim_size, "mean")
 
 
 def segment_min_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(minimum, argmin)`` of each run."""
+    """The minimum of each run of equal values of a sorted ``index`` along ``index.dim() - 1``, and where it is.
+
+    The rows are those of :func:`segment_sum_coo`. torch_scatter's selection: an entry is selected only if it is
+    strictly below the best so far, starting from the dtype's largest finite value (or ``out``'s value). So the
+    first of tied entries wins, NaN and +inf are never selected, and a row where nothing was selected is 0 (with
+    ``out``: keeps its value) with argmin ``src.size(dim)``. The gradient goes to the selected entry alone.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back, from their own largest value).
+        index: the target row of each entry, int64 or int32, sorted along its last dimension (the reduced one);
+            leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, whose values the entries are
+            compared with; written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index[..., -1].max() + 1``
+            (0 for an empty index).
+
+    Returns:
+        A tuple ``(values, argmin)`` of ``src``'s shape but with ``out.size(dim)``, ``dim_size`` or
+        ``index[..., -1].max() + 1`` rows along ``dim``: ``values`` in ``src``'s dtype (``out`` itself when it is
+        given, else a new tensor) and ``argmin`` int64, the position along ``dim`` in ``src`` of each selected
+        entry (``src.size(dim)`` where none was). Both on ``src``'s device.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim_size`` is not an int.
+        ValueError: when ``index`` is not sorted, has more dimensions than ``src``, does not match ``src``'s
+            sizes, or is on another device; when ``out``'s shape or device does not match; or when ``dim_size``
+            is negative.
+        IndexError: when an index is negative or not below the size of the result.
+
+    Example:
+        >>> values, argmin = segment_min_coo(torch.tensor([4., 2., 3., 1., 5.]), torch.tensor([0, 0, 2, 2, 2]))
+        >>> values
+        tensor([2., 0., 1.])
+        >>> argmin
+        tensor([1, 5, 3])
+    """
     return _selected(src, index, out, dim_size, "amin")
 
 
 def segment_max_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(maximum, argmax)`` of each run."""
+    """The maximum of each run of equal values of a sorted ``index`` along ``index.dim() - 1``, and where it is.
+
+    The rows are those of :func:`segment_sum_coo`. torch_scatter's selection: an entry is selected only if it is
+    strictly above the best so far, starting from the dtype's lowest finite value (or ``out``'s value). So the
+    first of tied entries wins, NaN and -inf are never selected, and a row where nothing was selected is 0 (with
+    ``out``: keeps its value) with argmax ``src.size(dim)``. The gradient goes to the selected entry alone.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back, from their own lowest value).
+        index: the target row of each entry, int64 or int32, sorted along its last dimension (the reduced one);
+            leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, whose values the entries are
+            compared with; written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index[..., -1].max() + 1``
+            (0 for an empty index).
+
+    Returns:
+        A tuple ``(values, argmax)`` of ``src``'s shape but with ``out.size(dim)``, ``dim_size`` or
+        ``index[..., -1].max() + 1`` rows along ``dim``: ``values`` in ``src``'s dtype (``out`` itself when it is
+        given, else a new tensor) and ``argmax`` int64, the position along ``dim`` in ``src`` of each selected
+        entry (``src.size(dim)`` where none was). Both on ``src``'s device.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim_size`` is not an int.
+        ValueError: when ``index`` is not sorted, has more dimensions than ``src``, does not match ``src``'s
+            sizes, or is on another device; when ``out``'s shape or device does not match; or when ``dim_size``
+            is negative.
+        IndexError: when an index is negative or not below the size of the result.
+
+    Example:
+        >>> values, argmax = segment_max_coo(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 0, 1, 1, 1]),
+        ...                                  dim_size=3)
+        >>> values
+        tensor([2., 5., 0.])
+        >>> argmax
+        tensor([1, 4, 5])
+    """
     return _selected(src, index, out, dim_size, "amax")
 
 
 def segment_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
-    """torch_scatter's ``segment_coo``: ``reduce`` is "sum"/"add", "mean", "min" or "max"."""
+    """Reduces the runs of equal values of a sorted ``index`` along ``index.dim() - 1``, by ``reduce``.
+
+    torch_scatter's ``segment_coo``: :func:`segment_sum_coo`, :func:`segment_mean_coo`, or the values (without
+    the arg-indices) of :func:`segment_min_coo` or :func:`segment_max_coo`; see those for the rules of each.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        index: the target row of each entry, int64 or int32, sorted along its last dimension (the reduced one);
+            leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype, device and shape but along ``dim``, whose values take part in the
+            reduction (see each function); written in place.
+        dim_size: the size of the result along ``dim`` without ``out``; by default ``index[..., -1].max() + 1``
+            (0 for an empty index).
+        reduce: ``"sum"`` (or ``"add"``), ``"mean"``, ``"min"`` or ``"max"``.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``out.size(dim)``, ``dim_size`` or
+        ``index[..., -1].max() + 1`` rows along ``dim``: ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, ``src``'s
+            dtype is not supported, ``out``'s dtype is not ``src``'s, or ``dim_size`` is not an int.
+        ValueError: when ``reduce`` is not one of the above; when ``index`` is not sorted, has more dimensions
+            than ``src``, does not match ``src``'s sizes, or is on another device; when ``out``'s shape or device
+            does not match; or when ``dim_size`` is negative.
+        IndexError: when an index is negative or not below the size of the result.
+
+    Example:
+        >>> src = torch.tensor([1., 2., 3., 4., 5.])
+        >>> segment_coo(src, torch.tensor([0, 0, 1, 1, 1]))
+        tensor([ 3., 12.])
+        >>> segment_coo(src, torch.tensor([0, 0, 1, 1, 1]), reduce="max")
+        tensor([2., 5.])
+    """
     if reduce == "sum" or reduce == "add":
         return segment_sum_coo(src, index, out, dim_size)
     elif reduce == "mean":
@@ -182,6 +387,8 @@ def _gather(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor])
         index = index.view(1)
     if src.dim() < index.dim():
         raise ValueError(f"index has {index.dim()} dimensions but src only {src.dim()}")
+    if index.device != src.device:
+        raise ValueError(f"index is on {index.device} but src is on {src.device}")
     dim = index.dim() - 1
     lead = list(src.shape[:dim])
     for d in range(dim):
@@ -195,12 +402,39 @@ def _gather(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor])
     if index.numel() == 0 or src.numel() == 0:
         if index.numel() and src.size(dim) == 0:
             raise IndexError(f"gather_coo: index names rows of src, which has none along dim {dim}")
-        return out if out is not None else _engine.nothing(src, shape)
+        return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
     full = index.view(lead + [index.size(dim)] + [1] * (src.dim() - dim - 1)).expand(shape)
     result = planner.gather(planner.XMap.along_dim(full, src.shape, dim, op="gather_coo"), src)
     return result if out is None else out.copy_(result)
 
 
 def gather_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """``src`` rows picked by ``index`` along ``index.dim() - 1``: ``out[..., e, ...] = src[..., index[..., e], ...]``."""
+    """Picks the slices of ``src`` that ``index`` names along ``index.dim() - 1``.
+
+    The inverse of :func:`segment_coo`'s layout: ``out[..., e, ...] = src[..., index[..., e], ...]`` along
+    ``dim = index.dim() - 1``, for instance to send a value per row back to the members of the row. ``index``
+    may be in any order; its leading dimensions must be ``src``'s (batch dimensions).
+
+    Args:
+        src: the values, one slice per row along ``dim``, any dtype.
+        index: the row of ``src`` to pick for each position of the result, int64 or int32; its leading sizes
+            are ``src``'s.
+        out: a tensor of ``src``'s dtype and device, of ``src``'s shape but ``index.size(-1)`` along ``dim``;
+            written in place.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``index.size(-1)`` along ``dim``: ``out`` itself
+        when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``index`` or ``out`` is not a tensor, ``index`` is not int64 or int32, or
+            ``out``'s dtype is not ``src``'s.
+        ValueError: when ``index`` has more dimensions than ``src``, leading sizes other than ``src``'s, or is on
+            another device, or when ``out``'s shape or device does not match.
+        IndexError: when an index is negative or not below ``src.size(dim)``.
+
+    Example:
+        >>> gather_coo(torch.tensor([10., 20.]), torch.tensor([0, 0, 1, 1, 1]))
+        tensor([10., 10., 20., 20., 20.])
+    """
     return _gather(src, index, out)

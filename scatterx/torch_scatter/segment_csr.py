@@ -14,7 +14,10 @@ semantics:
   float32's extreme, as torch_scatter's CSR kernel does: half's own extreme can be selected, and the unselected
   value rounds to an infinity.
 - ``src`` with no elements: ``out`` is returned untouched (zeros without ``out``).
-"""
+
+
+Why this module is long: seven public functions, each with a TorchScript-visible signature, an implementation and a
+full docstring; most of the length is their reference documentation."""
 
 from typing import Optional, Tuple
 
@@ -82,6 +85,7 @@ def _take(result: torch.Tensor, dim: int, M: int, flat: bool, lead, rest) -> tor
 
 
 def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor], reduce: str):
+    _engine.check_tensor(src, "src")
     dtype = src.dtype
     src_, dim, M, ptr, flat, lead = _structure(src, indptr, out, f"segment_{reduce}_csr")
     shape = list(src.shape)
@@ -91,6 +95,7 @@ def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
         raise ValueError(f"out.size({dim}) = {out.size(dim)} but indptr describes {M} segments")
     rest = list(src.shape[dim + 1:])
     if src.numel() == 0 and out is not None:  # torch_scatter returns out untouched
+        out = _engine.untouched(out, src)
         if reduce in ("amax", "amin"):
             return out, torch.full(out.shape, src.size(dim), dtype=torch.int64, device=src.device)
         return out
@@ -129,46 +134,237 @@ def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
     return values if arg is None else (values, arg.contiguous())
 
 
-
 @torch.jit.ignore
 def _reduced(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor], reduce: str) -> torch.Tensor:
     return _segment(src, indptr, out, reduce)
 
 
 @torch.jit.ignore
-def _selected(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor], reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
+def _selected(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor],
+              reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
     return _segment(src, indptr, out, reduce)
 
+
 def segment_sum_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Sum over the ranges ``indptr[i]:indptr[i+1]`` along ``indptr.dim() - 1``."""
+    """Sums ``src`` over the ranges ``indptr[i]:indptr[i + 1]`` along dimension ``indptr.dim() - 1``.
+
+    ``indptr`` holds CSR offsets: segment ``i`` is positions ``indptr[..., i]`` (included) to
+    ``indptr[..., i + 1]`` (excluded) of ``src`` along ``dim = indptr.dim() - 1``. Its leading dimensions are
+    batch dimensions, broadcast against ``src``'s first ``dim`` ones (each batch may have its own offsets). The
+    offsets need not start at 0 nor end at ``src.size(dim)``: positions outside every range are in no segment.
+    An empty segment is 0.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        indptr: ``M + 1`` offsets describing ``M`` segments, int64 or int32, non-decreasing along the last
+            dimension and within ``[0, src.size(dim)]``.
+        out: a tensor of ``src``'s dtype and device, of ``src``'s shape but ``M`` along ``dim``. It is only
+            written (its values do not take part), in place.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``M = indptr.size(-1) - 1`` along ``dim``:
+        ``out`` itself when it is given (returned untouched when ``src`` is empty), else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``indptr`` or ``out`` is not a tensor, ``indptr`` is not int64 or int32,
+            ``src``'s dtype is not supported (e.g. bool), or ``out``'s dtype is not ``src``'s.
+        ValueError: when ``indptr`` is 0-d, has more dimensions than ``src``, does not match ``src``'s leading
+            sizes, decreases, or is on another device, or when ``out``'s shape or device does not match.
+        IndexError: when an offset is negative or above ``src.size(dim)``.
+
+    Example:
+        >>> src = torch.tensor([1., 2., 3., 4., 5.])
+        >>> segment_sum_csr(src, torch.tensor([0, 2, 5]))
+        tensor([ 3., 12.])
+        >>> segment_sum_csr(torch.tensor([[1., 2.], [3., 4.], [5., 6.]]), torch.tensor([0, 1, 3]))
+        tensor([[ 1.,  2.],
+                [ 8., 10.]])
+    """
     return _reduced(src, indptr, out, "sum")
 
 
 def segment_add_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """``segment_sum_csr``."""
+    """The same as :func:`segment_sum_csr` (torch_scatter's other name for it).
+
+    Args:
+        src: the values (see :func:`segment_sum_csr`).
+        indptr: ``M + 1`` offsets describing ``M`` segments along ``indptr.dim() - 1``, int64 or int32,
+            non-decreasing and within ``[0, src.size(dim)]``.
+        out: a tensor of ``src``'s dtype, device and shape but ``M`` along ``dim``; only written, in place.
+
+    Returns:
+        The sums, as :func:`segment_sum_csr` returns them (``out`` itself when it is given, else a new tensor).
+
+    Raises:
+        TypeError: when an argument has the wrong type or dtype, as for :func:`segment_sum_csr`.
+        ValueError: when ``indptr`` or ``out`` does not match ``src`` or ``indptr`` decreases.
+        IndexError: when an offset is negative or above ``src.size(dim)``.
+
+    Example:
+        >>> segment_add_csr(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 2, 5]))
+        tensor([ 3., 12.])
+    """
     return _reduced(src, indptr, out, "sum")
 
 
 def segment_mean_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Mean over each range (integers truncate; empty ranges 0)."""
+    """Averages ``src`` over the ranges ``indptr[i]:indptr[i + 1]`` along dimension ``indptr.dim() - 1``.
+
+    The segments are those of :func:`segment_sum_csr`. An empty segment is 0; integer means truncate toward zero
+    (torch_scatter's C++ division), unlike :func:`scatter_mean`, which rounds down.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        indptr: ``M + 1`` offsets describing ``M`` segments, int64 or int32, non-decreasing along the last
+            dimension and within ``[0, src.size(dim)]``; leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype and device, of ``src``'s shape but ``M`` along ``dim``; only written (its
+            values do not take part), in place.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``M = indptr.size(-1) - 1`` along ``dim``:
+        ``out`` itself when it is given (returned untouched when ``src`` is empty), else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``indptr`` or ``out`` is not a tensor, ``indptr`` is not int64 or int32,
+            ``src``'s dtype is not supported, or ``out``'s dtype is not ``src``'s.
+        ValueError: when ``indptr`` is 0-d, has more dimensions than ``src``, does not match ``src``'s leading
+            sizes, decreases, or is on another device, or when ``out``'s shape or device does not match.
+        IndexError: when an offset is negative or above ``src.size(dim)``.
+
+    Example:
+        >>> segment_mean_csr(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 2, 2, 5]))
+        tensor([1.5000, 0.0000, 4.0000])
+        >>> segment_mean_csr(torch.tensor([-1, -2, 4]), torch.tensor([0, 2, 3]))  # -3 / 2 truncates
+        tensor([-1,  4])
+    """
     return _reduced(src, indptr, out, "mean")
 
 
 def segment_min_csr(src: torch.Tensor, indptr: torch.Tensor,
                     out: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(minimum, argmin)`` over each range."""
+    """The minimum of ``src`` over each range ``indptr[i]:indptr[i + 1]`` along ``indptr.dim() - 1``, and where
+    it is.
+
+    The segments are those of :func:`segment_sum_csr`. torch_scatter's selection: an entry is selected only if
+    it is strictly below the best so far, starting from the dtype's largest finite value, so the first of tied
+    entries wins and NaN is never selected. An empty segment is 0 with argmin ``src.size(dim)``; a non-empty
+    one where nothing was selected (only NaN or +inf) keeps that largest finite value, as torch_scatter's kernel
+    writes it, with argmin ``src.size(dim)``. float16 and bfloat16 compare in float32, from float32's largest
+    value, as torch_scatter's kernel does (so that value, rounded, is +inf). The gradient goes to the selected
+    entry alone.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back, from their own largest value).
+        indptr: ``M + 1`` offsets describing ``M`` segments, int64 or int32, non-decreasing along the last
+            dimension and within ``[0, src.size(dim)]``; leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype and device, of ``src``'s shape but ``M`` along ``dim``; only written (its
+            values do not take part), in place.
+
+    Returns:
+        A tuple ``(values, argmin)`` of ``src``'s shape but with ``M = indptr.size(-1) - 1`` along ``dim``:
+        ``values`` in ``src``'s dtype (``out`` itself when it is given, else a new tensor) and ``argmin`` int64,
+        the position along ``dim`` in ``src`` of each selected entry (``src.size(dim)`` where none was). Both on
+        ``src``'s device.
+
+    Raises:
+        TypeError: when ``src``, ``indptr`` or ``out`` is not a tensor, ``indptr`` is not int64 or int32,
+            ``src``'s dtype is not supported, or ``out``'s dtype is not ``src``'s.
+        ValueError: when ``indptr`` is 0-d, has more dimensions than ``src``, does not match ``src``'s leading
+            sizes, decreases, or is on another device, or when ``out``'s shape or device does not match.
+        IndexError: when an offset is negative or above ``src.size(dim)``.
+
+    Example:
+        >>> values, argmin = segment_min_csr(torch.tensor([4., 2., 3., 1., 5.]), torch.tensor([0, 2, 2, 5]))
+        >>> values
+        tensor([2., 0., 1.])
+        >>> argmin
+        tensor([1, 5, 3])
+    """
     return _selected(src, indptr, out, "amin")
 
 
 def segment_max_csr(src: torch.Tensor, indptr: torch.Tensor,
                     out: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(maximum, argmax)`` over each range."""
+    """The maximum of ``src`` over each range ``indptr[i]:indptr[i + 1]`` along ``indptr.dim() - 1``, and where
+    it is.
+
+    The segments are those of :func:`segment_sum_csr`. torch_scatter's selection: an entry is selected only if
+    it is strictly above the best so far, starting from the dtype's lowest finite value, so the first of tied
+    entries wins and NaN is never selected. An empty segment is 0 with argmax ``src.size(dim)``; a non-empty
+    one where nothing was selected (only NaN or -inf) keeps that lowest finite value, as torch_scatter's kernel
+    writes it, with argmax ``src.size(dim)``. float16 and bfloat16 compare in float32, from float32's lowest
+    value, as torch_scatter's kernel does (so that value, rounded, is -inf). The gradient goes to the selected
+    entry alone.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back, from their own lowest value).
+        indptr: ``M + 1`` offsets describing ``M`` segments, int64 or int32, non-decreasing along the last
+            dimension and within ``[0, src.size(dim)]``; leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype and device, of ``src``'s shape but ``M`` along ``dim``; only written (its
+            values do not take part), in place.
+
+    Returns:
+        A tuple ``(values, argmax)`` of ``src``'s shape but with ``M = indptr.size(-1) - 1`` along ``dim``:
+        ``values`` in ``src``'s dtype (``out`` itself when it is given, else a new tensor) and ``argmax`` int64,
+        the position along ``dim`` in ``src`` of each selected entry (``src.size(dim)`` where none was). Both on
+        ``src``'s device.
+
+    Raises:
+        TypeError: when ``src``, ``indptr`` or ``out`` is not a tensor, ``indptr`` is not int64 or int32,
+            ``src``'s dtype is not supported, or ``out``'s dtype is not ``src``'s.
+        ValueError: when ``indptr`` is 0-d, has more dimensions than ``src``, does not match ``src``'s leading
+            sizes, decreases, or is on another device, or when ``out``'s shape or device does not match.
+        IndexError: when an offset is negative or above ``src.size(dim)``.
+
+    Example:
+        >>> values, argmax = segment_max_csr(torch.tensor([1., 2., 3., 4., 5.]), torch.tensor([0, 2, 2, 5]))
+        >>> values
+        tensor([2., 0., 5.])
+        >>> argmax
+        tensor([1, 5, 4])
+    """
     return _selected(src, indptr, out, "amax")
 
 
 def segment_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None,
                 reduce: str = "sum") -> torch.Tensor:
-    """torch_scatter's ``segment_csr``: ``reduce`` is "sum"/"add", "mean", "min" or "max"."""
+    """Reduces ``src`` over the ranges ``indptr[i]:indptr[i + 1]`` along ``indptr.dim() - 1``, by ``reduce``.
+
+    torch_scatter's ``segment_csr``: :func:`segment_sum_csr`, :func:`segment_mean_csr`, or the values (without
+    the arg-indices) of :func:`segment_min_csr` or :func:`segment_max_csr`; see those for the rules of each.
+
+    Args:
+        src: the values: float32, float64, float16, bfloat16, int32 or int64 (int8, uint8 and int16 are computed
+            in int64 and cast back).
+        indptr: ``M + 1`` offsets describing ``M`` segments, int64 or int32, non-decreasing along the last
+            dimension and within ``[0, src.size(dim)]``; leading dimensions are batch dimensions.
+        out: a tensor of ``src``'s dtype and device, of ``src``'s shape but ``M`` along ``dim``; only written (its
+            values do not take part), in place.
+        reduce: ``"sum"`` (or ``"add"``), ``"mean"``, ``"min"`` or ``"max"``.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``M = indptr.size(-1) - 1`` along ``dim``:
+        ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``indptr`` or ``out`` is not a tensor, ``indptr`` is not int64 or int32,
+            ``src``'s dtype is not supported, or ``out``'s dtype is not ``src``'s.
+        ValueError: when ``reduce`` is not one of the above; when ``indptr`` is 0-d, has more dimensions than
+            ``src``, does not match ``src``'s leading sizes, decreases, or is on another device; or when ``out``'s
+            shape or device does not match.
+        IndexError: when an offset is negative or above ``src.size(dim)``.
+
+    Example:
+        >>> src = torch.tensor([1., 2., 3., 4., 5.])
+        >>> segment_csr(src, torch.tensor([0, 2, 5]))
+        tensor([ 3., 12.])
+        >>> segment_csr(src, torch.tensor([0, 2, 5]), reduce="max")
+        tensor([2., 5.])
+    """
     if reduce == "sum" or reduce == "add":
         return segment_sum_csr(src, indptr, out)
     elif reduce == "mean":
@@ -188,10 +384,18 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
     _engine.check_index(indptr, "indptr")
     if indptr.dim() == 0 or src.dim() < indptr.dim():
         raise ValueError(f"indptr must have between 1 and src.dim()={src.dim()} dimensions, got {indptr.dim()}")
+    if indptr.device != src.device:
+        raise ValueError(f"indptr is on {indptr.device} but src is on {src.device}")
     dim = indptr.dim() - 1
     lead = list(src.shape[:dim])
-    indptr = indptr.expand(lead + [indptr.size(-1)])
+    try:
+        indptr = indptr.expand(lead + [indptr.size(-1)])
+    except RuntimeError as e:
+        raise ValueError(f"indptr of shape {tuple(indptr.shape)} does not match src's leading sizes {lead}: {e}") \
+            from None
     M = max(indptr.size(-1) - 1, 0)
+    if out is not None:
+        _engine.check_tensor(out, "out")
     if src.size(dim) != 0 and src.size(dim) != M:
         raise ValueError(f"src.size({dim}) = {src.size(dim)} but indptr describes {M} segments")
     if out is not None:
@@ -202,7 +406,7 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
     shape[dim] = max(E, 0)
     _engine.check_out(out, src, shape, dim)
     if src.numel() == 0 or indptr.numel() == 0:
-        return out if out is not None else _engine.nothing(src, shape)
+        return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
     if not torch.compiler.is_compiling():
         low, high = torch.aminmax(indptr)
         steps = indptr[..., 1:] < indptr[..., :-1]
@@ -233,5 +437,32 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
 
 
 def gather_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Each ``src`` slice ``i`` repeated over the range ``indptr[i]:indptr[i+1]`` along ``indptr.dim() - 1``."""
+    """Repeats each slice ``i`` of ``src`` over the range ``indptr[i]:indptr[i + 1]`` along ``indptr.dim() - 1``.
+
+    The inverse of :func:`segment_csr`'s layout: ``out[..., indptr[i]:indptr[i + 1], ...] = src[..., i, ...]``
+    along ``dim = indptr.dim() - 1``, for instance to send a value per segment back to its members. Leading
+    dimensions of ``indptr`` are batch dimensions, as in :func:`segment_csr`. Positions that no range covers are
+    0 (with ``out``: keep its value).
+
+    Args:
+        src: the values, one slice per segment along ``dim`` (``M`` of them, or none), any dtype.
+        indptr: ``M + 1`` offsets, int64 or int32, non-decreasing along the last dimension and within
+            ``[0, E]``, ``E`` the size of the result along ``dim``.
+        out: a tensor of ``src``'s dtype and device, of ``src``'s shape but ``E`` along ``dim``; written in place.
+
+    Returns:
+        A tensor of ``src``'s shape, dtype and device but with ``E`` along ``dim``: ``out.size(dim)``, else the
+        last offset. ``out`` itself when it is given, else a new tensor.
+
+    Raises:
+        TypeError: when ``src``, ``indptr`` or ``out`` is not a tensor, ``indptr`` is not int64 or int32, or
+            ``out``'s dtype is not ``src``'s.
+        ValueError: when ``indptr`` is 0-d, has more dimensions than ``src``, does not match ``src``'s leading
+            sizes, is on another device, decreases, or holds an offset outside ``[0, E]``; when ``src.size(dim)``
+            is not the number of segments (nor 0); or when ``out``'s shape or device does not match.
+
+    Example:
+        >>> gather_csr(torch.tensor([10., 20.]), torch.tensor([0, 2, 5]))
+        tensor([10., 10., 20., 20., 20.])
+    """
     return _gather(src, indptr, out)

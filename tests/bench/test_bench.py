@@ -28,7 +28,7 @@ def test_graph_is_sorted_and_consistent(degrees):
     torch.testing.assert_close(a, b)
 
 
-def test_cli_bench_writes_table_csv_json_png(tmp_path, capsys):
+def test_cli_bench_writes_table_csv_json_and_figures(tmp_path, capsys):
     args = ["bench", "--edges", "3000", "--nodes", "300", "--features", "4", "--repeat", "1", "--warmup", "0",
             "--no-latency", "--out-dir", str(tmp_path)]
     assert main(args) == 0
@@ -42,8 +42,11 @@ def test_cli_bench_writes_table_csv_json_png(tmp_path, capsys):
     # what else ran meanwhile: other processes and the hypervisor's steal, as shares of a core
     assert re.search(r"\d+% of a core, hypervisor steal \d+% of a core", data["environment"]["other processes"]) or \
         data["environment"]["other processes"].startswith("not measured")
+    assert data["environment"]["commit"]  # the commit that ran (or "unknown" outside a git checkout)
     pytest.importorskip("matplotlib")
-    assert os.path.getsize(tmp_path / "bench.png") > 0
+    for name in ("forward.png", "forward-backward.png", "message-passing.png", "drop-in.png"):
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG", name
+    assert not (tmp_path / "bench.png").exists()
 
 
 def test_cli_rejects_unknown_reduction():
@@ -65,11 +68,11 @@ def test_wrong_result_aborts_the_benchmark(monkeypatch):
 def test_goals_compare_each_measurement_with_its_limit():
     report = run(Config(reductions=("sum",), orders=("sorted", "shuffled"), **TINY), log=lambda *_: None)
     table = {what: (op, limit, value, ok) for what, op, limit, value, ok in goals(report)}
-    op, limit, value, ok = table["sorted sum: time / probe"]
+    op, limit, value, ok = table["sorted sum: time / read probe"]
     assert value == pytest.approx(next(r.probe_ratio for r in report.rows
                                        if (r.reduce, r.order, r.implementation) == ("sum", "sorted", "scatterx.index_scatter_reduce")))
     assert ok == (value <= limit)
-    assert table["sorted mean: time / probe"][2] is None  # not measured in this run
+    assert table["sorted mean: time / read probe"][2] is None  # not measured in this run
 
 
 def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
@@ -91,7 +94,7 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
     assert len(cases) == 2 * len(harness.REDUCTIONS) + 2 * 3  # forward: all; forward+backward: sum, mean, amax
     result.config.device = "cuda"
     text = report.table(result)
-    assert "GPU goals (stated for an H100)" in text and "sorted sum: bandwidth / probe bandwidth" in text
+    assert "GPU goals (stated for an H100)" in text and "sorted sum: bandwidth / read-probe bandwidth" in text
 
 
 def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
@@ -106,7 +109,7 @@ def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
         pyg.ms / ours.ms)
     gatv2 = {r.implementation: r for r in report.rows if r.reduce == peers.GATV2}
     ours, pyg = (gatv2[p.name] for p in peers.GATV2_IMPLEMENTATIONS)
-    assert table["gatv2 logits: forward+backward speedup over PyG's path"] == pytest.approx(pyg.ms / ours.ms)
+    assert table["GATv2 logits: forward+backward speedup over PyG's path"] == pytest.approx(pyg.ms / ours.ms)
     # a wrong gradient aborts the run
     real_logits = scatterx.gatv2_logits
     monkeypatch.setattr(scatterx, "gatv2_logits", lambda *a, **k: real_logits(*a, **k) * 2)

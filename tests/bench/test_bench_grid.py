@@ -25,7 +25,7 @@ def tiny(**kw):
     return grid.GridSpec(**{**axes, **QUICK, **kw})
 
 
-def test_cli_grid_writes_table_csv_json_png(tmp_path, capsys):
+def test_cli_grid_writes_table_csv_json_and_figure(tmp_path, capsys):
     argv = ["bench", "--grid", "--grid-edges", "100,1000", "--grid-features", "1,16", "--grid-degrees", "10",
             "--grid-dtypes", "float32", "--grid-dims", "0", "--reductions", "sum,amax", "--grid-time", "0",
             "--repeat", "1", "--grid-elements", "none", "--out-dir", str(tmp_path)]
@@ -43,7 +43,8 @@ def test_cli_grid_writes_table_csv_json_png(tmp_path, capsys):
     assert data["missed"] == sum(c["ok"] is False for c in data["cells"])
     assert "hypervisor steal" in out or "not measured" in out  # the environment line says what else ran
     pytest.importorskip("matplotlib")
-    assert (tmp_path / "grid.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "grid-sizes.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (tmp_path / "grid.png").exists() and not (tmp_path / "grid-elements.png").exists()  # no elements
 
 
 def test_full_grid_is_the_product_of_its_axes():

@@ -249,3 +249,20 @@ def test_one_process_without_init_is_the_core_op():
         torch.testing.assert_close(sxd.index_scatter_reduce(index, ints, reduce, partition=part),
                                    scatterx.index_scatter_reduce(0, index, ints, reduce, False, dim_size=5))
     assert sxd.halo_gather(torch.arange(5.0), torch.tensor([4, 4, 1]), partition=part).tolist() == [4.0, 4.0, 1.0]
+
+
+def test_argument_types_are_type_errors():
+    """A wrong type is a TypeError, a bad value a ValueError (NodePartition.even used to raise ValueError for both,
+    string bounds were read as ints, and plan() with no partition leaked an AttributeError)."""
+    for num_nodes, world_size in ((10.0, 2), ("10", 2), (True, 2), (10, 2.0), (10, None), (10, True)):
+        with pytest.raises(TypeError, match="must be an int"):
+            sxd.NodePartition.even(num_nodes, world_size)
+    for num_nodes, world_size in ((-1, 2), (10, 0)):
+        with pytest.raises(ValueError):
+            sxd.NodePartition.even(num_nodes, world_size)
+    assert sxd.NodePartition.even(torch.tensor(4), 2).bounds == (0, 2, 4)  # an integer scalar is an int
+    for bounds in (["0", "3"], [0, True], "03"):
+        with pytest.raises(TypeError, match="bounds must be a sequence of ints"):
+            sxd.NodePartition(bounds)
+    with pytest.raises(TypeError, match="partition must be a scatterx.distributed.NodePartition"):
+        sxd.plan(torch.tensor([0, 1]), None)

@@ -368,3 +368,18 @@ def test_segment_arg_reduce_and_logsumexp(dtype, tmp_path):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         torch.testing.assert_close(g.to(w.dtype), w, atol=1e-5, rtol=1e-5, equal_nan=True)
+
+
+# ------------------------------------------------------------------------------------------------- bad arguments
+def test_to_onnx_refuses_a_model_or_path_of_the_wrong_type_before_exporting(tmp_path):
+    """A plain function or a non-path is a TypeError at once (it used to be a long failed export, or a file named
+    after the int in the working directory)."""
+    inputs = (torch.tensor([0, 0, 2]), torch.tensor([1.0, 2.0, 3.0]))
+    model = Wrap(lambda index, src: scatterx.index_scatter_reduce(0, index, src, "sum", dim_size=3)).eval()
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        to_onnx(lambda index, src: src, inputs, tmp_path / "a.onnx")
+    with pytest.raises(TypeError, match="path must be a str or an os.PathLike"):
+        to_onnx(model, inputs, 5)
+    assert not list(tmp_path.iterdir())
+    to_onnx(model, inputs, tmp_path / "b.onnx")  # a pathlib.Path is a path
+    assert [p.name for p in tmp_path.iterdir()] == ["b.onnx"]

@@ -59,3 +59,41 @@ def test_golden_files_cover_every_frontend_function():
     }.items():
         doc = json.loads((GOLDEN / f"{framework}.json").read_text())
         assert {c["fn"] for c in doc["cases"]} == set(names)
+
+
+# ------------------------------------------------------------------------- argument errors (no golden vector)
+def test_tensorflow_argument_errors():
+    tf = scatterx.tf
+    flags = torch.zeros(2, dtype=torch.bool)
+    with pytest.raises(TypeError, match="reducing torch.bool"):  # checked before negating (no RuntimeError)
+        tf.tensor_scatter_nd_sub(flags, torch.tensor([[0]]), torch.ones(1, dtype=torch.bool))
+    with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
+        tf.tensor_scatter_nd_add([0.0, 0.0], torch.tensor([[0]]), torch.ones(1))
+    data, ids = torch.tensor([1.0, 2.0]), torch.tensor([0, 1])
+    for bad in (2.0, "2", None, torch.tensor(2.7)):  # a float tensor was truncated to 2
+        with pytest.raises(TypeError, match="num_segments"):
+            tf.unsorted_segment_sum(data, ids, bad)
+    with pytest.raises(ValueError, match="num_segments must be a scalar"):
+        tf.unsorted_segment_sum(data, ids, torch.tensor([2, 3]))
+    with pytest.raises(ValueError, match="non-negative"):
+        tf.unsorted_segment_sum(data, ids, -1)
+    assert tf.unsorted_segment_sum(data, ids, torch.tensor(3)).tolist() == [1.0, 2.0, 0.0]
+
+
+def test_paddle_argument_errors():
+    pd = scatterx.paddle
+    x, index, updates = torch.zeros(3, 2), torch.tensor([2, 0]), torch.ones(2, 2)
+    for flag in ("overwrite", "include_self"):  # were silently taken for their truth value
+        with pytest.raises(TypeError, match=f"{flag} must be a bool"):
+            pd.scatter(x, index, updates, **{flag: "no"})
+    with pytest.raises(TypeError, match="reduce must be a str"):
+        pd.scatter(x, index, updates, overwrite=False, reduce=["add"])
+    arr, indices = torch.zeros(2, 3), torch.tensor([[1], [0]])
+    with pytest.raises(TypeError, match="broadcast must be a bool"):
+        pd.put_along_axis(arr, indices, 1.0, 1, broadcast=None)
+    with pytest.raises(TypeError, match="reduce must be a str"):
+        pd.put_along_axis(arr, indices, 1.0, 1, reduce=None)
+    with pytest.raises(ValueError, match="cannot be broadcast"):  # was torch's RuntimeError from expand
+        pd.put_along_axis(arr, indices, torch.ones(2, 3), 1)
+    with pytest.raises(ValueError, match="at least one dimension"):  # was an IndexError from torch
+        pd.put_along_axis(torch.tensor(1.0), torch.tensor(0), 5.0, 0)

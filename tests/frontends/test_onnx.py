@@ -148,3 +148,21 @@ def test_bad_arguments():
         sxo.gather(x, torch.zeros(1))
     with pytest.raises(TypeError, match="dtype"):
         sxo.scatter_elements(x, torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, 1, dtype=torch.float64))
+
+
+def test_wrong_argument_types_and_0d_data_raise_documented_errors():
+    x = torch.zeros(2, 3)
+    i = torch.zeros(1, 1, dtype=torch.long)
+    for reduction in (None, ["add"]):  # a TypeError of its own, not ValueError / "unhashable type"
+        with pytest.raises(TypeError, match="reduction must be a str"):
+            sxo.scatter_elements(x, i, torch.zeros(1, 1), reduction=reduction)
+        with pytest.raises(TypeError, match="reduction must be a str"):
+            sxo.scatter_nd(x, torch.tensor([[1]]), torch.zeros(1, 3), reduction=reduction)
+    with pytest.raises(TypeError, match="batch_dims must be an int"):
+        sxo.gather_nd(x, torch.zeros(2, 1, dtype=torch.long), batch_dims="1")
+    with pytest.raises(ValueError, match="GatherElements: data must have rank >= 1"):
+        sxo.gather_elements(torch.tensor(1.0), torch.tensor(0))
+    with pytest.raises(ValueError, match="ScatterElements: data must have rank >= 1"):
+        sxo.scatter_elements(torch.tensor(1.0), torch.tensor(0), torch.tensor(2.0))
+    with pytest.raises(ValueError, match="ScatterND: data must have rank >= 1"):
+        sxo.scatter_nd(torch.tensor(1.0), torch.zeros(1, 0, dtype=torch.long), torch.ones(1))

@@ -260,6 +260,10 @@ def test_scatter_and_gather_gradients_equal_torch():
     (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1), "max"), ValueError, "reduce"),
     (lambda x: scatterx.scatter(x, 0, torch.tensor([[0, 5]]), 1.0), IndexError, "out of bounds"),
     (lambda x: scatterx.gather(x, 1, torch.tensor([[0, 3]])), IndexError, "out of bounds"),
+    # flags of another type: a TypeError, as torch's (not silently taken as true)
+    (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1), "sum",
+                                       include_self="no"), TypeError, "include_self must be a bool"),
+    (lambda x: scatterx.gather(x, 1, torch.tensor([[0]]), sparse_grad="no"), TypeError, "sparse_grad must be a bool"),
 ])
 def test_bad_input_raises_and_writes_nothing(call, error, match):
     x = torch.arange(6.0).view(2, 3)

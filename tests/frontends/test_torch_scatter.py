@@ -3,6 +3,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -261,3 +262,105 @@ def test_std_of_integers_is_floating():
     expected = reference.ts_softmax_family(src.double(), index, kind="std")
     assert result.is_floating_point()
     torch.testing.assert_close(result.double(), expected.double(), atol=1e-6, rtol=1e-6)
+
+
+# the whole family, called on a good src with each function's own index form (src is the first argument of all)
+_INDEX = torch.tensor([0, 0, 1, 1])
+_FAMILY = {
+    **{name: (lambda f: lambda src, **k: f(src, _INDEX, **k))(getattr(ts, name))
+       for name in ["scatter", "scatter_sum", "scatter_add", "scatter_mul", "scatter_mean", "scatter_min",
+                    "scatter_max", "scatter_std", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax",
+                    "segment_coo", "segment_sum_coo", "segment_add_coo", "segment_mean_coo", "segment_min_coo",
+                    "segment_max_coo"]},
+    **{name: (lambda f: lambda src, **k: f(src, torch.tensor([0, 2, 4]), **k))(getattr(ts, name))
+       for name in ["segment_csr", "segment_sum_csr", "segment_add_csr", "segment_mean_csr", "segment_min_csr",
+                    "segment_max_csr"]},
+    "gather_csr": lambda src, **k: ts.gather_csr(src, torch.tensor([0, 1, 2, 3, 4]), **k),
+    "gather_coo": lambda src, **k: ts.gather_coo(src, _INDEX, **k),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FAMILY))
+def test_src_that_is_not_a_tensor_raises_type_error(name):
+    """A list (or a number) as ``src`` is a TypeError, as a NumPy array is, in every function (the scatter and
+    segment reductions used to read ``src.dtype`` first: AttributeError)."""
+    fn = _FAMILY[name]
+    fn(torch.tensor([1.0, 2.0, 3.0, 4.0]))  # the call is good with a tensor
+    for bad in ([1.0, 2.0, 3.0, 4.0], 1.0):
+        with pytest.raises(TypeError, match="src must be a torch.Tensor"):
+            fn(bad)
+
+
+def test_list_src_raises_the_same_type_error_as_a_numpy_array():
+    index = torch.tensor([0, 0])
+    for fn in (ts.segment_coo, ts.scatter, ts.segment_max_coo):
+        with pytest.raises(TypeError, match="src must be a torch.Tensor, got ndarray"):
+            fn(np.array([1.0, 2.0]), index)
+        with pytest.raises(TypeError, match="src must be a torch.Tensor, got list"):
+            fn([1.0, 2.0], index)
+    with pytest.raises(TypeError, match="src must be a torch.Tensor, got list"):
+        ts.segment_csr([1.0, 2.0], torch.tensor([0, 2]))
+
+
+@pytest.mark.parametrize("name", ["scatter_sum", "scatter_max", "scatter_std", "scatter_logsumexp", "segment_coo",
+                                  "segment_max_csr", "gather_csr"])
+def test_out_that_is_not_a_tensor_raises_type_error(name):
+    fn = _FAMILY[name]
+    src = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    for bad in ([0.0, 0.0, 0.0, 0.0], np.zeros(4, dtype=np.float32)):
+        with pytest.raises(TypeError, match="out must be a torch.Tensor"):
+            fn(src, out=bad)
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_sum", "scatter_mul", "scatter_mean", "scatter_min",
+                                  "scatter_max", "scatter_std", "scatter_logsumexp", "scatter_softmax",
+                                  "scatter_log_softmax"])
+@pytest.mark.parametrize("with_out", [False, True])
+def test_out_of_range_dim_raises_index_error_naming_it(name, with_out):
+    """A dim out of range is an IndexError that names the caller's dim, with or without ``out`` (scatter_std
+    took ``dim=-2`` of a 1-D src as ``-1``, and named ``-2`` for ``-3``)."""
+    fn = getattr(ts, name)
+    if with_out and name in ("scatter_softmax", "scatter_log_softmax"):
+        pytest.skip("no out= argument")
+    index = torch.tensor([0, 1, 1, 2, 2, 2])
+    for src, dims in [(torch.randn(6), [-2, -3, 1, 2]), (torch.randn(6, 2), [-3, 2])]:
+        for dim in dims:
+            kwargs = {"out": torch.zeros(3, *src.shape[1:])} if with_out else {}
+            with pytest.raises(IndexError, match=rf"dim {dim} is out of range"):
+                fn(src, index, dim=dim, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_sum", "scatter_add", "scatter_mul", "scatter_mean",
+                                  "scatter_min", "scatter_max", "scatter_std", "scatter_logsumexp",
+                                  "segment_csr", "segment_sum_csr", "segment_mean_csr", "segment_min_csr",
+                                  "segment_max_csr", "segment_coo", "segment_mean_coo", "segment_max_coo",
+                                  "gather_csr", "gather_coo"])
+def test_empty_src_with_out_stays_on_the_graph(name):
+    """An empty ``src`` that requires grad, with ``out=``: the result is attached to ``src``'s graph (as with
+    ``dim_size=``, and as torch_scatter's in-place ops on ``out`` attach it), out's values unchanged, and a
+    backward gives ``src`` a zero gradient."""
+    src = torch.zeros(0, 2, dtype=torch.float64, requires_grad=True)
+    start = torch.tensor([[-0.0, 1.0], [math.nan, -2.0], [3.0, 4.0]], dtype=torch.float64)
+    out = start.clone()
+    fn = getattr(ts, name)
+    if name.startswith("segment") and name.endswith("csr"):
+        result = fn(src, torch.zeros(4, dtype=torch.long), out=out)
+    elif name == "gather_csr":
+        result = fn(src, torch.zeros(1, dtype=torch.long), out=out)
+    elif name == "gather_coo":
+        src = torch.ones(2, 2, dtype=torch.float64, requires_grad=True)
+        out = torch.zeros(0, 2, dtype=torch.float64)
+        start = out.clone()
+        result = fn(src, torch.zeros(0, dtype=torch.long), out=out)
+    elif name.startswith("segment"):
+        result = fn(src, torch.zeros(0, dtype=torch.long), out=out)
+    else:
+        result = fn(src, torch.zeros(0, dtype=torch.long), 0, out=out)
+    result = result[0] if isinstance(result, tuple) else result
+    assert result.requires_grad
+    if name != "scatter_std":  # scatter_std returns a new tensor (out holds the sum of squares), as torch_scatter's
+        assert result is out
+        assert torch.equal(torch.signbit(out), torch.signbit(start))
+        torch.testing.assert_close(out, start, equal_nan=True)
+    result.sum().backward()
+    assert src.grad is not None and torch.equal(src.grad, torch.zeros_like(src))

@@ -194,3 +194,16 @@ def test_empty_src_leaves_out_untouched():
 def test_batch_of_size_zero():
     assert ts.segment_sum_coo(torch.zeros(0, 4, 3), torch.zeros(0, 4, dtype=torch.long)).shape == (0, 0, 3)
     assert ts.segment_sum_csr(torch.zeros(0, 4, 3), torch.zeros(0, 3, dtype=torch.long)).shape == (0, 2, 3)
+
+
+def test_gathers_refuse_an_index_on_another_device_or_of_other_leading_sizes():
+    """As every other function does: a ValueError, not a RuntimeError from deep inside (the meta device stands in
+    for a GPU here)."""
+    out = torch.full((2,), 7.0)
+    with pytest.raises(ValueError, match="indptr is on meta"):
+        ts.gather_csr(torch.ones(2), torch.tensor([0, 1, 2], device="meta"), out)
+    with pytest.raises(ValueError, match="index is on meta"):
+        ts.gather_coo(torch.ones(2), torch.tensor([0, 1], device="meta"), out)
+    assert torch.equal(out, torch.full((2,), 7.0))
+    with pytest.raises(ValueError, match="does not match src's leading sizes"):
+        ts.gather_csr(torch.ones(2, 3), torch.zeros(3, 2, dtype=torch.long))

@@ -186,6 +186,22 @@ def test_bad_arguments():
         scatterx.csr_transpose(ptr, torch.tensor([3]), 2)
 
 
+@pytest.mark.parametrize("reduce, requires_grad, weighted", [
+    ("sum", False, False), ("amax", False, False), ("amax", True, False), ("sum", False, True), ("sum", True, True),
+])
+def test_a_bad_transpose_raises_on_every_path(reduce, requires_grad, weighted):
+    """A transpose of the right sizes but bad values is an error whether or not a backward will use it."""
+    src = torch.ones(3, 2, requires_grad=requires_grad)
+    ptr, index = torch.tensor([0, 2, 3]), torch.tensor([2, 0, 2])
+    weight = torch.ones(3) if weighted else None
+    out_of_range = (torch.tensor([0, 1, 1, 3]), torch.tensor([0, 7, 1]))  # index_t names segment 7 of 2
+    with pytest.raises(IndexError, match=r"transpose\[1\] \(index_t\)\[1\]=7"):
+        scatterx.gather_segment_reduce(src, ptr, index, reduce, weight=weight, transpose=out_of_range)
+    decreasing = (torch.tensor([0, 2, 1, 3]), torch.tensor([0, 0, 1]))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        scatterx.gather_segment_reduce(src, ptr, index, reduce, weight=weight, transpose=decreasing)
+
+
 def test_csr_transpose_checks_ptr_on_the_device_path():
     """On the GPU backend ptr is checked by device asserts, which raise at once on CPU tensors (interpreter)."""
     gpu = _backend("gpu")

@@ -162,6 +162,15 @@ def test_compiles_without_graph_breaks():
         (lambda x: scatterx.segment_softmax(x.long(), torch.tensor([0, 0, 0])), TypeError, "floating-point"),
         (lambda x: scatterx.segment_softmax(x, torch.tensor([0.0, 0, 0])), TypeError, "int32 or int64"),
         (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 0]), dim=2), IndexError, "dim 2"),
+        # num_segments with ptr: ptr says how many groups there are, a different number is an error
+        (lambda x: scatterx.segment_softmax(x, ptr=torch.tensor([0, 1, 3]), num_segments=7), ValueError,
+         "num_segments=7 disagrees with ptr"),
+        # groups whose offsets cannot be allocated: named, before any allocation
+        (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 1]), num_segments=2**40), MemoryError,
+         "num_segments=1099511627776"),
+        (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 2**40])), MemoryError, r"index.max\(\) \+ 1"),
+        (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 1]), num_segments=2**63), ValueError,
+         "num_segments=.* too large"),
     ],
 )
 def test_bad_input(call, error, match):

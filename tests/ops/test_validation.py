@@ -39,6 +39,10 @@ BAD_INPUTS = {
     "index_2d": (dict(index=GOOD_INDEX.view(2, 3)), ValueError, ["index", "1-D", "(2, 3)"]),
     "index_longer_than_src": (dict(index=torch.zeros(7, dtype=torch.long)), ValueError, ["7", "src.size(0)"]),
     "index_not_sorted": (dict(index=torch.tensor([0, 2, 1, 2, 2, 3])), ValueError, ["not sorted", "index[2]=1", "sorted=False"]),
+    # without dim_size the size is the last entry + 1, which an earlier entry of an unsorted index may exceed:
+    # the broken promise is the error, not the range
+    "index_not_sorted_no_size": (dict(index=torch.tensor([2, 0, 0, 0, 0, 0]), out=None), ValueError,
+                                 ["not sorted", "index[1]=0", "sorted=False"]),
     "index_not_tensor": (dict(index=[0, 1]), TypeError, ["index", "list"]),
     "dim_too_large": (dict(dim=2), IndexError, ["dim 2"]),
     "dim_too_small": (dict(dim=-3), IndexError, ["dim -3"]),
@@ -59,6 +63,7 @@ BAD_INPUTS = {
     "out_not_tensor": (dict(out=[[0.0] * 4] * 4), TypeError, ["out", "list"]),
     "out_numpy": (dict(out=torch.zeros(4, 4).numpy()), TypeError, ["out", "ndarray"]),
     "sorted_not_bool": (dict(sorted="yes"), TypeError, ["sorted"]),
+    "include_self_not_bool": (dict(include_self="no"), TypeError, ["include_self", "str"]),
     "dim_size_huge": (dict(out=None, dim_size=2**40), MemoryError, ["dim_size=1099511627776", "bytes"]),
     "dim_size_beyond_int64": (dict(out=None, dim_size=2**63), ValueError, ["dim_size=9223372036854775808", "too large"]),
     "dim_size_float": (dict(out=None, dim_size=4.0), TypeError, ["dim_size", "float"]),

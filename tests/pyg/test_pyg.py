@@ -1,5 +1,6 @@
 """scatterx.pyg: the switch, and PyG with it on against PyG's default path (outputs and gradients)."""
 
+import contextlib
 import subprocess
 import sys
 
@@ -431,6 +432,49 @@ def test_scatter_aggregation_as_aggr_matches_the_builtin(reduce, builtin, use_pt
     torch.testing.assert_close(conv(x, edge_index), reference(x, edge_index))
     with pytest.raises(ValueError, match="unknown reduce"):
         sxpyg.ScatterAggregation("median")
+
+
+def test_arguments_of_the_wrong_type_are_type_errors_in_both_states():
+    """A non-tensor argument, or a float index/ptr, is a TypeError with the switch on and off (PyG's code used to
+    leak an AttributeError, a NotImplementedError or a RuntimeError)."""
+    src, index, ptr = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 2]), torch.tensor([0, 2, 3])
+    adj = torch.eye(3).to_sparse_csr()
+    calls = {
+        "scatter src": lambda: sxpyg.scatter([1.0, 2.0, 3.0], index),
+        "scatter index": lambda: sxpyg.scatter(src, [0, 0, 2]),
+        "scatter float index": lambda: sxpyg.scatter(src, index.float()),
+        "segment ptr": lambda: sxpyg.segment(src, [0, 2, 3]),
+        "segment float ptr": lambda: sxpyg.segment(src, ptr.float()),
+        "softmax src": lambda: sxpyg.softmax([1.0, 2.0, 3.0], index),
+        "softmax index": lambda: sxpyg.softmax(src, [0, 0, 2]),
+        "softmax float ptr": lambda: sxpyg.softmax(src, ptr=ptr.float()),
+        "spmm src": lambda: sxpyg.spmm([[1.0]], src[:, None]),
+        "spmm other": lambda: sxpyg.spmm(adj, [[1.0], [2.0], [3.0]]),
+    }
+    for on in (False, True):
+        with sxpyg.enabled() if on else contextlib.nullcontext():
+            for name, call in calls.items():
+                with pytest.raises(TypeError, match="must"):
+                    call()
+                    pytest.fail(f"{name}: no TypeError (switch {'on' if on else 'off'})")
+
+
+def test_scatter_aggregation_refuses_bad_arguments():
+    x = torch.tensor([[1.0], [2.0], [3.0]])
+    with pytest.raises(TypeError, match="reduce must be a string"):
+        sxpyg.ScatterAggregation(3)
+    with pytest.raises(TypeError, match="reduce must be a string"):
+        sxpyg.ScatterAggregation(["sum"])
+    module = sxpyg.ScatterAggregation("sum")
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        module([[1.0]], torch.tensor([0]))
+    with pytest.raises(TypeError, match="index must be a torch.Tensor"):
+        module(x, [0, 1, 1])
+    with pytest.raises(TypeError, match="ptr must have an integer dtype"):
+        module(x, ptr=torch.tensor([0.0, 3.0]))
+    for reduce in ("sum", "mean", "max", "mul"):  # an index shorter than x used to reduce x's first rows silently
+        with pytest.raises(ValueError, match="index has 2 entries but x has 3 rows"):
+            sxpyg.ScatterAggregation(reduce)(x, torch.tensor([0, 1]))
 
 
 # --------------------------------------------------------------------------------------------------- TorchScript

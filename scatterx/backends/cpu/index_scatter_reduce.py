@@ -92,7 +92,7 @@ def small_index_scatter_reduce(
     small (or another route is forced), or not plainly valid (the caller then takes the general path, which
     explains any bad input). ``src`` is a tensor, ``index`` a 1-D tensor no longer than ``src.size(dim)``, ``dim
     >= 0`` (the caller checked); ``num_segments`` None: ``index.max() + 1``. Written for per-call cost: every line
-    here is paid by calls of ~10 us."""
+    here is paid by calls of a few microseconds (see docs/decisions/small-calls.md)."""
     forced = routes.forced()
     if forced is not None and forced is not Route.SERIAL:
         return None
@@ -127,7 +127,8 @@ def _serial(src, index_np, index, red, sorted, num_segments, outer, n, inner, di
     """The serial route: a new tensor, or the error the kernel's checks found."""
     result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim)
     if status != owner.OK:
-        raise explain_bad_index(index, num_segments, status == owner.NOT_SORTED)
+        # a broken sorted promise is named first: without dim_size, the size was read from the last entry
+        raise explain_bad_index(index, num_segments, sorted or status == owner.NOT_SORTED)
     return result
 
 
@@ -148,7 +149,8 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
     key = ("owner", red.code, src.dtype)
     while True:
         counts = _NO_COUNTS if marks else np.empty(num_segments, np.int64)
-        # on the calling thread: the kernel's entry called directly (``launch``'s bookkeeping is ~1 us of ~15)
+        # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
+        # (see docs/decisions/small-calls.md)
         status = owner.index_scatter_reduce_owner.keyed(key, np.array([0, outer], np.int64), src3, index_np, counts,
                                                         out3, out3, red.code, storage, True, sorted, False, True,
                                                         marks)

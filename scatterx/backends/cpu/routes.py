@@ -46,13 +46,13 @@ class Tuning:
     """Every threshold of the CPU backend, with the reason for its value; the measurements behind them are in
     ``docs/decisions/`` (file named after each field's topic)."""
 
-    #: Below this many elements of work a kernel runs on the calling thread alone: waking a worker costs 10-150 us
-    #: (cpu-parallelism.md).
+    #: Below this many elements of work a kernel runs on the calling thread alone: waking a worker costs more than
+    #: the work (see docs/decisions/cpu-parallelism.md).
     parallel_min_elements: int = 1 << 15
     #: ... and this many for the reductions of ``index_scatter_reduce`` and ``segment_reduce`` over rows wider than
     #: one element (a few operations an element, bound by memory; one-element rows cost more per element): below
     #: it one thread beat two on the 2-vCPU VM measured, where a pool launch (waking a worker, handing it the GIL,
-    #: waking the caller at the end) costs 50-150 us (cpu-parallelism.md).
+    #: waking the caller at the end) is dear (see docs/decisions/cpu-parallelism.md).
     reduce_parallel_min_elements: int = 1 << 20
     #: A call into a new tensor whose ``src`` and output hold at most this many elements takes the serial route:
     #: the other routes' fixed costs (offsets, chunks, waking threads) dominate below it (small-calls.md).

@@ -19,7 +19,7 @@ def numpy_view(t: torch.Tensor):
     """Zero-copy NumPy view of a contiguous CPU tensor; half types are viewed as int16 bits."""
     if t.dtype in _STORAGE:
         t = t.view(torch.int16)
-    return (t.detach() if t.requires_grad else t).numpy()  # (detach makes a tensor: ~0.7 us a small call)
+    return (t.detach() if t.requires_grad else t).numpy()  # (detach makes a tensor: docs/decisions/small-calls.md)
 
 
 def storage_code(dtype: torch.dtype) -> int:

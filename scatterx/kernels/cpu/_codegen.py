@@ -10,12 +10,12 @@ the result is cached on disk by Numba (``cache=True``), keyed by the literals.
 Only the reduction and the storage format are literals: they decide what the inner loop computes, and a branch
 on them there would cost vectorisation. Every other choice of a kernel (gather or not, include_self, streamed
 stores, ...) is a run-time argument -- a branch outside the inner loop, or one that is always predicted the same
-way -- since each literal value multiplies the variants compiled (about 1 s each; ``docs/decisions/
-compile-budget.md``).
+way -- since each literal value multiplies the variants compiled (each a compile on first use; see
+docs/decisions/compile-budget.md).
 
 Every kernel is ``@njit(cache=True, nogil=True, error_model="numpy")``: with Numba's default error model each
-division tests its divisor to raise ``ZeroDivisionError``, and that branch keeps the loop from vectorising (the
-amax backward ran 2x slower; ``docs/decisions/compile-budget.md``).
+division tests its divisor to raise ``ZeroDivisionError``, and that branch keeps the loop from vectorising (see
+docs/decisions/compile-budget.md).
 
 Storage formats: ``NATIVE`` arrays hold the values themselves (float32/64, int32/64). ``F16`` and ``BF16`` arrays
 are int16 *views* of half-precision tensors (Numba has no half type on the CPU); ``load`` widens the bits to float32
@@ -315,9 +315,9 @@ class Kernel:
     """A compiled kernel's entry points, one per variant, compiled on first use (a disk-cache load after the
     first process).
 
-    Calling a Numba dispatcher costs ~10 us of typing per call (``numba.typeof`` on every array), and one whose
-    function takes literals (``numba.literally``) ~10 ms: Numba first types the call with plain integers, fails,
-    and only then finds the literal specialisation. Here the signature is built directly -- literal types for the
+    Calling a Numba dispatcher types every array per call (``numba.typeof``), and one whose function takes
+    literals (``numba.literally``) costs far more: Numba first types the call with plain integers, fails, and only
+    then finds the literal specialisation (both measured in docs/decisions/reduction-table.md). Here the signature is built directly -- literal types for the
     arguments named in ``literal``, layout "A" (any strides) for those in ``strided`` (the element kernels read
     the caller's tensors through their strides: one variant per combination of layouts would multiply them), the
     arrays' own types otherwise -- and the entry point is kept under a key of what determines it.
@@ -377,8 +377,8 @@ class Kernel:
         return entry
 
     def _key(self, position, arg):
-        """What Numba's type of ``arg`` depends on, computed ~10x faster than ``numba.typeof`` (which costs ~10 us
-        an array and would dominate small calls)."""
+        """What Numba's type of ``arg`` depends on, computed much faster than ``numba.typeof`` (which would
+        dominate small calls; see docs/decisions/reduction-table.md)."""
         if isinstance(arg, np.ndarray):
             f = arg.flags
             layout = None if position in self._strided else (f.c_contiguous, f.f_contiguous)

@@ -43,7 +43,7 @@ def prefetch_row(typingctx, arr, o, r):
         with cgutils.for_range_slice(builder, ir.Constant(i64, 0), nbytes, line) as (offset, _):
             address = builder.inttoptr(builder.add(start, offset), i8p)
             # read, locality 1 (into L2, not L1: L1 has ~12 line-fill buffers a core, too few to cover DRAM
-            # latency; measured 21 ms instead of 26 ms for the default shuffled benchmark), data cache
+            # latency; see docs/decisions/unsorted-routes.md), data cache
             builder.call(fn, [address, ir.Constant(i32, 0), ir.Constant(i32, 1), ir.Constant(i32, 1)])
         return context.get_dummy_value()
 

@@ -34,7 +34,7 @@ def index_scatter_reduce_backward_kernel(
 @njit(cache=True, nogil=True, error_model="numpy")
 def _chunk(o, c, src, perm, ptr, bounds, result, grad, base, grad_src, ties, count, storage, gather, include_self):
     """One work item: the segments of chunk ``c`` in outer slice ``o``. (A function of its own, not the body of
-    the claim loop: compiled apart, its loops ran ~30% faster; ``docs/decisions/compile-budget.md``.)"""
+    the claim loop: compiled apart, its loops ran faster; see docs/decisions/compile-budget.md.)"""
     inner = src.shape[2]
     for s in range(bounds[c], bounds[c + 1]):
         lo = ptr[s]

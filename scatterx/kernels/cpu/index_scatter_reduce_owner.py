@@ -17,8 +17,8 @@ It serves three routes (``backends/cpu/routes.py``):
 tells them by ``counts`` -- or, for the reductions whose result has the identity's bits only if every member has
 them (``MARKS_EMPTY``: sum, amax, amin; not prod, 2 * 0.5 == 1, nor mean) into a new result with rows of one
 element, by the accumulator's bits alone (``marks``): no counting pass, whose scattered increments were half the
-time of a 1M-entry call into 500k targets (2.9 ms without, 5.5 ms with). (For wider rows the pass over every value
-below costs more than the counting pass it saves: 1M x 16 float32 sum, 31.7 ms against 12.3 ms.) A value that itself has the identity's bits (a -0.0 in a sum, a -inf
+time of a 1M-entry call into 500k targets. (For wider rows the pass over every value below costs more than the
+counting pass it saves; both measured in docs/decisions/narrow-rows.md.) A value that itself has the identity's bits (a -0.0 in a sum, a -inf
 in a max) would be mistaken for "nothing": a vectorised pass over the slice finds such values first, and the kernel
 then returns ``AMBIGUOUS`` for the caller to run it again with counts.
 
@@ -109,7 +109,7 @@ def index_scatter_reduce_owner_kernel(
                 acc[t] = combine(reduce, acc[t], load(storage, flat[i]))
         else:
             # rows of a 2-D view at an unsigned target: with ``acc[t * inner + j]`` Numba cannot tell the offset
-            # is not negative, wraps it around, and the loop does not vectorise (1000 x 64: 58 -> 11 us)
+            # is not negative, wraps it around, and the loop does not vectorise (docs/decisions/narrow-rows.md)
             rows = acc.reshape(num_targets, inner)
             for i in range(m):
                 t = np.uint64(index[i])

@@ -3,8 +3,9 @@ one pass over the data.
 
 Rows of one element (a 1-D ``src`` or feature, or the last dim of a ``(features, edges)`` tensor) are where the
 segment kernel (``segment_reduce.py``) spends most of its time on bookkeeping: a first pass over the index for the
-offsets ``ptr`` and a few loops per segment (at 1M edges x 1 feature 3-8 ms, where reading the data costs ~1 ms).
-For wider rows, the separate pass that builds the offsets, and the wait for it, were ~15% of a 1M x 64 sorted sum.
+offsets ``ptr`` and a few loops per segment, several times what reading the data costs. For wider rows, the
+separate pass that builds the offsets, and the wait for it, were a noticeable share of a sorted sum (see
+docs/decisions/narrow-rows.md and docs/decisions/streaming-stores.md).
 Here the index is read once more to check it (a loop that vectorises) and once to reduce.
 
 **Work items** are chunks of positions. Chunk ``c`` nominally starts at position ``c * step`` and is moved back to
@@ -172,8 +173,8 @@ def _reduce_runs(src, index, out, lo, hi, first, last, reduce, storage):
     (gaps stay 0), then every position rewrites its target with its run's value so far (the last write is the
     whole run's), as two interleaved streams -- the chunk's halves, split at a run start. A mispredicted branch per
     run was most of the time at a few rows per run, and each stream's accumulator is a chain of dependent
-    operations that two independent streams overlap (1M rows, one thread: 6.1 ms branching per run at 2 rows a
-    run, 2.6 ms branch-free, 1.6 ms in two streams). ``src``, ``out``: the slice's rows, 1-D."""
+    operations that two independent streams overlap (branching per run, branch-free and two streams measured in
+    docs/decisions/narrow-rows.md). ``src``, ``out``: the slice's rows, 1-D."""
     for t in range(first, last):
         out[t] = 0
     if hi == lo:
@@ -224,8 +225,8 @@ def _reduce_runs(src, index, out, lo, hi, first, last, reduce, storage):
 def _reduce_lanes(src, index, out, o, lanes, lo, hi, first, last, reduce, storage):
     """Outer slices ``o .. o + lanes - 1`` of one chunk (checked), one-element rows, together, run by run: one
     index read per position for all of them, and their accumulators are independent chains. Pays a few branches
-    per run, shared by the lanes: faster than ``_reduce_runs`` slice by slice from about 4 positions a run (a
-    (16, 1M) tensor, 2 threads: 11 ms against 17 ms at 10 a run, 20 ms against 16 ms at 2)."""
+    per run, shared by the lanes: faster than ``_reduce_runs`` slice by slice from about 4 positions a run (see
+    docs/decisions/narrow-rows.md)."""
     acc = acc_buffer(storage, src, lanes)
     start = identity(reduce, acc)
     done = first - 1  # the last target written

@@ -9,7 +9,8 @@ Work items are ``(outer slice, chunk of segments)``; chunks are balanced by rows
 (``segments.balanced_bounds``). Each segment is reduced by exactly one thread, in row order, so the result does not
 depend on the number of threads. No bounds checks are made here: the backend has validated ``ptr``/``perm``.
 
-Native types accumulate in ``out``'s row itself (no scratch row to copy out: ~15% at 64 features). Half types, and
+Native types accumulate in ``out``'s row itself (no scratch row to copy out: docs/decisions/segment-kernel.md). Half
+types, and
 large outputs with rows of whole cache lines, accumulate in a scratch row written once at the end of the segment --
 the latter by non-temporal stores (``_memory.stream_row``), which skip reading ``out``'s lines from memory before
 overwriting them (``docs/decisions/streaming-stores.md``). Both ways run the same operations in the same order:
@@ -38,7 +39,7 @@ def segment_reduce_kernel(
     lookahead: with ``gather``, prefetch the row that many positions ahead.
     stream: native types only; rows written by ``stream_row`` (conditions checked by the caller).
     reduce, storage: literal codes, see ``_reductions`` and ``_codegen``.
-    (Rows are indexed as ``src[o, r, j]``: taking a 1-D row view per row costs ~20% at 64 features.)
+    (Rows are indexed as ``src[o, r, j]``: a 1-D row view per row is slower; docs/decisions/segment-kernel.md.)
     """
     inner = src.shape[2]
     m = perm.shape[0]

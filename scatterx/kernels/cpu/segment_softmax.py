@@ -19,25 +19,10 @@ it vectorises; the ``exp`` calls dominate (Numba has no vectorised ``exp`` witho
 Pass 2 therefore keeps its ``exp(x - max)`` in a per-work-item scratch buffer (``EXP_SCRATCH_ELEMENTS``) for pass 3
 when the segment fits, so one ``exp`` per element instead of two, with bit-identical results.
 
-The "online" softmax of the segment-softmax literature -- one pass with a running maximum and a running sum
-rescaled by ``exp(old max - new max)`` whenever the maximum grows, then the writing pass -- was measured against
-it and is slower here: it saves a pass over cached rows but not an ``exp`` (one per element in its first pass,
-using ``exp(old - x)`` as the rescale factor when ``x`` is the new maximum and ``exp(x - max)`` otherwise, and one
-in the writing pass), and its bookkeeping (compare, select, rescale, and a guard for ``-inf - -inf``) sits in the
-scalar loop around the ``exp``. The GPU kernel, where a pass is a trip to memory and ``exp`` is cheap, is online.
-Measured with 2 threads (AMD EPYC, znver4, a shared VM: medians of 25 interleaved runs, minimum in brackets) at
-1,048,576 rows x 64 float32 features in 100,000 segments of power-law sizes (median 6 rows, largest 57,236),
-chunks from ``balanced_bounds`` (8 chunks); "gathered": rows through a random permutation:
-
-    ===========  ==============  ==============  ===================  ==============
-    rows         online          three passes    three passes, kept   backward
-    ===========  ==============  ==============  ===================  ==============
-    sorted       227 (193) ms    214 (180) ms    170 (139) ms         29 (19) ms
-    gathered     513 (426) ms    398 (329) ms    298 (252) ms         108 (87) ms
-    ===========  ==============  ==============  ===================  ==============
-
-(Prefetching the gathered rows 32 ahead, as ``segment_reduce.py`` does, did not measurably help either version: the
-kernel is bound by ``exp``, not by memory.)
+The "online" softmax of the segment-softmax literature (one pass with a running maximum and a rescaled running
+sum, then the writing pass) was measured against it and is slower here: it saves a pass over cached rows but not an
+``exp``, and its bookkeeping sits in the scalar loop around the ``exp``. The GPU kernel, where a pass is a trip to
+memory and ``exp`` is cheap, is online. The measurements: see docs/decisions/segment-softmax.md.
 
 Work items are ``(outer slice, chunk of segments)`` from ``bounds`` (``segments.balanced_bounds``), as in
 ``segment_reduce.py``. Each segment is reduced by exactly one thread, in row order, so the result does not depend on the
@@ -91,7 +76,8 @@ def segment_softmax_kernel(counter, src, perm, ptr, bounds, out, storage, gather
 @njit(cache=True, nogil=True, error_model="numpy")
 def _softmax_chunk(o, c, src, perm, ptr, bounds, out, top, total, kept, cap, storage, gather):
     """One work item of ``segment_softmax_kernel``: the segments of chunk ``c`` in outer slice ``o``. (A function
-    of its own, not the claim loop's body: compiled apart, its loops ran ~15% faster; compile-budget.md.)"""
+    of its own, not the claim loop's body: compiled apart, its loops ran faster; see
+    docs/decisions/compile-budget.md.)"""
     inner = src.shape[2]
     minus_inf = identity(AMAX, top)  # constants in the accumulator type
     zero = identity(SUM, top)

@@ -125,8 +125,8 @@ def stable_positions_kernel(counter, index, offsets, perm, step):
 @njit(cache=True, nogil=True, error_model="numpy")
 def balanced_bounds_kernel(ptr, nchunks):
     """Split segments ``0..S`` into ``nchunks`` contiguous chunks of about equal ``rows + segments``: int64
-    ``(nchunks + 1,)`` bounds, a binary search over ``ptr`` per chunk (in Python this cost ~25 us a call, a
-    quarter of a 64k-edge call)."""
+    ``(nchunks + 1,)`` bounds, a binary search over ``ptr`` per chunk (in Numba: in Python it was a large share of
+    a mid-sized call; see docs/decisions/index-to-segments.md)."""
     num_segments = ptr.shape[0] - 1
     total = np.int64(ptr[num_segments]) + num_segments
     bounds = np.empty(nchunks + 1, np.int64)
