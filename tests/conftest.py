@@ -5,6 +5,7 @@ import contextlib
 import hashlib
 import os
 import pathlib
+import sys
 
 # Numba's disk cache is keyed on the source file of each kernel: an edit to a kernel file recompiles that file's
 # variants, and no others. But a kernel also compiles in what it imports from the files it is generated from -- the
@@ -199,45 +200,92 @@ def gpu_compiling_env():
     return env
 
 
+#: the tests that build the docs site (``tests/test_docs_build.py``): their builds start at collection too
+DOCS_BUILD_TEST = "test_docs_build_without_warnings"
+DOCS_BROKEN_TEST = "test_a_broken_cross_reference_fails_the_build"
+#: tests whose work runs in a process started at collection; each runs last and waits for its process
+BACKGROUND_TESTS = (GPU_COMPILE_TEST, DOCS_BUILD_TEST, DOCS_BROKEN_TEST)
+
+
+def sphinx_command(source, out):
+    """The docs build of the README (warnings as errors), from ``source`` into ``out``/html."""
+    return [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d",
+            os.path.join(out, "doctrees"), str(source), os.path.join(out, "html")]
+
+
+def broken_docs_source(directory):
+    """A docs source with the project's configuration and one broken cross-reference."""
+    import shutil
+
+    source = pathlib.Path(directory, "src")
+    source.mkdir(parents=True, exist_ok=True)
+    shutil.copy(_ROOT / "docs" / "conf.py", source / "conf.py")
+    (source / "index.rst").write_text(
+        "Broken\n======\n\n.. autofunction:: scatterx.ptr_to_index\n\nSee :func:`scatterx.no_such_function`.\n")
+    return source
+
+
 def pytest_collection_modifyitems(config, items):
-    """The compile test runs last: its compiles (started at collection) then overlap the whole run."""
-    items.sort(key=lambda item: item.name == GPU_COMPILE_TEST)
+    """The tests whose work runs in the background run last: their processes (started at collection) then overlap
+    the whole run."""
+    items.sort(key=lambda item: item.name in BACKGROUND_TESTS)
+
+
+def _start(session, name, command, out, env=None):
+    import subprocess
+
+    log = open(os.path.join(out, "log.txt"), "w")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(_ROOT))
+    session.config._background[name] = (process, out, log)
+
+
+def background(request, name, timeout=1800):
+    """``(returncode, output, out_dir)`` of the process started at collection for the test ``name``."""
+    process, out, log = request.config._background[name]
+    returncode = process.wait(timeout=timeout)
+    log.close()
+    return returncode, pathlib.Path(out, "log.txt").read_text(), out
 
 
 def pytest_collection_finish(session):
-    """Start ``scatterx gpu-report`` for sm_80 and sm_90 as soon as the compile test is collected, in a process of
-    its own, so that it compiles while the other tests run: most of them keep one core busy, and the compiles
-    (~3 core-minutes from an empty Triton cache) take the other. The test runs last and waits for it. Run alone,
-    it gets every core."""
-    if session.config.option.collectonly or not triton_available() or not any(
-            item.name == GPU_COMPILE_TEST for item in session.items):
-        return
-    import subprocess
-    import sys
+    """Start the slow work of a few tests in processes of their own as soon as the tests are collected, so that it
+    runs while the other tests do: most of them keep one core busy, and this work takes the other. The tests run
+    last and wait for their process. Run alone, such a test gets every core.
+
+    - ``scatterx gpu-report`` for sm_80 and sm_90 (~3 core-minutes from an empty Triton cache);
+    - the docs site's build, and a build that must fail on a broken cross-reference (~15 core-seconds)."""
     import tempfile
 
-    cores = os.cpu_count() or 1
-    jobs = cores if len(session.items) == 1 else max(1, cores - 1)
-    out = tempfile.mkdtemp(prefix="scatterx-gpu-report-")
-    command = [sys.executable, "-m", "scatterx", "gpu-report", "--targets", "80,90", "--jobs", str(jobs),
-               "--out-dir", out]
-    log = open(os.path.join(out, "log.txt"), "w")
-    session.config._gpu_report = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                                   env=gpu_compiling_env()), out, log)
+    session.config._background = {}
+    if session.config.option.collectonly:
+        return
+    names = {item.name for item in session.items}
+    if GPU_COMPILE_TEST in names and triton_available():
+        cores = os.cpu_count() or 1
+        jobs = cores if len(session.items) == 1 else max(1, cores - 1)
+        out = tempfile.mkdtemp(prefix="scatterx-gpu-report-")
+        command = [sys.executable, "-m", "scatterx", "gpu-report", "--targets", "80,90", "--jobs", str(jobs),
+                   "--out-dir", out]
+        _start(session, GPU_COMPILE_TEST, command, out, env=gpu_compiling_env())
+    if DOCS_BUILD_TEST in names:
+        out = tempfile.mkdtemp(prefix="scatterx-docs-")
+        _start(session, DOCS_BUILD_TEST, sphinx_command(_ROOT / "docs", out), out)
+    if DOCS_BROKEN_TEST in names:
+        out = tempfile.mkdtemp(prefix="scatterx-docs-broken-")
+        _start(session, DOCS_BROKEN_TEST, sphinx_command(broken_docs_source(out), out), out)
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Count the CPU kernels' compiled variants (``compile_budget.py``); over the budget, the run fails. Likewise
     a GPU launch whose variant the backend does not list."""
-    report = getattr(session.config, "_gpu_report", None)
-    if report is not None:
-        import shutil
+    import shutil
 
-        if report[0].poll() is None:  # the compile test did not run to its end
-            report[0].kill()
-            report[0].wait()
-        report[2].close()
-        shutil.rmtree(report[1], ignore_errors=True)
+    for process, out, log in getattr(session.config, "_background", {}).values():
+        if process.poll() is None:  # its test did not run to its end
+            process.kill()
+            process.wait()
+        log.close()
+        shutil.rmtree(out, ignore_errors=True)
     rows = compile_budget.variants()
     session.config._compile_budget = rows
     total = sum(n for _, n in rows)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import gpu_compiling_env
+from conftest import GPU_COMPILE_TEST, background, gpu_compiling_env
 from scatterx.kernels.gpu import available
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
@@ -23,10 +23,7 @@ def test_every_variant_compiles_for_sm80_and_sm90_without_spills_or_misplaced_at
     process was started when the test was collected (``tests/conftest.py``); this waits for it."""
     from scatterx.backends.gpu.variants import all_variants
 
-    process, out, log = request.config._gpu_report
-    returncode = process.wait(timeout=1800)
-    log.close()
-    output = pathlib.Path(out, "log.txt").read_text()
+    returncode, output, out = background(request, GPU_COMPILE_TEST)
     assert (pathlib.Path(out) / "variants.json").exists(), output[-3000:]
     result = json.loads((pathlib.Path(out) / "variants.json").read_text())
     failed = [f"{r['variant']} sm_{r['target']}: {r['failed']} {r.get('error', '')}" for r in result["failed"]]

@@ -206,7 +206,8 @@ def check_bad_input_raises_everywhere(rank, world):
 
 
 # ------------------------------------------------------------------------------------------------------ tests
-@pytest.mark.parametrize("world", [1, 2, 3, 4])
+# 3 ranks already split unevenly and outnumber the cores; 4 ranks run in the halo test and in bench-dist's
+@pytest.mark.parametrize("world", [1, 2, 3])
 def test_index_scatter_reduce_matches_single_process(world):
     run_ranks(check_index_scatter_reduce, world, list(range(6)))
 

@@ -89,6 +89,8 @@ def test_matches_reference_any_combination(route):
 @pytest.mark.parametrize("dim", [0, 1, 2, -1, -2, -3])
 @pytest.mark.parametrize("reduce", REDUCES)
 def test_every_dim_of_a_3d_tensor(backend, dim, reduce):
+    if dim < 0 and backend.interpreted:
+        pytest.skip("a negative dim is resolved before the backend is chosen: checked once, on the CPU backend")
     g = torch.Generator().manual_seed(dim + 10)
     shape = (5, 6, 7) if not backend.interpreted else (3, 5, 4)
     src = random_values(shape, torch.float64, g, reduce)

@@ -99,7 +99,10 @@ def test_gradients(backend, by):
 
     with backend:
         assert gradcheck(f, (src,))
-        assert gradgradcheck(f, (src,))
+        # the double backward runs the same formula whichever way the segments came: on the interpreter (seconds
+        # per check) it is checked once
+        if not backend.interpreted or by == "sorted":
+            assert gradgradcheck(f, (src,))
 
 
 def test_gradient_matches_torch_autograd_of_the_reference():
