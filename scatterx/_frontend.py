@@ -16,14 +16,8 @@ import torch
 
 from . import planner
 from ._reductions import SUPPORTED_DTYPES
-from .ops._checks import INDEX_DTYPES
+from .ops._checks import INDEX_DTYPES, check_tensor
 from .planner import XMap
-
-
-def check_tensor(t, name: str) -> torch.Tensor:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    return t
 
 
 def check_index(index, name: str, like: torch.Tensor) -> torch.Tensor:

@@ -55,7 +55,7 @@ import torch
 from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
 from .backends._common import empty
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
-from .ops._checks import INDEX_DTYPES
+from .ops._checks import INDEX_DTYPES, check_tensor
 
 __all__ = [
     "XMap",
@@ -302,8 +302,7 @@ class XMap:
 
 
 def _check_index(index) -> None:
-    if not isinstance(index, torch.Tensor):
-        raise TypeError(f"index must be a torch.Tensor, got {type(index).__name__}")
+    check_tensor(index, "index")
     if index.dtype not in INDEX_DTYPES:
         raise TypeError(f"index must have dtype int32 or int64, got {index.dtype}")
 
@@ -326,9 +325,7 @@ def _check_run(m, data, updates, reduce) -> None:
     for name, t, shape in (("data", data, m.data_shape), ("updates", updates, m.shape)):
         if t is None:
             continue
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if tuple(t.shape) != shape:
+        if tuple(check_tensor(t, name).shape) != shape:
             raise ValueError(f"{name} has shape {tuple(t.shape)} but the map's is {shape}")
     if data is not None and updates is not None:
         if updates.dtype != data.dtype:
