@@ -18,6 +18,7 @@ from torch_geometric.typing import Adj, SparseTensor
 from torch_geometric.utils.num_nodes import maybe_num_nodes
 
 from ..ops import index_scatter_reduce, segment_reduce, segment_softmax
+from ..ops._checks import check_tensor
 from ._common import ORIGINAL, REDUCE, is_enabled, is_sorted, runs_here
 from .adjacency import Adjacency
 
@@ -34,8 +35,7 @@ def _check_types(fn: str, tensors, optional=(), indices=()) -> None:
     for name, value in tensors.items():
         if value is None and name in optional:
             continue
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(value).__name__}")
+        check_tensor(value, f"{fn}: {name}")
         if name in indices and (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
             raise TypeError(f"{fn}: {name} must have an integer dtype, got {value.dtype}")
 
