@@ -1,16 +1,21 @@
 """Command line: ``scatterx bench``, ``bench-gnn``, ``bench-dist``, ``gpu-report`` and ``plot`` (also
-``python -m scatterx ...``)."""
+``python -m scatterx ...``).
+
+Why this module is long: it is the arguments of five commands and their checks, each a few lines next to the
+parser they belong to; the work itself is in ``scatterx.bench``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 from typing import List, Optional
 
 import torch
 
-from .bench import dist, figures, gnn, gpu_model, gpu_static, grid, grid_elements, grid_report
+from .bench import dist, figures, gnn, gpu_model, gpu_static, grid, grid_elements, grid_report, targets
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
 from .bench.harness import ORDERS, REDUCTIONS, Config, run
@@ -148,6 +153,10 @@ def _grid_arguments(b) -> None:
                    help=f"element-plan sizes, a subset of {','.join(grid_elements.SIZES)}, or none")
     g.add_argument("--grid-time", type=float, default=s.seconds,
                    help=f"timing budget per implementation and cell in seconds, default {s.seconds}")
+    g.add_argument("--cpu-target", default=targets.HOST,
+                   help="comma-separated CPU targets Numba compiles for, one grid each (results in "
+                        f"<out-dir>/<target>/ when not only host): a subset of {','.join(targets.TARGETS)}; "
+                        "x86-64-v3 is AVX2. Default host")
     g.add_argument("--grid-memory", type=float, default=s.memory_fraction,
                    help="skip cells needing more than this fraction of the available memory, default "
                         f"{s.memory_fraction}")
@@ -189,8 +198,15 @@ def _grid_spec(args) -> grid.GridSpec:
     )
 
 
-def _bench_grid(args) -> None:
+def _bench_grid(args, argv: List[str]) -> None:
     spec = _grid_spec(args)
+    chosen = _split(args.cpu_target, targets.TARGETS, "cpu-target")
+    if len(chosen) > 1 or not targets.compiling_for(chosen[0]):
+        if os.environ.get(targets.CHILD):
+            raise SystemExit(f"scatterx bench --grid: Numba did not take the CPU target {chosen[0]!r} "
+                             "(NUMBA_CPU_NAME) in the child process")
+        print(targets.table(targets.run(argv, chosen, args.out_dir)))
+        return
     result = grid.run(spec, progress=_progress(), log=lambda msg: print(msg, file=sys.stderr))
     print(grid_report.table(result))
     for path in grid_report.write_files(result, args.out_dir):
@@ -213,9 +229,10 @@ def _require_cuda(command: str = "scatterx bench --device cuda") -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     if args.command == "bench" and args.grid:
-        _bench_grid(args)
+        _bench_grid(args, argv)
     elif args.command == "bench":
         d = Config()
         config = Config(

@@ -82,6 +82,8 @@ def worst(report: GridReport) -> List[str]:
         lines.append(f"{len(skipped)} cell(s) skipped for memory (limit {report.limit_bytes / 2**30:.1f} GiB)")
     misses = missed(report)
     cells_missed = [r for r in misses if isinstance(r, GridRow)]
+    lines.append(f"cells below 1.0x the fastest torch path: {sum(r.speedup < 1.0 for r in timed)} of {len(timed)} "
+                 f"(CPU target {report.environment.get('numba_cpu_target', '?')})")
     lines.append(f"goals missed: {len(misses)} of {len(timed) + sum(r.goal is not None for r in report.elements)} "
                  f"({len(cells_missed)} cells, {len(misses) - len(cells_missed)} element rows)")
     for r in misses:

@@ -200,6 +200,7 @@ def test_report_counts_every_missed_goal():
     assert grid.missed(report) == [rows[0], elements[0]]
     text = grid_report.table(report)
     assert "goals missed: 2 of 3 (1 cells, 1 element rows)" in text
+    assert "cells below 1.0x the fastest torch path: 0 of 2" in text
     assert text.count("\n  MISSED ") == 2  # listed at the end
 
 

@@ -22,6 +22,14 @@ def _combine_all(code, acc, x, out):
         out[i] = combine(code, acc[i], x[i])
 
 
+@njit(error_model="numpy")
+def _combine_in_place(code, acc, x):
+    literally(code)
+    for i in range(x.shape[0]):
+        for j in range(acc.shape[0]):
+            acc[j] = combine(code, acc[j], x[i, j])
+
+
 @njit
 def _identity_of(code, like):
     literally(code)
@@ -66,6 +74,28 @@ def test_combine_is_the_table_s_combine_on_special_values(red, dtype):
         _combine_all(red.code, acc, x, got)
         want = np.array([red.combine(a, b) for a, b in zip(acc, x)], dtype=dtype)
     np.testing.assert_array_equal(_bits(got), _bits(want))  # bit for bit: NaN, -0.0 and wrap-around included
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64], ids=str)
+@pytest.mark.parametrize("red", [r for r in REDUCTIONS if r.selects], ids=lambda r: r.name)
+def test_a_selecting_combine_in_place_stores_unconditionally(red, dtype):
+    # ``a[j] = combine(a[j], x)`` is every kernel's accumulation; when ``combine`` may return ``a[j]`` itself, LLVM
+    # would store only when ``x`` wins -- a masked store once vectorised, microcoded on AVX2 (twice sum's time).
+    # float32: the NaN-propagating select; int64: a select with no AVX2 max instruction. (The check reads the
+    # machine code for AVX/AVX2's ``vmaskmov``/``vpmaskmov``; on a CPU without AVX it passes either way, and
+    # AVX-512's masked ``vmovups {k}`` is left alone: it runs at full speed.)
+    values = _special(dtype)
+    x = np.stack([values, values[::-1]] * 8)
+    acc = x[0].copy()
+    _combine_in_place(red.code, acc, x[1:])
+    want = x[0].copy()
+    with np.errstate(all="ignore"):
+        for row in x[1:]:
+            want = np.array([red.combine(a, b) for a, b in zip(want, row)], dtype=dtype)
+    np.testing.assert_array_equal(_bits(acc), _bits(want))
+    signature = next(s for s in _combine_in_place.overloads
+                     if s[0].literal_value == red.code and str(s[1].dtype) == np.dtype(dtype).name)
+    assert "maskmov" not in _combine_in_place.inspect_asm(signature)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=str)

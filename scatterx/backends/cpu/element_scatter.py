@@ -129,8 +129,8 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
     capacity = 1
     if 1 < ranges <= t.max_ranges and not assign:  # assign writes without reading: direct stores are faster
         capacity = max(1, min(t.buffer_bytes // (ranges * (4 + acc.itemsize)), n * block))
-    else:
-        shift = 62  # one range: direct updates (the block fits in cache, or the buffers would not pay)
+    else:  # one range: direct updates (the block fits in cache, or the buffers would not pay: then prefetched)
+        shift = 62 if ranges == 1 else 63
     return launch(
         element_kernels.along_scatter, None, outer * nblocks, threads,
         _strided3(index, outer, n, inner), _strided3(src, outer, n, inner), _strided3(base, outer, S, inner),
