@@ -25,8 +25,9 @@ def new_result(src: torch.Tensor, dim: int, num_segments: int) -> torch.Tensor:
     return empty(shape, src.dtype, src.device)
 
 
-# Outputs of at least this many bytes are asked to live on transparent huge pages (CPU, Linux).
-HUGE_PAGES_FROM_BYTES = 4 << 20
+# Outputs of at least this many bytes are asked to live on transparent huge pages (CPU, Linux): glibc's largest
+# mmap threshold, above which every allocation is fresh memory (docs/decisions/huge-pages.md).
+HUGE_PAGES_FROM_BYTES = 32 << 20
 _HUGE = 2 << 20  # the x86-64 / arm64 huge page
 _MADV_HUGEPAGE = 14
 _libc = None
@@ -35,11 +36,11 @@ _libc = None
 def empty(shape, dtype: torch.dtype, device) -> torch.Tensor:
     """``torch.empty``; a large CPU tensor is first advised onto transparent huge pages (``madvise``).
 
-    A fresh large allocation is new memory from the OS, and the first write to each 4 KiB page of it faults. On
-    the machines measured (Linux, THP in its usual "madvise" mode) those faults cost more than the kernel that
-    writes the output (see docs/decisions/huge-pages.md, also for the compaction stalls it can cause); the
-    ``E x F`` outputs of the gathers and softmaxes and the ``N x F`` ones of the reductions all pay it. The advice is only that: where
-    THP is off or the call fails, nothing changes."""
+    An allocation of 32 MiB or more is new memory from the OS on every call, and the first write to each 4 KiB
+    page of it faults. On the machines measured (Linux, THP in its usual "madvise" mode) those faults cost more
+    than the kernel that writes the output; smaller ones are recycled heap memory after a few calls, and advising
+    them only adds compaction stalls (docs/decisions/huge-pages.md). The large ``E x F`` outputs of the gathers and
+    softmaxes pay it most. The advice is only that: where THP is off or the call fails, nothing changes."""
     t = torch.empty(shape, dtype=dtype, device=device)
     nbytes = t.numel() * t.element_size()
     if nbytes >= HUGE_PAGES_FROM_BYTES and t.device.type == "cpu":

@@ -95,6 +95,13 @@ def _freeze(typingctx, value):
 
 
 @njit(inline="always", cache=True)
+def choose(take, x, current):
+    """``x if take else current``, for a value stored back where ``current`` was loaded from: ``current`` goes
+    through ``_freeze``, so the store stays unconditional (see ``_ov_combine``)."""
+    return x if take else _freeze(current)
+
+
+@njit(inline="always", cache=True)
 def _bf16_bits_to_f32(bits):
     return _u32_as_f32(np.uint32(np.uint16(bits)) << np.uint32(16))
 

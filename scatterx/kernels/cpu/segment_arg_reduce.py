@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ._codegen import Kernel, accumulator, claim, in_place, load, prefers, rows_buffer, store
+from ._codegen import Kernel, accumulator, choose, claim, in_place, load, prefers, rows_buffer, store
 
 #: what ``fill`` asks for, after the selection: nothing; 0 where no member was selected; 0 for empty segments
 FILL_NONE, FILL_UNSELECTED, FILL_EMPTY = 0, 1, 2
@@ -55,12 +55,12 @@ def segment_arg_reduce_kernel(
                 r = perm[i] if gather else i
                 for j in range(inner):
                     x = load(storage, src[o, r, j])
-                    if prefers(reduce, x, best[b, j]):
-                        best[b, j] = x
-                        arg[o, s, j] = r
+                    take = prefers(reduce, x, best[b, j])  # (unconditional stores: ``choose``)
+                    best[b, j] = choose(take, x, best[b, j])
+                    arg[o, s, j] = choose(take, r, arg[o, s, j])
             for j in range(inner):
-                if (fill == FILL_UNSELECTED and arg[o, s, j] == none) or (fill == FILL_EMPTY and hi == lo):
-                    best[b, j] = 0
+                zero = (fill == FILL_UNSELECTED and arg[o, s, j] == none) or (fill == FILL_EMPTY and hi == lo)
+                best[b, j] = choose(zero, 0, best[b, j])
                 if not direct:
                     out[o, s, j] = store(storage, best[b, j])
     return 0
