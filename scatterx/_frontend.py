@@ -59,9 +59,21 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     """Indices in ``[-size, size)`` -> ``[0, size)`` (ONNX and Paddle count negative indices from the end).
     ``sizes``: an int, or a list with one size per entry of ``index``'s last dim (ND indices). IndexError for
     anything outside."""
-    per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
     if torch.compiler.is_compiling():  # traced: no value is read; wrap every entry (the ops check the range)
+        per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
         return torch.where(index < 0, index + per.to(index.dtype), index)
+    if index.numel() == 0:
+        return index
+    # one pass for the common case, every entry already in [0, size): the extremes, per coordinate for ND indices
+    if isinstance(sizes, int):
+        low, high = (int(v) for v in torch.aminmax(index))
+        if 0 <= low and high < sizes:
+            return index
+    else:
+        low, high = (v.tolist() for v in torch.aminmax(index.reshape(-1, len(sizes)), dim=0))
+        if all(0 <= lo and hi < size for lo, hi, size in zip(low, high, sizes)):
+            return index
+    per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
     bad = (index < -per) | (index >= per)
     if bool(bad.any()):
         where = tuple(int(i) for i in torch.nonzero(bad)[0])
@@ -92,7 +104,8 @@ def nd_map(data, indices, batch_dims: int, op: str, negative: bool) -> XMap:
     m = XMap.nd(indices, data.shape, batch_dims, op)
     if negative:
         b, k = batch_dims, indices.size(-1)
-        m = replace(m, index=wrap_negative(indices, list(data.shape[b : b + k]), "indices"))
+        wrapped = wrap_negative(indices, list(data.shape[b : b + k]), "indices")
+        m = m if wrapped is indices else replace(m, index=wrapped)
     return m
 
 

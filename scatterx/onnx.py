@@ -60,7 +60,8 @@ def _elements_map(data, indices, axis, op):
         raise ValueError(f"{op}: data must have rank >= 1, got a 0-d tensor")
     axis = normalize_axis(axis, data.dim())
     m = XMap.along_dim(indices, data.shape, axis, names=("indices", "data"), op=op)
-    return replace(m, index=wrap_negative(indices, data.size(axis), "indices"))
+    wrapped = wrap_negative(indices, data.size(axis), "indices")
+    return m if wrapped is indices else replace(m, index=wrapped)
 
 
 def gather_elements(data, indices, axis: int = 0) -> torch.Tensor:

@@ -390,6 +390,9 @@ _KINDS = ("slice", "element")
 _ROUTES = ("slice", "along", "coords", "rows")
 
 
+_SHORT_LINE = 256
+
+
 def _constant_along(index: torch.Tensor, axis: int) -> bool:
     """Whether ``index`` holds the same values at every position along ``axis`` (free for an expanded view)."""
     if index.size(axis) <= 1 or index.stride(axis) == 0:
@@ -401,7 +404,11 @@ def _constant_along(index: torch.Tensor, axis: int) -> bool:
     # one line along ``axis`` first: a general index differs there, and the full comparison (a pass over the whole
     # index, ~8 ms at 200k x 64) is then not made
     line = index[tuple(slice(None) if d == axis else 0 for d in range(index.dim()))]
-    if not bool((line == line[0]).all()):
+    if line.numel() <= _SHORT_LINE:  # read on the host: cheaper than two tensor ops for a few values
+        values = line.tolist()
+        if values.count(values[0]) != len(values):
+            return False
+    elif not bool((line == line[0]).all()):
         return False
     first = index.narrow(axis, 0, 1)
     return bool(torch.equal(index, first.expand_as(index)))
@@ -811,9 +818,9 @@ def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
         return _element(m, p, data, lambda index, box, dim: element_gather(box, index, dim), False).reshape(m.shape)
     if p.rows is None:  # with autograd: the flat offsets, gathered by index_select
         p = replace(p, rows=element_rows(m), checked=True, route="rows")
-    if not p.checked and not torch.compiler.is_compiling():  # (traced, index_select checks the rows)
-        bad = (p.rows < 0) | (p.rows >= p.S)
-        if bool(bad.any()):
+    if not p.checked and not torch.compiler.is_compiling() and p.rows.numel():  # (traced: index_select checks)
+        low, high = torch.aminmax(p.rows)  # one pass; the culprit is looked for only on failure
+        if int(low) < 0 or int(high) >= p.S:
             check_coordinates(m)  # raises with the position in the caller's index
     if p.region is not None:
         data = data[tuple(slice(0, r) for r in p.region)]

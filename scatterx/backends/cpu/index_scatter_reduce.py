@@ -104,8 +104,10 @@ def small_index_scatter_reduce(
         return None
     index_np = index64(index)
     if num_segments is None:
-        num_segments = int(index_bound(index_np))
-        if num_segments < 0:
+        # sorted: the last entry is the largest -- if the promise holds, which the kernel checks before writing
+        # (an entry above it is then out of range, and the general path explains the broken promise)
+        num_segments = (int(index_np[-1]) + 1 if index_np.shape[0] else 0) if sorted else int(index_bound(index_np))
+        if num_segments <= 0:
             return None
     shape = src.shape
     n = shape[dim]

@@ -40,7 +40,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from ..._reductions import BY_CODE, REDUCTIONS
-from ._codegen import Kernel, accumulator_for, claim, combine, finalize, identity, load, store
+from ._codegen import Kernel, accumulator_for, claim, combine, finalize, identity, in_place, load, store
 
 OK, OUT_OF_RANGE, NOT_SORTED, AMBIGUOUS = 0, 1, 2, 3
 
@@ -121,14 +121,21 @@ def index_scatter_reduce_owner_kernel(
                 a = acc[k]
                 results[k] = 0 if looks_empty(reduce, a) else store(storage, a)
             continue
-        for t in range(num_targets):
+        for t in range(num_targets):  # a row at a time, on 1-D views: the divide of mean then vectorises
             received = counts[t]
-            for j in range(inner):
-                if received == 0:
-                    out[o, t, j] = 0 if fill_empty else base[o, t, j]
+            row = out[o, t]
+            if received == 0:
+                for j in range(inner):
+                    row[j] = 0 if fill_empty else base[o, t, j]
+            else:
+                total = received + (1 if include_self else 0)
+                a = acc[t * inner : (t + 1) * inner]
+                if in_place(storage, False):  # ``a`` is ``row`` itself: one array, or LLVM's overlap check fails
+                    for j in range(inner):
+                        a[j] = finalize(reduce, a[j], total)
                 else:
-                    a = acc[t * inner + j]
-                    out[o, t, j] = store(storage, finalize(reduce, a, received + (1 if include_self else 0)))
+                    for j in range(inner):
+                        row[j] = store(storage, finalize(reduce, a[j], total))
     return OK
 
 
