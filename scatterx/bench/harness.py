@@ -110,21 +110,10 @@ class Report:
         return d
 
 
-#: Warm-up lasts at least this long (and ``warmup`` calls): a new process's first large allocations of a size are
-#: fresh memory from the OS until glibc's mmap threshold has grown past them, and fault on first touch -- the first
-#: ~10 calls of a 25.6 MB result took twice the steady time (docs/decisions/huge-pages.md). The first-call latency
-#: is measured apart (``latency.py``); these rows are the steady state of a training loop.
-WARMUP_SECONDS = 0.15
-
-
 def median_seconds(fn: Callable, warmup: int, repeat: int, device: str = "cpu") -> float:
-    """Median wall time of ``fn()`` after ``warmup`` calls lasting ``WARMUP_SECONDS`` at least (``warmup`` 0: none);
-    on CUDA, between events around the call (the queue drained first)."""
-    start = time.perf_counter()
-    done = 0
-    while done < warmup or (warmup and time.perf_counter() - start < WARMUP_SECONDS):
+    """Median wall time of ``fn()``; on CUDA, between events around the call (the queue drained first)."""
+    for _ in range(warmup):
         fn()
-        done += 1
     samples = []
     for _ in range(repeat):
         if device == "cuda":
