@@ -65,6 +65,11 @@ class Tuning:
     #: threads`` is at most this: sorting positions and gathering rows costs more than one thread's direct scatter
     #: there (narrow-rows.md).
     serial_unsorted_max_work: int = 8
+    #: ... and also with wider rows while its accumulators (the whole output) take at most this many bytes and
+    #: ``src`` at most ``serial_unsorted_max_elements`` elements: the output then stays in L2, and the sort's
+    #: passes and launches on two threads cost more than one thread's direct scatter (unsorted-routes.md).
+    serial_unsorted_max_acc_bytes: int = 768 << 10
+    serial_unsorted_max_elements: int = 1 << 21
     #: The slices route: rows of at most this many bytes along the reduced dim, an accumulator per outer slice of
     #: at most ``slices_max_buffer_bytes``, and at least as many outer slices as threads (unsorted-routes.md).
     slices_max_row_bytes: int = 32
@@ -177,7 +182,11 @@ def choose_route(
         if into_new and runs_pay(inner=inner, m=m, segments=segments):
             return Route.RUNS
         return Route.SEGMENTS
-    if into_new and outer == 1 and inner * threads <= t.serial_unsorted_max_work and inner > 0:
+    if into_new and outer == 1 and inner > 0 and (
+        inner * threads <= t.serial_unsorted_max_work
+        or (segments * inner * (8 if itemsize == 8 else 4) <= t.serial_unsorted_max_acc_bytes
+            and m * inner <= t.serial_unsorted_max_elements)
+    ):
         return Route.SERIAL
     if slices_pay(outer=outer, inner=inner, segments=segments, itemsize=itemsize, threads=threads, t=t):
         return Route.SLICES
