@@ -50,6 +50,12 @@ def choose(sorted=True, into_new=True, outer=1, n=10**6, inner=64, m=None, segme
     (dict(sorted=False, outer=64, inner=1, n=10**6, segments=10**5), Route.SLICES),
     (dict(sorted=False, outer=64, inner=1, segments=10**7), Route.GATHER),  # accumulator beyond the budget
     (dict(sorted=False, outer=1, inner=64), Route.GATHER),  # rows of 256 bytes: gather them
+    # ... but serial while the output stays in L2 and src is mid-size (the cap shrinking with threads)
+    (dict(sorted=False, n=10**4, inner=64, segments=10**3), Route.SERIAL),
+    (dict(sorted=False, n=10**5, inner=16, segments=10**4), Route.SERIAL),
+    (dict(sorted=False, n=10**5, inner=16, segments=10**4, threads=16), Route.GATHER),
+    (dict(sorted=False, n=2 * 10**4, inner=256, segments=2 * 10**3), Route.GATHER),  # a 2 MB output
+    (dict(sorted=False, n=10**4, inner=64, segments=10**3, into_new=False), Route.GATHER),
     (dict(sorted=False, outer=2, inner=2, threads=4), Route.GATHER),  # fewer slices than threads
 ])
 def test_choose_route(shape, expected):

@@ -66,10 +66,11 @@ class Tuning:
     #: there (narrow-rows.md).
     serial_unsorted_max_work: int = 8
     #: ... and also with wider rows while its accumulators (the whole output) take at most this many bytes and
-    #: ``src`` at most ``serial_unsorted_max_elements`` elements: the output then stays in L2, and the sort's
-    #: passes and launches on two threads cost more than one thread's direct scatter (unsorted-routes.md).
+    #: ``src`` times the thread count at most ``serial_unsorted_max_thread_elements``: the output then stays in L2,
+    #: and the sort's passes and launches on two threads cost more than one thread's direct scatter (measured on
+    #: two threads, 2M elements; with more threads the parallel route pays sooner: unsorted-routes.md).
     serial_unsorted_max_acc_bytes: int = 768 << 10
-    serial_unsorted_max_elements: int = 1 << 21
+    serial_unsorted_max_thread_elements: int = 1 << 22
     #: The slices route: rows of at most this many bytes along the reduced dim, an accumulator per outer slice of
     #: at most ``slices_max_buffer_bytes``, and at least as many outer slices as threads (unsorted-routes.md).
     slices_max_row_bytes: int = 32
@@ -185,7 +186,7 @@ def choose_route(
     if into_new and outer == 1 and inner > 0 and (
         inner * threads <= t.serial_unsorted_max_work
         or (segments * inner * (8 if itemsize == 8 else 4) <= t.serial_unsorted_max_acc_bytes
-            and m * inner <= t.serial_unsorted_max_elements)
+            and m * inner * threads <= t.serial_unsorted_max_thread_elements)
     ):
         return Route.SERIAL
     if slices_pay(outer=outer, inner=inner, segments=segments, itemsize=itemsize, threads=threads, t=t):
