@@ -205,7 +205,11 @@ def _bench_grid(args, argv: List[str]) -> None:
         if os.environ.get(targets.CHILD):
             raise SystemExit(f"scatterx bench --grid: Numba did not take the CPU target {chosen[0]!r} "
                              "(NUMBA_CPU_NAME) in the child process")
-        print(targets.table(targets.run(argv, chosen, args.out_dir)))
+        rows = targets.run(argv, chosen, args.out_dir)
+        print(targets.table(rows))
+        failed = [r["target"] for r in rows if "failed" in r]
+        if failed:
+            raise SystemExit(f"scatterx bench --grid: no results for CPU target(s) {', '.join(failed)}")
         return
     result = grid.run(spec, progress=_progress(), log=lambda msg: print(msg, file=sys.stderr))
     print(grid_report.table(result))

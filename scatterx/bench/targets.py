@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from typing import Callable, Dict, List, Optional, Sequence
@@ -46,20 +47,9 @@ def compiling_for(target: str) -> bool:
 
 
 def child_argv(argv: Sequence[str], target: str, out_dir: str) -> List[str]:
-    """``argv`` (the parent's arguments after the program name) for one target's child: ``--cpu-target`` and
-    ``--out-dir`` replaced."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("--cpu-target", "--out-dir"):
-            skip = True
-            continue
-        if arg.startswith(("--cpu-target=", "--out-dir=")):
-            continue
-        kept.append(arg)
-    return [sys.executable, "-m", "scatterx", *kept, "--cpu-target", target, "--out-dir", out_dir]
+    """``argv`` (the parent's arguments after the program name) for one target's child: the same arguments, then
+    ``--cpu-target`` and ``--out-dir`` again (argparse keeps an option's last value)."""
+    return [sys.executable, "-m", "scatterx", *argv, "--cpu-target", target, "--out-dir", out_dir]
 
 
 def summary(target: str, grid_json: str) -> Dict[str, object]:
@@ -101,7 +91,16 @@ def run(argv: Sequence[str], targets: Sequence[str], out_dir: str,
             os.remove(grid_json)  # an earlier run's results must not stand in for a failed one
         code = call(child_argv(argv, target, where), env=env_for(target))
         if code != 0 or not os.path.exists(grid_json):
-            rows.append(dict(target=target, failed=f"exit status {code}"))
+            rows.append(dict(target=target, failed=_failure(code)))
         else:
             rows.append(summary(target, grid_json))
     return rows
+
+
+def _failure(code: int) -> str:
+    """What a child's exit status says: a signal by name (SIGILL: the machine cannot run the target's code)."""
+    if code >= 0:
+        return f"exit status {code}"
+    name = signal.Signals(-code).name
+    why = " (an illegal instruction: this machine cannot run code compiled for the target)" if name == "SIGILL" else ""
+    return f"killed by {name}{why}"

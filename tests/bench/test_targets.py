@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from scatterx.bench import targets
+from scatterx.cli import build_parser
 
 
 def test_a_target_s_environment_is_what_numba_reads():
@@ -26,8 +27,9 @@ def test_a_child_gets_the_parent_s_arguments_with_its_own_target_and_folder():
     argv = ["bench", "--grid", "--cpu-target", "host,haswell", "--grid-edges=100", "--out-dir=old", "--threads", "1"]
     got = targets.child_argv(argv, "haswell", "old/haswell")
     assert got[:3] == [sys.executable, "-m", "scatterx"]
-    assert got[3:] == ["bench", "--grid", "--grid-edges=100", "--threads", "1", "--cpu-target", "haswell",
-                       "--out-dir", "old/haswell"]
+    args = build_parser().parse_args(got[3:])  # what the child's parser makes of them
+    assert (args.cpu_target, args.out_dir) == ("haswell", "old/haswell")
+    assert (args.grid, args.grid_edges, args.threads) == ("default", "100", 1)
 
 
 def _grid_json(path, speedups_goals, elements):
@@ -47,12 +49,17 @@ def test_each_target_s_counts_are_read_back_and_a_failed_target_is_reported(tmp_
         if env.get("NUMBA_CPU_NAME") == "haswell":
             _grid_json(tmp_path / "haswell", [(0.7, 0.8), (1.2, 1.0)], [(1.6, 1.5)])
             return 0
-        return 1  # the host's child fails: its stale grid.json must not count
+        return -4  # the host's child dies of SIGILL: its stale grid.json must not count
 
     rows = targets.run(["bench", "--grid"], ["host", "haswell"], str(tmp_path), call=call)
     assert calls == [("host", None), ("haswell", "haswell")]
-    assert rows[0] == dict(target="host", failed="exit status 1")
+    assert rows[0]["target"] == "host" and rows[0]["failed"].startswith("killed by SIGILL (an illegal instruction")
     assert rows[1] == dict(target="haswell", compiled_for="haswell (avx2, avx)", cells=2, below_1x=1, below_goal=1,
                            element_rows=1, elements_below_goal=0)
     text = targets.table(rows)
-    assert "host             failed: exit status 1" in text and "haswell (avx2, avx)" in text
+    assert "host             failed: killed by SIGILL" in text and "haswell (avx2, avx)" in text
+
+
+def test_a_child_s_exit_status_is_named():
+    assert targets._failure(3) == "exit status 3"
+    assert targets._failure(-9) == "killed by SIGKILL"

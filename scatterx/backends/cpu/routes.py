@@ -185,7 +185,7 @@ def choose_route(
         return Route.SEGMENTS
     if into_new and outer == 1 and inner > 0 and (
         inner * threads <= t.serial_unsorted_max_work
-        or (segments * inner * (8 if itemsize == 8 else 4) <= t.serial_unsorted_max_acc_bytes
+        or (segments * inner * _acc_bytes(itemsize) <= t.serial_unsorted_max_acc_bytes
             and m * inner * threads <= t.serial_unsorted_max_thread_elements)
     ):
         return Route.SERIAL
@@ -216,12 +216,16 @@ def runs_pay(*, inner: int, m: int, segments: int) -> bool:
 def slices_pay(*, outer: int, inner: int, segments: int, itemsize: int, threads: int, t: Tuning = TUNING) -> bool:
     """The slices route instead of sort + gather: rows along the dim so small that a gather would fetch a cache
     line for a few bytes, enough outer slices to keep every thread busy, and an accumulator that stays in cache."""
-    acc_bytes = 8 if itemsize == 8 else 4
     return (
         inner * itemsize <= t.slices_max_row_bytes
         and outer >= threads
-        and segments * inner * acc_bytes <= t.slices_max_buffer_bytes
+        and segments * inner * _acc_bytes(itemsize) <= t.slices_max_buffer_bytes
     )
+
+
+def _acc_bytes(itemsize: int) -> int:
+    """Bytes of one accumulator for elements of ``itemsize`` bytes (half types accumulate in float32)."""
+    return 8 if itemsize == 8 else 4
 
 
 def refusal(route: Route, *, sorted: Optional[bool], into_new: bool) -> Optional[str]:
