@@ -1,7 +1,7 @@
-"""Command line: ``scatterx bench``, ``bench-gnn``, ``bench-dist``, ``gpu-report`` and ``plot`` (also
-``python -m scatterx ...``).
+"""Command line: ``scatterx bench``, ``bench-gnn``, ``bench-dist``, ``partition``, ``gpu-report`` and ``plot``
+(also ``python -m scatterx ...``).
 
-Why this module is long: it is the arguments of five commands and their checks, each a few lines next to the
+Why this module is long: it is the arguments of six commands and their checks, each a few lines next to the
 parser they belong to; the work itself is in ``scatterx.bench``.
 """
 
@@ -15,6 +15,7 @@ from typing import List, Optional
 
 import torch
 
+from . import distributed as sxd
 from .bench import dist, figures, gnn, gpu_model, gpu_static, grid, grid_elements, grid_report, targets
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
@@ -99,11 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser(
         "bench-dist",
-        help="full-graph GraphSAGE and GCN over 1, 2, 4 ... processes (torch.distributed, gloo), split by node ranges",
+        help="PyG models trained full-graph over 1, 2, 4 ... processes (torch.distributed, gloo) from saved shards, "
+             "even and METIS partitions, against one process on the whole graph",
     )
-    t.add_argument("--procs", default="1,2,4", help="comma-separated process counts, default 1,2,4 (1 is the "
-                   "single-process reference the losses are compared with)")
-    t.add_argument("--models", default="sage,gcn", help="comma-separated, of sage and gcn; default both")
+    t.add_argument("--procs", default="1,2,4", help="comma-separated process counts, default 1,2,4")
+    t.add_argument("--models", default="sage,gcn", help=f"comma-separated, of {', '.join(dist.MODELS)}; default "
+                   "sage,gcn")
+    t.add_argument("--partitions", default="even,metis", help="comma-separated partition methods, default "
+                   "even,metis (metis needs pymetis: pip install 'scatterx[metis]')")
     t.add_argument("--graph", default=gd.graph, choices=sorted(gnn.GRAPHS), help="a built-in graph shape, default arxiv")
     t.add_argument("--epochs", type=int, default=5, help="default 5")
     t.add_argument("--nodes", type=int, default=None, help="default: the graph's")
@@ -113,6 +117,19 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=gd.threads,
                    help=f"threads in all, split among the processes, default {gd.threads}")
     t.add_argument("--seed", type=int, default=gd.seed)
+
+    q = sub.add_parser(
+        "partition",
+        help="partition a built-in graph over N ranks and save one shard file per rank (for torchrun training)",
+    )
+    q.add_argument("graph", choices=sorted(gnn.GRAPHS), help="a built-in graph")
+    q.add_argument("out_dir", help="where meta.json and rank-<r>-of-<N>.pt go")
+    q.add_argument("--world", type=int, required=True, help="the number of ranks")
+    q.add_argument("--method", default="metis", choices=list(dist.METHODS),
+                   help="metis (a locality partition; needs pymetis) or even (ranges of ids); default metis")
+    q.add_argument("--balance", default="work", choices=["work", "nodes"], help="what METIS keeps equal over the "
+                   "ranks: work (each node's row and in-edges; default) or node counts")
+    q.add_argument("--seed", type=int, default=gd.seed, help="the graph's and METIS's seed")
 
     r = sub.add_parser(
         "gpu-report",
@@ -260,6 +277,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _bench_gnn(args)
     elif args.command == "bench-dist":
         _bench_dist(args)
+    elif args.command == "partition":
+        _partition(args)
     elif args.command == "gpu-report":
         return _gpu_report(args)
     elif args.command == "plot":
@@ -329,8 +348,39 @@ def _bench_dist(args) -> None:
     config = gnn.GnnConfig.for_graph(args.graph, nodes=args.nodes, edges=args.edges, features=args.features,
                                      hidden=args.hidden, threads=args.threads, seed=args.seed)
     models = _split(args.models, tuple(dist.MODELS), "models")
-    results = dist.run(config, procs, args.epochs, models, log=lambda msg: print(msg, file=sys.stderr))
+    methods = _split(args.partitions, tuple(dist.METHODS), "partitions")
+    _require_pyg("scatterx bench-dist")
+    results = dist.run(config, procs, args.epochs, models, methods, log=lambda msg: print(msg, file=sys.stderr))
     print(dist.table(config, results))
+
+
+def _require_pyg(command: str) -> None:
+    try:
+        import torch_geometric  # noqa: F401
+    except ImportError:
+        raise SystemExit(f"{command} needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'")
+
+
+def _partition(args) -> None:
+    if args.world < 1:
+        raise SystemExit(f"scatterx partition: --world must be >= 1, got {args.world}")
+    config = gnn.GnnConfig.for_graph(args.graph, seed=args.seed)
+    data = gnn.make_arxiv_like(config)
+    try:
+        gp = sxd.partition_graph(data.edge_index, config.nodes, args.world, args.method, seed=args.seed,
+                                 balance=args.balance)
+    except ImportError as error:
+        raise SystemExit(f"scatterx partition: {error}")
+    meta = sxd.save_shards(args.out_dir, gp, data.edge_index, x=data.x, y=data.y,
+                           masks={"train_mask": data.train_mask}, name=args.graph)
+    print(f"{args.graph}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {args.method} partition over "
+          f"{args.world} ranks (partition {meta['partition_id']})")
+    print(f"edge cut {meta['edge_cut']:,} ({meta['edge_cut'] / max(meta['num_edges'], 1):.1%} of the edges), halo "
+          f"{sum(meta['halo']):,} nodes")
+    for r in range(args.world):
+        lo, hi = meta["bounds"][r], meta["bounds"][r + 1]
+        print(f"  rank {r}: {hi - lo:,} nodes, {meta['edges'][r]:,} edges into them, halo {meta['halo'][r]:,}")
+    print(f"wrote {args.out_dir}/meta.json and {args.world} shard file(s)")
 
 
 def _bench_gnn(args) -> None:

@@ -131,6 +131,14 @@ def test_imports_point_down():
     assert not upward, "\n".join(upward)
 
 
+def test_distributed_does_not_import_the_pyg_integration():
+    """Sideways in the top layer goes one way: scatterx.pyg builds on scatterx.distributed (ShardedGraph), which
+    works without PyG."""
+    bad = [f"{m} imports {t}" for m, edges in GRAPH.items() if m.startswith("scatterx.distributed")
+           for t, _ in edges if t.startswith("scatterx.pyg")]
+    assert not bad, "\n".join(bad)
+
+
 def test_function_local_imports_only_for_optional_dependencies():
     bad = [f"{m} imports {t} inside a function" for m, edges in GRAPH.items() for t, local in edges
            if local and not any(t == o or t.startswith(o + ".") for o in OPTIONAL)]

@@ -161,14 +161,19 @@ def loss_difference_from_pyg(case: GnnCase):
 
 # -------------------------------------------------------------------------------------------------- bench-dist
 class DistCase(NamedTuple):
-    run: Any  # dist.DistResult on several processes
-    base: Any  # the same model on 1 process, or None
+    run: Any  # dist.DistResult from shards
+    single: Any  # the same model in one process on the whole graph (switch on), or None
+    one: Any  # the same model and partition method on 1 process from shards, or None
+    even: Any  # the same model and process count on the even partition, or None
+    graph: str = ""
 
 
 @measure
 def bytes_sent_over_lower_bound(case: DistCase):
-    """All ranks' bytes sent (rows and control messages) over the pre-aggregation lower bound."""
+    """All ranks' bytes sent (halo rows and agreement messages) over the lower bound of the halo exchange."""
     r = case.run
+    if r.procs == 1:
+        return SKIP
     return (r.bytes_sent + r.control_bytes) / r.lower_bound if r.lower_bound else math.nan
 
 
@@ -179,13 +184,32 @@ def max_rel_diff(a, b) -> float:
 
 @measure
 def loss_difference_from_one_process(case: DistCase):
-    """The largest relative difference of the losses from the 1-process run's."""
-    return SKIP if case.base is None else max_rel_diff(case.run.loss, case.base.loss)
+    """The largest relative difference of the losses from the one-process run's on the whole graph."""
+    return SKIP if case.single is None else max_rel_diff(case.run.loss, case.single.loss)
 
 
 @measure
-def epoch_time_over_one_process(case: DistCase, procs: int):
-    """The median epoch (slowest rank) over the 1-process run's, on ``procs`` processes."""
-    if case.base is None or case.run.procs != procs:
+def epoch_time_over_single_process(case: DistCase, procs: int):
+    """The median epoch (slowest rank) on ``procs`` processes over the one-process run's on the whole graph."""
+    if case.single is None or case.run.procs != procs:
         return SKIP
-    return case.run.median_epoch_s / case.base.median_epoch_s
+    return case.run.median_epoch_s / case.single.median_epoch_s
+
+
+@measure
+def halo_bytes_over_even_partition(case: DistCase, procs: int, graph: str):
+    """The halo exchange's lower bound of a METIS partition over the even partition's, at ``procs`` processes, on
+    ``graph``."""
+    r = case.run
+    if r.method != "metis" or r.procs != procs or case.graph != graph or case.even is None:
+        return SKIP
+    return r.lower_bound / case.even.lower_bound if case.even.lower_bound else math.nan
+
+
+@measure
+def peak_memory_over_one_process(case: DistCase, procs: int):
+    """The largest rank's peak resident set on ``procs`` processes over the 1-process run's (same partition
+    method, both from shards)."""
+    if case.one is None or case.run.procs != procs:
+        return SKIP
+    return max(case.run.peak_rss_mib) / max(case.one.peak_rss_mib)

@@ -1,5 +1,17 @@
-"""Sharded scatter-reduce and halo gather over ``torch.distributed``, for full-graph GNN training on several
-processes.
+"""Full-graph GNN training over several processes: sharded graphs a PyG model runs on, the partitioner and shard
+files that make them, and the sharded scatter-reduce and halo gather underneath, over ``torch.distributed``.
+
+A PyG training script changes in two lines (with ``scatterx.pyg``'s switch on)::
+
+    data = sxd.load_shard("shards/")                          # this rank's shard; data.edge_index: a ShardedGraph
+    sxd.replicate(model, optimizer, weight=data.train_share)  # parameters checked equal, gradients summed
+
+:func:`partition_graph` (even ranges, or METIS) and :func:`save_shards` (or ``scatterx partition``) write one file
+per rank; :func:`load_shard` reads only this rank's. A :class:`ShardedGraph` holds the edges into the rank's nodes
+in local numbers and fetches the rows of the remote sources (its halo) with :func:`halo_gather` along a plan built
+once.
+
+The primitives:
 
 When a graph's node features do not fit one process, the nodes are split over the ranks of a process group (a
 :class:`NodePartition`: one contiguous range of node ids per rank): each rank holds its own nodes' rows and a share
@@ -29,10 +41,17 @@ node of a one-rank partition: the same code runs in a single process.
 
 # partition.py: who owns what; plan.py: the exchange pattern, the collectives and the errors that agree across
 # ranks; one file per op. No transport of our own: all_to_all_single with variable splits, counts first.
+# graph.py: a rank's share of a graph (ShardedGraph); partitioner.py: even and METIS partitions, their cost;
+# shards.py: shard files, saved once and loaded per rank; replicate.py: one model trained on every rank. The PyG
+# layers that run on a ShardedGraph are in scatterx/pyg/sharded.py.
 
+from .graph import ShardedGraph
 from .halo_gather import halo_gather
 from .index_scatter_reduce import index_scatter_reduce
 from .partition import NodePartition
+from .partitioner import GraphPartition, cut_stats, partition_graph
+from .replicate import replicate
+from .shards import Shard, load_shard, save_shards
 from .plan import STATS as _STATS
 from .plan import Plan, plan, rank_and_world
 
@@ -44,4 +63,6 @@ from .plan import Plan, plan, rank_and_world
 #: In a single process the bytes stay 0.
 STATS = _STATS
 
-__all__ = ["NodePartition", "index_scatter_reduce", "halo_gather", "plan", "Plan", "STATS", "rank_and_world"]
+__all__ = ["NodePartition", "index_scatter_reduce", "halo_gather", "plan", "Plan", "STATS", "rank_and_world",
+           "ShardedGraph", "partition_graph", "GraphPartition", "cut_stats", "save_shards", "load_shard", "Shard",
+           "replicate"]

@@ -90,13 +90,17 @@ class _HaloGather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x_local, plan):
         ctx.plan = plan
-        return plan.pull(x_local.index_select(0, plan.local)).index_select(0, plan.inverse)
+        rows = plan.pull(x_local.index_select(0, plan.local))
+        return rows if plan.distinct else rows.index_select(0, plan.inverse)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         plan = ctx.plan
-        per_id = core(0, plan.inverse, grad.contiguous(), "sum", plan.index_sorted, dim_size=plan.ids.numel())
+        if plan.distinct:
+            per_id = grad.contiguous()
+        else:
+            per_id = core(0, plan.inverse, grad.contiguous(), "sum", plan.index_sorted, dim_size=plan.ids.numel())
         arrived = plan.push(per_id)
         grad_x = core(0, plan.local_sorted, arrived.index_select(0, plan.order), "sum", True, dim_size=plan.num_owned)
         return grad_x, None

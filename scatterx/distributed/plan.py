@@ -31,7 +31,8 @@ import torch.distributed as dist
 
 from .partition import NodePartition
 
-_ERRORS = {"IndexError": IndexError, "ValueError": ValueError, "TypeError": TypeError}
+_ERRORS = {"IndexError": IndexError, "ValueError": ValueError, "TypeError": TypeError,
+           "FileNotFoundError": FileNotFoundError}
 
 
 def rank_and_world(group=None) -> Tuple[int, int]:
@@ -134,7 +135,8 @@ class Plan:
     this rank's nodes each rank names; ``local`` those nodes (offsets into this rank's range), in rank order;
     ``order`` / ``local_sorted`` a stable sort of ``local`` (so that combining what arrives is a sorted,
     deterministic segment reduction); ``degree`` the number of entries of all ranks' ``index`` naming each owned
-    node; ``partition``, ``group``, ``rank``, ``world``.
+    node; ``distinct`` whether ``index`` is sorted with no repeats (``inverse`` the identity); ``partition``,
+    ``group``, ``rank``, ``world``.
 
     Args:
         index: int32 or int64 ``(E,)``, global node ids in ``[0, partition.num_nodes)``, in any order, repeats
@@ -166,6 +168,8 @@ class Plan:
         self.num_entries = index.numel()
         self.index_sorted = bool(index.numel() < 2 or bool((index[1:] >= index[:-1]).all()))
         self.ids, self.inverse = torch.unique(index.to(torch.int64), sorted=True, return_inverse=True)
+        # sorted distinct ids (a ShardedGraph's halo): inverse is the identity, and the ops skip it
+        self.distinct = self.index_sorted and self.ids.numel() == self.num_entries
         owners = partition.owner_unchecked(self.ids)
         send = torch.bincount(owners, minlength=world).to(torch.int64)  # on index's device, as NCCL needs
         recv = torch.empty_like(send)

@@ -22,6 +22,10 @@ While the switch is on:
   gather-and-reduce kernel over a CSR adjacency, without building the ``edges x features`` messages (GATv2's
   attention logits too). The adjacency is cached per ``edge_index`` tensor (:func:`clear_cache` forgets it).
 
+- The same layers (:data:`SHARDED_CONVS`) run on a ``scatterx.distributed.ShardedGraph`` passed as
+  ``edge_index``: full-graph training over several processes, each holding its own nodes' rows and the edges into
+  them (``sharded.py``; the guide *Beyond one machine*).
+
 Whatever scatterx does not take runs PyG's own code -- a dtype or device scatterx does not support,
 ``reduce="any"``; for the fused layers also hooks, explain mode and ``torch.compile`` -- so the results are PyG's
 (up to the order of floating-point sums).
@@ -45,12 +49,15 @@ For code that prefers not to patch PyG, :class:`ScatterAggregation` does the sam
 #   GraphConv, GATConv, GATv2Conv) run the weighted gather_segment_reduce; GATv2's edge_updater runs gatv2_logits.
 # - adjacency.py: that CSR adjacency, cached per edge_index tensor (a sorted EdgeIndex lends its own CSC).
 # - aggregation.py: ScatterAggregation, the same work as an aggr= module.
+# - sharded.py: the layers' forward on a ShardedGraph (halo rows appended to what they gather per source), GCN's
+#   normalisation with the halo's degrees, and the error for the layers that do not run sharded.
 
 from . import _common  # noqa: F401  (first: it says what to install when torch_geometric is missing)
 from .adjacency import clear_cache
 from .aggregation import ScatterAggregation
 from .fused import FUSED_CONVS as _FUSED_CONVS
 from .routed import scatter, segment, softmax, spmm
+from .sharded import SHARDED_CONVS as _SHARDED_CONVS
 from .switch import disable, enable, enabled, is_enabled
 
 #: The PyG layers whose message passing runs fused while the switch is on (a tuple of classes), namely
@@ -62,7 +69,15 @@ from .switch import disable, enable, enabled, is_enabled
 #: with hooks, in explain mode or under ``torch.compile``, runs PyG's own ``propagate``.
 FUSED_CONVS = _FUSED_CONVS
 
+#: The PyG layers that run on a ``scatterx.distributed.ShardedGraph`` while the switch is on (a tuple of classes):
+#: ``GCNConv``, ``SAGEConv``, ``GINConv``, ``GraphConv``, ``GATConv`` and ``GATv2Conv``. Called with the rows of
+#: the nodes a rank owns and a ``ShardedGraph`` as ``edge_index``, such a layer fetches the rows of the remote
+#: sources its edges name (one exchange per gathered tensor, its gradient pushed back), runs its own forward and
+#: the fused kernels locally, and returns the owned nodes' rows. Other layers given a ``ShardedGraph`` raise a
+#: ``TypeError`` naming these.
+SHARDED_CONVS = _SHARDED_CONVS
+
 __all__ = [
-    "enable", "disable", "enabled", "is_enabled", "clear_cache", "ScatterAggregation", "FUSED_CONVS",
+    "enable", "disable", "enabled", "is_enabled", "clear_cache", "ScatterAggregation", "FUSED_CONVS", "SHARDED_CONVS",
     "scatter", "segment", "softmax", "spmm",
 ]

@@ -36,6 +36,7 @@ from ..ops import gatv2_logits, segment_softmax
 
 from ._common import ABSENT, REDUCE, is_enabled, message_passing, runs_here
 from .adjacency import adjacency
+from .sharded import ORIGINAL_CHECK_INPUT, with_halo_sources
 
 #: Layers whose ``message(x_j)`` returns ``x_j`` and whose ``message_and_aggregate`` is ``spmm(adj_t, x[0], aggr)``:
 #: their propagate may run fused. Only the exact methods of these classes qualify (a subclass that overrides
@@ -52,6 +53,9 @@ FUSED_CONVS = PLAIN_CONVS + tuple(WEIGHTED_CONVS)
 
 #: Layers whose ``edge_updater`` runs fused (the exact ``edge_update`` of these classes only).
 EDGE_UPDATE_CONVS = (GATv2Conv,)
+#: Layers whose ``edge_updater`` enable() wraps: the fused ones, and GAT's (whose source logits need the halo's
+#: rows on a ShardedGraph)
+EDGE_UPDATERS = (GATConv,) + EDGE_UPDATE_CONVS
 
 _HOOKS = (
     "_propagate_forward_pre_hooks",
@@ -204,14 +208,17 @@ def fused_edge_update(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     return F.dropout(alpha, p=conv.dropout, training=conv.training)
 
 
-def _routed(cls, name: str, fused):
+def _routed(cls, name: str, fused, arg_names: str):
     """``(what cls had, a wrapper of its method ``name`` that tries ``fused(self, edge_index, size, kwargs)``
     first)`` for ``enable()`` to install. The wrapper is named as PyG's template-made method of the class, so that
-    PyG does not compile its own over it; where the class already had one, it is PyG's fallback."""
+    PyG does not compile its own over it; where the class already had one, it is PyG's fallback. In a layer running
+    on a ShardedGraph, the per-source arguments (the ``*_j`` of the layer's ``arg_names`` list) get their halo rows
+    first (``sharded.py``)."""
     had = cls.__dict__.get(name, ABSENT)
     pyg_method = getattr(message_passing.MessagePassing, name) if had is ABSENT else had
 
     def wrapper(self, edge_index, size=None, **kwargs):
+        kwargs = with_halo_sources(self, arg_names, kwargs)
         out = fused(self, edge_index, size, kwargs) if is_enabled() else None
         if out is not None:
             return out
@@ -226,30 +233,37 @@ def _routed(cls, name: str, fused):
 
 def routed_propagate(cls):
     """``_routed`` for ``propagate``: the fused propagate first."""
-    return _routed(cls, "propagate", fused_propagate)
+    return _routed(cls, "propagate", fused_propagate, "_user_args")
 
 
 def routed_edge_updater(cls):
     """``_routed`` for ``edge_updater``: GATv2's fused logits and softmax first."""
-    return _routed(cls, "edge_updater", fused_edge_update)
+    return _routed(cls, "edge_updater", fused_edge_update, "_edge_user_args")
 
 
 def prepare_scriptable(self):
-    """``torch.jit.script(conv)`` calls this first: TorchScript cannot compile the wrapper (``**kwargs``, Numba),
-    so it scripts a copy whose class has PyG's own template-made ``propagate``; the eager layer stays fused."""
+    """``torch.jit.script(conv)`` calls this first: TorchScript cannot compile what the switch installs (the
+    wrappers take ``**kwargs`` and call Numba), so it scripts a copy whose class has PyG's own methods back --
+    the template-made ``propagate``, the layer's ``forward``, ``MessagePassing._check_input``; the eager layer
+    stays fused."""
     cls = type(self)
-    if cls.__dict__.get("propagate") not in WRAPPERS and getattr(cls, "propagate", None) not in WRAPPERS:
-        return self
+    wrapped = cls.__dict__.get("propagate") in WRAPPERS or getattr(cls, "propagate", None) in WRAPPERS
     if cls not in _SCRIPTABLE:
-        generic = {"propagate": message_passing.MessagePassing.propagate, "__module__": cls.__module__}
+        generic = {"__module__": cls.__module__, "_check_input": ORIGINAL_CHECK_INPUT}
+        if wrapped:
+            generic["propagate"] = message_passing.MessagePassing.propagate
         if getattr(cls, "edge_updater", None) in WRAPPERS:
             generic["edge_updater"] = message_passing.MessagePassing.edge_updater
+        forward = getattr(cls, "forward", None)
+        if hasattr(forward, "original"):  # the sharded forward of sharded.py
+            generic["forward"] = forward.original
         _SCRIPTABLE[cls] = type(cls.__name__, (cls,), generic)
     clone = copy.copy(self)
     clone.__class__ = _SCRIPTABLE[cls]
-    # an instance-level propagate (set by decomposed layers or explain mode) is not what TorchScript compiles:
-    # it compiles the class's, as PyG's own scripting does
-    clone.__dict__.pop("propagate", None)
-    clone.__dict__.pop("edge_updater", None)
-    clone._set_jittable_templates(raise_on_error=True)
+    if wrapped:
+        # an instance-level propagate (set by decomposed layers or explain mode) is not what TorchScript compiles:
+        # it compiles the class's, as PyG's own scripting does
+        clone.__dict__.pop("propagate", None)
+        clone.__dict__.pop("edge_updater", None)
+        clone._set_jittable_templates(raise_on_error=True)
     return clone

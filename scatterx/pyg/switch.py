@@ -7,7 +7,7 @@ import contextlib
 import sys
 import types
 
-from . import fused, routed
+from . import fused, routed, sharded
 from ._common import ABSENT, ORIGINAL, PATCHED, aggr_base, is_enabled, message_passing
 
 __all__ = ["enable", "disable", "enabled", "is_enabled"]
@@ -84,10 +84,16 @@ def enable() -> None:
         _patch(cls, "propagate", wrapper)
         fused.WRAPPERS.add(wrapper)
         _patch(cls, "__prepare_scriptable__", fused.prepare_scriptable)
-    for cls in fused.EDGE_UPDATE_CONVS:
+    for cls in fused.EDGE_UPDATERS:
         _, wrapper = fused.routed_edge_updater(cls)
         _patch(cls, "edge_updater", wrapper)
         fused.WRAPPERS.add(wrapper)
+    # a ShardedGraph: the supported layers run sharded, the others say they do not
+    for cls in sharded.SHARDED_CONVS:
+        _, forward = sharded.routed_forward(cls)
+        _patch(cls, "forward", forward)
+    _patch(message_passing.MessagePassing, "_check_input", sharded.check_input)
+    _patch(message_passing.MessagePassing, "__prepare_scriptable__", fused.prepare_scriptable)
 
 
 def disable() -> None:

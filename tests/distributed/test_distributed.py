@@ -4,15 +4,11 @@ Every rank builds the same random problem from one seed (all ranks' edges), runs
 sharded op, and compares with the single-process result restricted to its rows (and, for gradients, to its
 edges). A worker collects its mismatches and raises them at the end, so a failure names every wrong case."""
 
-import os
 import re
-import socket
-import time
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
+from ranks import run_ranks
 
 import scatterx
 from scatterx import distributed as sxd
@@ -20,45 +16,6 @@ from scatterx import distributed as sxd
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin"]
 TOLERANCE = {torch.float64: (1e-10, 1e-10), torch.float32: (1e-4, 1e-5), torch.bfloat16: (5e-2, 3e-2),
              torch.int64: (0, 0)}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# Ranks are forked from a forkserver that imported torch and scatterx once (a process with no threads of its own,
-# so forking it is safe), instead of each spawned process importing them again (~3 s a rank on 2 cores).
-if "forkserver" in mp.get_all_start_methods():
-    _START_METHOD = "forkserver"
-    mp.get_context("forkserver").set_forkserver_preload(["torch", "torch.distributed", "scatterx",
-                                                          "scatterx.distributed", __name__])
-else:
-    _START_METHOD = "spawn"
-
-
-def run_ranks(fn, world: int, *args, timeout: float = 240.0):
-    """``fn(rank, world, port, *args)`` in ``world`` processes with a gloo group; fails on an exception in any of
-    them, or when they do not all finish within ``timeout`` (a hang: a collective one rank skipped)."""
-    context = mp.start_processes(_worker, args=(world, _free_port(), fn, args), nprocs=world, join=False,
-                                 start_method=_START_METHOD)
-    deadline = time.monotonic() + timeout
-    while not context.join(timeout=1.0):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"{world} ranks did not finish within {timeout:.0f} s: a collective hung")
-
-
-def _worker(rank, world, port, fn, args):
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    try:
-        fn(rank, world, *args)
-    finally:
-        dist.destroy_process_group()
 
 
 # ---------------------------------------------------------------------------------------------------- problems

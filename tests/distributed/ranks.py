@@ -1,0 +1,54 @@
+"""Real gloo process groups for the tests: ``run_ranks(fn, world, *args)`` runs ``fn(rank, world, *args)`` on
+``world`` processes and fails on an exception in any of them, or on a hang (a collective one rank skipped)."""
+
+import importlib.util
+import os
+import socket
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Ranks are forked from a forkserver that imported torch, scatterx (and PyG, for the sharded layers) once -- a
+# process with no threads of its own, so forking it is safe -- instead of each spawned process importing them
+# again (~3 s a rank on 2 cores).
+_PRELOAD = ["torch", "torch.distributed", "scatterx", "scatterx.distributed", __name__, "test_distributed"]
+if importlib.util.find_spec("torch_geometric") is not None:
+    _PRELOAD += ["torch_geometric", "scatterx.pyg", "test_sharded"]
+if "forkserver" in mp.get_all_start_methods():
+    _START_METHOD = "forkserver"
+    mp.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+else:
+    _START_METHOD = "spawn"
+
+
+def run_ranks(fn, world: int, *args, timeout: float = 240.0):
+    """``fn(rank, world, *args)`` in ``world`` processes with a gloo group; fails on an exception in any of
+    them, or when they do not all finish within ``timeout`` (a hang: a collective one rank skipped)."""
+    context = mp.start_processes(_worker, args=(world, _free_port(), fn, args), nprocs=world, join=False,
+                                 start_method=_START_METHOD)
+    deadline = time.monotonic() + timeout
+    while not context.join(timeout=1.0):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"{world} ranks did not finish within {timeout:.0f} s: a collective hung")
+
+
+def _worker(rank, world, port, fn, args):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        fn(rank, world, *args)
+    finally:
+        dist.destroy_process_group()
