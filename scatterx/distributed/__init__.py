@@ -49,7 +49,7 @@ from .graph import ShardedGraph
 from .halo_gather import halo_gather
 from .index_scatter_reduce import index_scatter_reduce
 from .partition import NodePartition
-from .partitioner import GraphPartition, cut_stats, partition_graph
+from .partitioner import CutStats, GraphPartition, cut_stats, partition_graph
 from .replicate import replicate
 from .shards import Shard, load_shard, save_shards
 from .plan import STATS as _STATS
@@ -64,5 +64,5 @@ from .plan import Plan, plan, rank_and_world
 STATS = _STATS
 
 __all__ = ["NodePartition", "index_scatter_reduce", "halo_gather", "plan", "Plan", "STATS", "rank_and_world",
-           "ShardedGraph", "partition_graph", "GraphPartition", "cut_stats", "save_shards", "load_shard", "Shard",
-           "replicate"]
+           "ShardedGraph", "partition_graph", "GraphPartition", "cut_stats", "CutStats", "save_shards", "load_shard",
+           "Shard", "replicate"]

@@ -142,7 +142,8 @@ def _check_edges(edge_index, partition, rank: int, world: int) -> Optional[Excep
     if partition.world_size != world:
         return ValueError(f"the partition has {partition.world_size} ranks but the process group has {world}")
     if not isinstance(edge_index, torch.Tensor) or edge_index.dtype not in (torch.int32, torch.int64):
-        return TypeError(f"edge_index must be an int32 or int64 tensor, got {getattr(edge_index, 'dtype', edge_index)!r}")
+        found = getattr(edge_index, "dtype", edge_index)
+        return TypeError(f"edge_index must be an int32 or int64 tensor, got {found!r}")
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         return ValueError(f"edge_index must be [2, E], got shape {tuple(edge_index.shape)}")
     if edge_index.size(1):

@@ -144,9 +144,23 @@ def _metis(edge_index: torch.Tensor, num_nodes: int, parts: int, seed: int, by_w
 
 @dataclass
 class CutStats:
-    """What a partition costs: ``edge_cut`` edges whose endpoints are on different ranks (of ``num_edges``), and
-    per rank ``halo`` (distinct remote sources of the edges into its nodes), ``nodes`` and ``edges`` (into its
-    nodes)."""
+    """What a partition costs, as :func:`cut_stats` measures it.
+
+    Args:
+        num_edges: the graph's edges.
+        edge_cut: the edges whose endpoints are on different ranks.
+        halo: per rank, the distinct remote sources of the edges into its nodes (the rows it fetches per layer).
+        nodes: per rank, the nodes it owns.
+        edges: per rank, the edges into its nodes.
+
+    Raises:
+        : Nothing of its own (a plain record).
+
+    Example:
+        >>> s = CutStats(num_edges=4, edge_cut=1, halo=[1, 0], nodes=[2, 2], edges=[2, 2])
+        >>> s.cut_fraction
+        0.25
+    """
 
     num_edges: int
     edge_cut: int
@@ -156,6 +170,7 @@ class CutStats:
 
     @property
     def cut_fraction(self) -> float:
+        """``edge_cut / num_edges`` (0 for a graph without edges)."""
         return self.edge_cut / self.num_edges if self.num_edges else 0.0
 
 

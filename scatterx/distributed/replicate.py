@@ -128,4 +128,5 @@ def _sum_gradients(params, group) -> None:
 
 
 def _digest(t: torch.Tensor) -> str:
-    return hashlib.sha256(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
+    data = t.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+    return hashlib.sha256(data.numpy().tobytes()).hexdigest()[:16]
