@@ -152,8 +152,8 @@ def _worker(rank, procs, port, shard_dir, config, epochs, model_name, queue):
 def run_procs(procs: int, shard_dir, meta, config: GnnConfig, epochs: int, model_name: str) -> DistResult:
     """Train on ``procs`` processes (gloo) from the shards in ``shard_dir`` (None: the one-process run on the
     whole graph); the slowest rank's time per epoch. The processes are forked from a forkserver that imported
-    torch, PyG and scatterx once (a process with no threads of its own, so forking it is safe): each starts in a
-    fraction of a second with no memory of the parent's graph."""
+    torch and scatterx once (a process with no threads of its own, so forking it is safe): each starts quickly,
+    with no memory of the parent's graph."""
     import torch.multiprocessing as mp
 
     with socket.socket() as s:
@@ -162,8 +162,9 @@ def run_procs(procs: int, shard_dir, meta, config: GnnConfig, epochs: int, model
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
     if method == "forkserver":
-        ctx.set_forkserver_preload(["torch", "torch.distributed", "torch_geometric", "scatterx", "scatterx.pyg",
-                                    "scatterx.distributed", __name__])
+        # not PyG: with torch 2.4 and PyG 2.5, processes forked from a server that had imported it hung in their
+        # first collectives; each rank imports it itself
+        ctx.set_forkserver_preload(["torch", "torch.distributed", "scatterx", "scatterx.distributed"])
     queue = ctx.SimpleQueue()
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, config.threads // procs)))
     mp.start_processes(_worker, args=(procs, port, shard_dir, config, epochs, model_name, queue), nprocs=procs,

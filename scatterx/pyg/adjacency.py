@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
+import torch
 from torch import Tensor
 from torch_geometric import EdgeIndex
 
@@ -132,5 +133,10 @@ def edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optio
     colptr, row = colptr.as_subclass(Tensor), row.as_subclass(Tensor)
     if colptr.numel() != num_targets + 1:  # its sparse size does not say how many targets there are
         return None
-    edges = None if perm is None else perm.as_subclass(Tensor)
+    if perm is None or (isinstance(perm, slice) and perm == slice(None)):  # PyG 2.5 says "sorted already" by a slice
+        edges = None
+    elif isinstance(perm, slice):
+        edges = torch.arange(row.numel(), device=row.device)[perm]
+    else:
+        edges = perm.as_subclass(Tensor)
     return Adjacency(colptr, row.contiguous(), node_dim, edges)

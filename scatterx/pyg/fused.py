@@ -34,7 +34,7 @@ from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, 
 
 from ..ops import gatv2_logits, segment_softmax
 
-from ._common import ABSENT, REDUCE, is_enabled, message_passing, runs_here
+from ._common import ABSENT, PATCHED, REDUCE, is_enabled, message_passing, runs_here
 from .adjacency import adjacency
 from .sharded import ORIGINAL_CHECK_INPUT, with_halo_sources
 
@@ -248,12 +248,15 @@ def prepare_scriptable(self):
     stays fused."""
     cls = type(self)
     wrapped = cls.__dict__.get("propagate") in WRAPPERS or getattr(cls, "propagate", None) in WRAPPERS
+    # PyG 2.6 and later make a scriptable propagate on request (_set_jittable_templates); PyG 2.5 made it when the
+    # class was first built: the one the switch replaced
+    on_request = hasattr(message_passing.MessagePassing, "_set_jittable_templates")
     if cls not in _SCRIPTABLE:
         generic = {"__module__": cls.__module__, "_check_input": ORIGINAL_CHECK_INPUT}
-        if wrapped:
-            generic["propagate"] = message_passing.MessagePassing.propagate
-        if getattr(cls, "edge_updater", None) in WRAPPERS:
-            generic["edge_updater"] = message_passing.MessagePassing.edge_updater
+        for name in ("propagate", "edge_updater"):
+            if getattr(cls, name, None) in WRAPPERS:
+                generic[name] = (getattr(message_passing.MessagePassing, name) if on_request
+                                 else _replaced(cls, name))
         forward = getattr(cls, "forward", None)
         if hasattr(forward, "original"):  # the sharded forward of sharded.py
             generic["forward"] = forward.original
@@ -265,5 +268,20 @@ def prepare_scriptable(self):
         # it compiles the class's, as PyG's own scripting does
         clone.__dict__.pop("propagate", None)
         clone.__dict__.pop("edge_updater", None)
-        clone._set_jittable_templates(raise_on_error=True)
+        if on_request:
+            clone._set_jittable_templates(raise_on_error=True)
     return clone
+
+
+def _replaced(cls, name: str):
+    """The method ``name`` that enable() replaced on ``cls`` (or the base class it patched), for PyG 2.5's
+    scripting; a clear error where the class was first built with the switch on (PyG then made none)."""
+    for owner in cls.__mro__:
+        if owner.__dict__.get(name) in WRAPPERS:
+            for patched, attr, original in PATCHED:
+                if patched is owner and attr == name and original is not ABSENT:
+                    return original
+            break
+    raise RuntimeError(f"torch.jit.script of {cls.__name__} with scatterx.pyg's switch on needs PyG 2.6 or later, or "
+                       f"a {cls.__name__} built once before scatterx.pyg.enable() (PyG 2.5 compiles its scriptable "
+                       "propagate when a layer class is first built)")

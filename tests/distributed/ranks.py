@@ -1,7 +1,6 @@
 """Real gloo process groups for the tests: ``run_ranks(fn, world, *args)`` runs ``fn(rank, world, *args)`` on
 ``world`` processes and fails on an exception in any of them, or on a hang (a collective one rank skipped)."""
 
-import importlib.util
 import os
 import socket
 import time
@@ -18,12 +17,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-# Ranks are forked from a forkserver that imported torch, scatterx (and PyG, for the sharded layers) once -- a
-# process with no threads of its own, so forking it is safe -- instead of each spawned process importing them
-# again (~3 s a rank on 2 cores).
+# Ranks are forked from a forkserver that imported torch and scatterx once -- a process with no threads of its
+# own, so forking it is safe -- instead of each spawned process importing them again (~3 s a rank on 2 cores).
+# Not PyG: with torch 2.4 and PyG 2.5, ranks forked from a server that had imported it hung in their first
+# collectives; the sharded tests' ranks import it themselves.
 _PRELOAD = ["torch", "torch.distributed", "scatterx", "scatterx.distributed", __name__, "test_distributed"]
-if importlib.util.find_spec("torch_geometric") is not None:
-    _PRELOAD += ["torch_geometric", "scatterx.pyg", "test_sharded"]
 if "forkserver" in mp.get_all_start_methods():
     _START_METHOD = "forkserver"
     mp.get_context("forkserver").set_forkserver_preload(_PRELOAD)
