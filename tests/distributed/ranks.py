@@ -2,6 +2,7 @@
 ``world`` processes and fails on an exception in any of them, or on a hang (a collective one rank skipped)."""
 
 import os
+import re
 import socket
 import time
 
@@ -50,3 +51,14 @@ def _worker(rank, world, port, fn, args):
         fn(rank, world, *args)
     finally:
         dist.destroy_process_group()
+
+
+def expect_raises(failures: list, name: str, error, match: str, call) -> None:
+    """Run ``call``; append to ``failures`` unless it raises ``error`` with a message matching ``match`` (a rank
+    collects its mismatches and reports them all at the end)."""
+    try:
+        call()
+        failures.append(f"{name}: no exception")
+    except error as raised:
+        if not re.search(match, str(raised)):
+            failures.append(f"{name}: {type(raised).__name__}: {raised!s} does not match {match!r}")

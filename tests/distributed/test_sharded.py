@@ -3,7 +3,6 @@ the same losses, the same gradients (float64), for every supported layer, even a
 shard files; and the bad inputs that must raise the same exception on every rank."""
 
 import os
-import re
 import shutil
 
 import pytest
@@ -12,7 +11,7 @@ import torch.nn.functional as F
 
 pytest.importorskip("torch_geometric")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import expect_raises, run_ranks  # noqa: E402
 
 import scatterx.pyg as sxpyg  # noqa: E402
 from scatterx import distributed as sxd  # noqa: E402
@@ -125,12 +124,7 @@ def check_bad_input(rank, world, good, other, missing, corrupt):
     failures = []
 
     def expect(name, error, match, call):
-        try:
-            call()
-            failures.append(f"{name}: no exception")
-        except error as raised:
-            if not re.search(match, str(raised)):
-                failures.append(f"{name}: {type(raised).__name__}: {raised!s} does not match {match!r}")
+        expect_raises(failures, name, error, match, call)
 
     expect("a missing shard file", FileNotFoundError, rf"rank {world - 1}: the shard file .* is missing",
            lambda: sxd.load_shard(missing))
