@@ -39,7 +39,7 @@ from .measures import DistCase, max_rel_diff
 #: the losses on several processes agree with the single-process losses to this relative tolerance (``goals.json``)
 LOSS_RTOL = limit("bench-dist", "loss_difference_from_one_process")
 MODELS = ("gcn", "sage", "gin", "gat", "gatv2", "graphconv")
-METHODS = ("even", "metis")
+METHODS = sxd.partitioner.METHODS
 
 
 def lower_bound_widths(model: str, config: GnnConfig) -> int:
