@@ -9,6 +9,7 @@ rank's file, checks with the other ranks that they all read shards of one partit
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -161,11 +162,21 @@ class Shard:
 
 def init_from_environment(backend: Optional[str] = None) -> bool:
     """Initialise ``torch.distributed`` from torchrun's environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``...)
-    when it is set and no group exists yet: gloo, or NCCL when ``backend`` says so. Returns whether it did."""
+    when it is set and no group exists yet: gloo, or NCCL when ``backend`` says so. Returns whether it did.
+
+    The group it makes is destroyed at interpreter exit unless the script has done so: a gloo group left to the
+    interpreter's teardown can abort the process ("terminate called without an active exception") after the
+    script has finished its work."""
     if not dist.is_available() or dist.is_initialized() or "WORLD_SIZE" not in os.environ:
         return False
     dist.init_process_group(backend or "gloo")
+    atexit.register(_destroy_if_alive)
     return True
+
+
+def _destroy_if_alive() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def load_shard(out_dir: str, *, device=None, group=None, backend: Optional[str] = None) -> Shard:

@@ -211,3 +211,23 @@ def test_metis_finds_the_communities():
     metis = cut_stats(gp.relabel(edge_index), gp.partition)
     assert even.cut_fraction > 0.7 and metis.cut_fraction < 0.15
     assert sum(metis.halo) < 0.5 * sum(even.halo)
+
+
+def test_the_group_made_from_torchrun_s_environment_is_destroyed_at_exit():
+    """A gloo group left to the interpreter's teardown can abort a finished script; the one load_shard makes is
+    destroyed by an exit hook (registered before it, the check below runs after it)."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = ("import atexit, torch.distributed as dist\n"
+              "atexit.register(lambda: print('alive at exit:', dist.is_initialized()))\n"
+              "from scatterx.distributed.shards import init_from_environment\n"
+              "print('made:', init_from_environment())\n")
+    env = dict(os.environ, RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "made: True" in run.stdout and "alive at exit: False" in run.stdout, run.stdout
