@@ -3,6 +3,7 @@ and ``route`` fixtures that run one test body on every backend (and every strate
 
 import contextlib
 import hashlib
+import importlib.metadata as _metadata
 import os
 import pathlib
 import sys
@@ -15,8 +16,9 @@ import sys
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 _SOURCES = [_ROOT / "scatterx" / "_reductions.py", _ROOT / "scatterx" / "kernels" / "cpu" / "_codegen.py",
             _ROOT / "scatterx" / "kernels" / "cpu" / "_memory.py"]
+# One directory per Numba version too: the oldest supported one (tools/oldest-smoke.sh) may run beside the newest.
 _KEY = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]
-os.environ.setdefault("NUMBA_CACHE_DIR", str(_ROOT / ".numba-cache" / _KEY))
+os.environ.setdefault("NUMBA_CACHE_DIR", str(_ROOT / ".numba-cache" / f"{_KEY}-numba-{_metadata.version('numba')}"))
 
 import torch  # noqa: E402
 
@@ -123,6 +125,11 @@ class Backend:
 def _backend(name: str) -> Backend:
     if name == "gpu" and not triton_available():
         pytest.skip("triton is not installed: the GPU backend cannot run")
+    if name == "gpu" and not ON_GPU:
+        import interpreter_probe
+
+        if interpreter_probe.problem():
+            pytest.skip(interpreter_probe.problem())
     return Backend(name)
 
 

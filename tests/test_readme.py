@@ -34,3 +34,17 @@ def test_readme_python_examples_run():
     runner.run(test)
     assert runner.failures == 0
 
+
+
+def test_readme_states_the_versions_of_pyproject():
+    """The supported versions are stated once, in pyproject.toml; the README says the same lower bounds."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    shown = {"torch": "torch", "numba": "Numba", "torch_geometric": "PyG", "triton": "Triton"}
+    for package, name in shown.items():
+        bounds = set(re.findall(rf'"{package}>=([0-9.]+)"', pyproject))
+        assert len(bounds) == 1, f"pyproject.toml states {package}'s lower bound {len(bounds)} times: {bounds}"
+        assert f"{name} ≥ {bounds.pop()}" in README, f"the README does not say {name}'s lower bound"
+    stated = re.findall(r"(torch|Numba|PyG|Triton) ≥ ([0-9.]+)", README)
+    for name, version in stated:
+        package = next(p for p, n in shown.items() if n == name)
+        assert f'"{package}>={version}"' in pyproject, f"the README says {name} ≥ {version}; pyproject.toml does not"

@@ -24,6 +24,20 @@ def check_tensor(t, name: str) -> torch.Tensor:
     return t
 
 
+def plain_index(t: torch.Tensor) -> torch.Tensor:
+    """An index of a tensor subclass (PyG's ``EdgeIndex`` and ``Index``, for example) as a plain tensor of the same
+    memory: the kernels read that memory (NumPy refuses subclasses), and an integer tensor has no gradient to lose.
+    Under ``torch.compile`` the traced tensors are subclasses of their own, and pass as they are."""
+    if type(t) is torch.Tensor or torch.compiler.is_compiling():
+        return t
+    as_tensor = getattr(t, "as_tensor", None)  # PyG >= 2.6: its wrapper subclasses' data (as_subclass refuses them)
+    if callable(as_tensor):
+        data = as_tensor()
+        if type(data) is torch.Tensor:
+            return data
+    return t.as_subclass(torch.Tensor)
+
+
 def check_src(src, name: str = "src") -> None:
     check_tensor(src, name)
     if src.dtype not in SUPPORTED_DTYPES:
@@ -51,7 +65,7 @@ def normalize_dim(dim, ndim: int) -> int:
 def check_integer_vector(t, name: str, like: torch.Tensor, allow_scalar: bool = False) -> torch.Tensor:
     """``t`` as a 1-D int32/int64 tensor on ``like``'s device (a 0-d one is one entry when ``allow_scalar``, as
     torch's index_add takes it)."""
-    check_tensor(t, name)
+    t = plain_index(check_tensor(t, name))
     if t.dtype not in INDEX_DTYPES:
         raise TypeError(f"{name} must have dtype int32 or int64, got {t.dtype}")
     if t.dim() == 0 and allow_scalar:

@@ -20,7 +20,7 @@ import torch
 
 from .._reductions import NAMES
 from ..backends import backend_for
-from ._checks import INDEX_DTYPES, check_src, check_tensor
+from ._checks import INDEX_DTYPES, check_src, check_tensor, plain_index
 
 
 def element_scatter(
@@ -41,6 +41,7 @@ def element_scatter(
     if base.dtype != src.dtype or base.device != src.device:
         raise ValueError(f"base must have src's dtype and device; got {base.dtype} on {base.device}, src "
                          f"{src.dtype} on {src.device}")
+    index = plain_index(check_tensor(index, "index"))
     dim = _check_index(index, base, dim)
     expected = tuple(index.shape) if dim is not None else tuple(index.shape[:-1])
     if tuple(src.shape) != expected:
@@ -52,6 +53,7 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int] =
     """``out[u] = data[t(u)]`` for the map of :func:`element_scatter` (``dim`` given: ``out`` has ``index``'s
     shape; ``dim=None``: ``index.shape[:-1]``). IndexError for an index entry outside its dim."""
     check_src(data, "data")
+    index = plain_index(check_tensor(index, "index"))
     dim = _check_index(index, data, dim)
     return backend_for(data).element_gather(data, index, dim)
 

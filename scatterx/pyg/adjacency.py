@@ -11,6 +11,7 @@ from torch_geometric import EdgeIndex
 
 from ..backends import backend_for
 from ..ops import csr_order, csr_transpose, gather_segment_reduce
+from ..ops._checks import plain_index
 from ._common import REDUCE
 
 
@@ -106,7 +107,7 @@ def adjacency(edge_index: Tensor, num_sources: int, num_targets: int, node_dim: 
     hit = CACHE.get(key) if cacheable else None
     if hit is not None and hit[0]() is edge_index and hit[1] == edge_index._version:
         return hit[2].with_node_dim(node_dim)
-    plain = edge_index.as_subclass(Tensor) if type(edge_index) is not Tensor else edge_index
+    plain = plain_index(edge_index)
     source, target = plain[0], plain[1]
     backend = backend_for(plain)
     backend.check_index(source, num_sources, "edge_index[0]", "the number of source nodes")
@@ -130,7 +131,7 @@ def edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optio
     if not isinstance(edge_index, EdgeIndex) or not edge_index.is_sorted:
         return None
     (colptr, row), perm = edge_index.get_csc()
-    colptr, row = colptr.as_subclass(Tensor), row.as_subclass(Tensor)
+    colptr, row = plain_index(colptr), plain_index(row)
     if colptr.numel() != num_targets + 1:  # its sparse size does not say how many targets there are
         return None
     if perm is None or (isinstance(perm, slice) and perm == slice(None)):  # PyG 2.5 says "sorted already" by a slice
@@ -138,5 +139,5 @@ def edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optio
     elif isinstance(perm, slice):
         edges = torch.arange(row.numel(), device=row.device)[perm]
     else:
-        edges = perm.as_subclass(Tensor)
+        edges = plain_index(perm)
     return Adjacency(colptr, row.contiguous(), node_dim, edges)

@@ -515,13 +515,17 @@ def test_torchscript_of_pyg_code_still_works_with_the_switch_on():
 
 
 @pytest.mark.parametrize("name", ["sage-mean", "gin", "gcn", "gat"])
-@pytest.mark.parametrize("sort_order", ["col", "row"])
-def test_layers_on_a_sorted_edge_index_match_pyg(name, sort_order, monkeypatch):
-    """A sorted EdgeIndex: PyG hands ``ptr`` to the aggregations (CSR kernel); the fused layers use its CSC."""
+@pytest.mark.parametrize("sort_order", ["col", "row", None])
+def test_layers_on_an_edge_index_match_pyg(name, sort_order, monkeypatch):
+    """An EdgeIndex, sorted or not: a sorted one hands ``ptr`` to the aggregations (CSR kernel), and the fused
+    layers use its CSC; an unsorted one is grouped by target as a plain tensor is."""
     from torch_geometric import EdgeIndex
 
     g, edge_index = random_graph(5)
-    edge_index = EdgeIndex(edge_index, sparse_size=(30, 30)).sort_by(sort_order)[0]
+    edge_index = EdgeIndex(edge_index, sparse_size=(30, 30))
+    if sort_order is not None:
+        edge_index = edge_index.sort_by(sort_order)[0]
+    assert edge_index.is_sorted == (sort_order is not None)
     torch.manual_seed(0)
     layer = LAYERS[name]().double()
     x = torch.randn(30, 8, generator=g, dtype=torch.float64).requires_grad_()
@@ -535,6 +539,29 @@ def test_layers_on_a_sorted_edge_index_match_pyg(name, sort_order, monkeypatch):
 
     assert_same(*both_paths(run))
     assert built  # every one of these layers is fused (GCN and GAT: weighted), and asks the EdgeIndex first
+
+
+def test_pyg_index_subclasses_are_read_as_plain_indices():
+    """PyG's index subclasses given to the ops directly -- a row of an EdgeIndex, PyG 2.6's Index, a whole
+    EdgeIndex as torch.scatter's index -- give the plain tensor's result, sorted or not."""
+    from torch_geometric import EdgeIndex
+
+    g, edge_index = random_graph(5)
+    src = torch.randn(edge_index.size(1), 3, generator=g)
+    rows = [EdgeIndex(edge_index, sparse_size=(30, 30))[1]]
+    if hasattr(torch_geometric, "Index"):
+        rows.append(torch_geometric.Index(edge_index[1], dim_size=30))
+    for index in rows:
+        for sorted_ in (False, True):
+            given, plain = (index.sort()[0], edge_index[1].sort()[0]) if sorted_ else (index, edge_index[1])
+            for reduce in ("sum", "amax"):
+                torch.testing.assert_close(scatterx.index_scatter_reduce(0, given, src, reduce, sorted=sorted_),
+                                           scatterx.index_scatter_reduce(0, plain, src, reduce, sorted=sorted_))
+    both = torch.randn(2, edge_index.size(1), generator=g)
+    torch.testing.assert_close(
+        scatterx.pytorch.scatter_reduce(torch.zeros(2, 30), 1, EdgeIndex(edge_index, sparse_size=(30, 30)), both,
+                                        "sum"),
+        torch.zeros(2, 30).scatter_reduce(1, edge_index, both, "sum"))
 
 
 def test_ptr_reductions_along_a_later_dim():

@@ -15,6 +15,7 @@ from typing import Dict, Iterator, Optional, Set, Tuple
 
 import torch
 import triton.language as tl
+from triton.runtime.interpreter import InterpretedFunction
 
 from ..._reductions import REDUCTIONS
 from ...kernels.gpu._codegen import kernel_code
@@ -117,4 +118,27 @@ def launch(kernel, grid, args: Dict[str, object], **constexprs) -> None:
     ``args`` -- its non-constexpr arguments by name, in order -- and ``constexprs``."""
     if _recorded is not None:
         _recorded.add(Variant.of(kernel, {k: type_of(v) for k, v in args.items()}, constexprs).key)
-    wrap_triton(kernel)[grid](*args.values(), **constexprs)
+    _traceable(kernel)[grid](*args.values(), **constexprs)
+
+
+def _traceable(kernel):
+    """``wrap_triton(kernel)``, but for a kernel of Triton's interpreter where this torch's ``wrap_triton`` refuses
+    one (before torch 2.13 it takes only compiled kernels): that runs as it is. Interpreted kernels run only in
+    tests, on CPU tensors, and there ``torch.compile`` sees the launch as a graph break."""
+    if isinstance(kernel, InterpretedFunction) and not _wraps_interpreted(kernel):
+        return kernel
+    return wrap_triton(kernel)
+
+
+def _wraps_interpreted(kernel) -> bool:
+    global _WRAPS_INTERPRETED
+    if _WRAPS_INTERPRETED is None:
+        try:
+            wrap_triton(kernel)
+            _WRAPS_INTERPRETED = True
+        except RuntimeError:
+            _WRAPS_INTERPRETED = False
+    return _WRAPS_INTERPRETED
+
+
+_WRAPS_INTERPRETED: Optional[bool] = None  # whether this torch's wrap_triton takes a kernel of the interpreter

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The oldest versions pyproject.toml promises (torch, PyG, Numba: the last patch release of each lower bound's
+# minor version, from tools/oldest_requirements.py), set up in .venv-oldest and smoke-tested: the README's
+# examples, the core op against its reference on both backends (the Triton kernels through the interpreter), its
+# gradients, and the PyG switch. CI runs it beside the main test run (.ci/run); it needs no GPU.
+#   bash tools/oldest-smoke.sh [extra pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.venv-oldest
+python3 -m venv "$venv"
+# NumPy < 2: Triton 3.0 (torch 2.4's) interprets kernels with NumPy 1's casting rules (tests/interpreter_probe.py);
+# onnxscript: the README's export example; pytest, hypothesis: the tests.
+"$venv/bin/pip" install -q $(python3 tools/oldest_requirements.py pyg) "numpy<2" onnxscript pytest hypothesis
+"$venv/bin/python" -c "import torch, torch_geometric, numba, triton, numpy; print('oldest: torch', torch.__version__,
+      'PyG', torch_geometric.__version__, 'Numba', numba.__version__, 'Triton', triton.__version__, 'NumPy',
+      numpy.__version__)"
+# scatterx from the checkout as it is (no install: the main run installs it, editable, at the same time); the
+# Numba cache is this Numba version's own (tests/conftest.py)
+PYTHONPATH="$PWD" SCATTERX_HYPOTHESIS_EXAMPLES=20 \
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=5 \
+  tests/test_readme.py tests/ops/test_index_scatter_reduce.py tests/ops/test_index_scatter_reduce_autograd.py \
+  tests/pyg/test_pyg.py "$@"
