@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 venv=.venv-oldest
 python3 -m venv "$venv"
 # NumPy < 2: Triton 3.0 (torch 2.4's) interprets kernels with NumPy 1's casting rules (tests/interpreter_probe.py);
-# onnxscript: the README's export example; pytest, hypothesis: the tests.
-"$venv/bin/pip" install -q $(python3 tools/oldest_requirements.py pyg) "numpy<2" onnxscript pytest hypothesis
+# onnxscript: the README's export example; pytest, hypothesis: the tests. No pip cache: a CUDA build of torch
+# is gigabytes, which the cache would hold twice.
+"$venv/bin/pip" install -q --no-cache-dir $(python3 tools/oldest_requirements.py pyg) "numpy<2" onnxscript pytest hypothesis
 "$venv/bin/python" -c "import torch, torch_geometric, numba, triton, numpy; print('oldest: torch', torch.__version__,
       'PyG', torch_geometric.__version__, 'Numba', numba.__version__, 'Triton', triton.__version__, 'NumPy',
       numpy.__version__)"
