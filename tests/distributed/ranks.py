@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -33,7 +33,7 @@ else:
 def run_ranks(fn, world: int, *args, timeout: float = 240.0):
     """``fn(rank, world, *args)`` in ``world`` processes with a gloo group; fails on an exception in any of
     them, or when they do not all finish within ``timeout`` (a hang: a collective one rank skipped)."""
-    context = mp.start_processes(_worker, args=(world, _free_port(), fn, args), nprocs=world, join=False,
+    context = mp.start_processes(_worker, args=(world, free_port(), fn, args), nprocs=world, join=False,
                                  start_method=_START_METHOD)
     deadline = time.monotonic() + timeout
     while not context.join(timeout=1.0):

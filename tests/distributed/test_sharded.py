@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 pytest.importorskip("torch_geometric")
 
-from ranks import expect_raises, run_ranks  # noqa: E402
+from ranks import expect_raises, free_port, run_ranks  # noqa: E402
 
 import scatterx.pyg as sxpyg  # noqa: E402
 from scatterx import distributed as sxd  # noqa: E402
@@ -216,13 +216,10 @@ def test_metis_finds_the_communities():
 def test_the_group_made_from_torchrun_s_environment_is_destroyed_at_exit():
     """A gloo group left to the interpreter's teardown can abort a finished script; the one load_shard makes is
     destroyed by an exit hook (registered before it, the check below runs after it)."""
-    import socket
     import subprocess
     import sys
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     script = ("import atexit, torch.distributed as dist\n"
               "atexit.register(lambda: print('alive at exit:', dist.is_initialized()))\n"
               "from scatterx.distributed.shards import init_from_environment\n"
