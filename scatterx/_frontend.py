@@ -78,8 +78,10 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     if bool(bad.any()):
         where = tuple(int(i) for i in torch.nonzero(bad)[0])
         size = int(per) if per.dim() == 0 else int(per[where[-1]])
-        raise IndexError(f"{name}{list(where)} = {int(index[where])} is out of range for a dimension of size "
-                         f"{size} (valid: [{-size}, {size - 1}])")
+        raise IndexError(
+            f"{name}{list(where)} = {int(index[where])} is out of range for a dimension of size "
+            f"{size} (valid: [{-size}, {size - 1}])"
+        )
     negative = index < 0
     if bool(negative.any()):
         index = torch.where(negative, index + per.to(index.dtype), index)

@@ -46,32 +46,54 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--edges", type=int, default=d.edges, help=f"number of edges (rows of src), default {d.edges:,}")
     b.add_argument("--nodes", type=int, default=d.nodes, help=f"number of target nodes, default {d.nodes:,}")
     b.add_argument("--features", type=int, default=d.features, help=f"features per edge, default {d.features}")
-    b.add_argument("--dtype", default=None, choices=["float32", "float64", "float16", "bfloat16", "int32", "int64"],
-                   help=f"default {d.dtype}; with --grid, the dtypes axis when --grid-dtypes is not given")
+    b.add_argument(
+        "--dtype",
+        default=None,
+        choices=["float32", "float64", "float16", "bfloat16", "int32", "int64"],
+        help=f"default {d.dtype}; with --grid, the dtypes axis when --grid-dtypes is not given",
+    )
     b.add_argument("--degrees", default=d.degrees, choices=["powerlaw", "uniform"], help="in-degree distribution")
-    b.add_argument("--reductions", default=None,
-                   help=f"comma-separated, default all (with --grid: {','.join(grid.REDUCTIONS)})")
+    b.add_argument(
+        "--reductions", default=None, help=f"comma-separated, default all (with --grid: {','.join(grid.REDUCTIONS)})"
+    )
     b.add_argument("--orders", default=",".join(ORDERS), help="sorted and/or shuffled index, default both")
     b.add_argument("--threads", type=int, default=d.threads, help=f"torch (and scatterx) threads, default {d.threads}")
-    b.add_argument("--repeat", type=int, default=None,
-                   help=f"timed calls per case (the median is reported), default {d.repeat}; with --grid: the least "
-                        f"number of timed calls per implementation and cell, default {grid.GridSpec.min_calls}")
+    b.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help=f"timed calls per case (the median is reported), default {d.repeat}; with --grid: the least "
+        f"number of timed calls per implementation and cell, default {grid.GridSpec.min_calls}",
+    )
     b.add_argument("--warmup", type=int, default=d.warmup)
     b.add_argument("--seed", type=int, default=d.seed)
     b.add_argument("--no-peers", action="store_true", help="time scatterx only")
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
     b.add_argument("--no-softmax", action="store_true", help="skip the segment softmax rows")
-    b.add_argument("--no-dropin", action="store_true",
-                   help="skip the torch_scatter drop-in rows (scatterx.torch_scatter against torch_scatter, or "
-                        "torch-native equivalents where torch_scatter is not installed)")
-    b.add_argument("--no-weighted", action="store_true",
-                   help="skip the weighted gather-segment sum and GATv2 logits rows (forward+backward)")
-    b.add_argument("--device", default=d.device, choices=["cpu", "cuda"],
-                   help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)")
-    b.add_argument("--out-dir", default="bench-results",
-                   help="where bench.csv, bench.json and the figures (forward.png, forward-backward.png, "
-                        "message-passing.png, drop-in.png) go")
+    b.add_argument(
+        "--no-dropin",
+        action="store_true",
+        help="skip the torch_scatter drop-in rows (scatterx.torch_scatter against torch_scatter, or "
+        "torch-native equivalents where torch_scatter is not installed)",
+    )
+    b.add_argument(
+        "--no-weighted",
+        action="store_true",
+        help="skip the weighted gather-segment sum and GATv2 logits rows (forward+backward)",
+    )
+    b.add_argument(
+        "--device",
+        default=d.device,
+        choices=["cpu", "cuda"],
+        help="cpu (Numba kernels) or cuda (Triton kernels, timed with CUDA events)",
+    )
+    b.add_argument(
+        "--out-dir",
+        default="bench-results",
+        help="where bench.csv, bench.json and the figures (forward.png, forward-backward.png, "
+        "message-passing.png, drop-in.png) go",
+    )
     _grid_arguments(b)
 
     gd = GnnConfig()
@@ -80,42 +102,70 @@ def build_parser() -> argparse.ArgumentParser:
         help="train GCN/GraphSAGE/GIN/GAT/GATv2/GraphConv on a built-in graph shape: PyG's default path against "
         "scatterx.pyg",
     )
-    n.add_argument("--graph", default=gd.graph, choices=sorted(gnn.GRAPHS),
-                   help="a built-in graph shape (synthetic, built in code), default arxiv")
+    n.add_argument(
+        "--graph",
+        default=gd.graph,
+        choices=sorted(gnn.GRAPHS),
+        help="a built-in graph shape (synthetic, built in code), default arxiv",
+    )
     n.add_argument("--models", default=",".join(MODELS), help="comma-separated, default all")
     n.add_argument("--epochs", type=int, default=gd.epochs, help=f"epochs per model and path, default {gd.epochs}")
     n.add_argument("--nodes", type=int, default=None, help="default: the graph's (arxiv: 169,343)")
     n.add_argument("--edges", type=int, default=None, help="default: the graph's (arxiv: 1,166,243)")
     n.add_argument("--features", type=int, default=None, help="default: the graph's (arxiv: 128)")
     n.add_argument("--no-memory", action="store_true", help="skip the peak-memory steps")
-    n.add_argument("--cold", action="store_true", help="also time each model's first training step in fresh "
-                   "processes: scatterx with an empty Numba cache and cached, and PyG")
-    n.add_argument("--onnx", action="store_true", help="also time onnxruntime's inference of the SAGE model "
-                   "exported with scatterx.export against scatterx eager (needs onnxscript and onnxruntime)")
+    n.add_argument(
+        "--cold",
+        action="store_true",
+        help="also time each model's first training step in fresh "
+        "processes: scatterx with an empty Numba cache and cached, and PyG",
+    )
+    n.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also time onnxruntime's inference of the SAGE model "
+        "exported with scatterx.export against scatterx eager (needs onnxscript and onnxruntime)",
+    )
     n.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
-    n.add_argument("--threads", type=int, default=gd.threads, help=f"torch (and scatterx) threads, default {gd.threads}")
+    n.add_argument(
+        "--threads", type=int, default=gd.threads, help=f"torch (and scatterx) threads, default {gd.threads}"
+    )
     n.add_argument("--seed", type=int, default=gd.seed)
-    n.add_argument("--out-dir", default="bench-results",
-                   help="where bench-gnn.csv, bench-gnn.json, the loss chart bench-gnn.png and epochs.png go")
+    n.add_argument(
+        "--out-dir",
+        default="bench-results",
+        help="where bench-gnn.csv, bench-gnn.json, the loss chart bench-gnn.png and epochs.png go",
+    )
 
     t = sub.add_parser(
         "bench-dist",
         help="PyG models trained full-graph over 1, 2, 4 ... processes (torch.distributed, gloo) from saved shards, "
-             "even and METIS partitions, against one process on the whole graph",
+        "even and METIS partitions, against one process on the whole graph",
     )
     t.add_argument("--procs", default="1,2,4", help="comma-separated process counts, default 1,2,4")
-    t.add_argument("--models", default="sage,gcn", help=f"comma-separated, of {', '.join(dist.MODELS)}; default "
-                   "sage,gcn")
-    t.add_argument("--partitions", default="even,metis", help="comma-separated partition methods, default "
-                   "even,metis (metis needs pymetis: pip install 'scatterx[metis]')")
-    t.add_argument("--graph", default=gd.graph, choices=sorted(gnn.GRAPHS), help="a built-in graph shape, default arxiv")
+    t.add_argument(
+        "--models", default="sage,gcn", help=f"comma-separated, of {', '.join(dist.MODELS)}; default sage,gcn"
+    )
+    t.add_argument(
+        "--partitions",
+        default="even,metis",
+        help="comma-separated partition methods, default "
+        "even,metis (metis needs pymetis: pip install 'scatterx[metis]')",
+    )
+    t.add_argument(
+        "--graph", default=gd.graph, choices=sorted(gnn.GRAPHS), help="a built-in graph shape, default arxiv"
+    )
     t.add_argument("--epochs", type=int, default=5, help="default 5")
     t.add_argument("--nodes", type=int, default=None, help="default: the graph's")
     t.add_argument("--edges", type=int, default=None, help="default: the graph's")
     t.add_argument("--features", type=int, default=None, help="default: the graph's")
     t.add_argument("--hidden", type=int, default=gd.hidden, help=f"default {gd.hidden}")
-    t.add_argument("--threads", type=int, default=gd.threads,
-                   help=f"threads in all, split among the processes, default {gd.threads}")
+    t.add_argument(
+        "--threads",
+        type=int,
+        default=gd.threads,
+        help=f"threads in all, split among the processes, default {gd.threads}",
+    )
     t.add_argument("--seed", type=int, default=gd.seed)
 
     q = sub.add_parser(
@@ -125,24 +175,41 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("graph", choices=sorted(gnn.GRAPHS), help="a built-in graph")
     q.add_argument("out_dir", help="where meta.json and rank-<r>-of-<N>.pt go")
     q.add_argument("--world", type=int, required=True, help="the number of ranks")
-    q.add_argument("--method", default="metis", choices=list(dist.METHODS),
-                   help="metis (a locality partition; needs pymetis) or even (ranges of ids); default metis")
-    q.add_argument("--balance", default="work", choices=["work", "nodes"], help="what METIS keeps equal over the "
-                   "ranks: work (each node's row and in-edges; default) or node counts")
+    q.add_argument(
+        "--method",
+        default="metis",
+        choices=list(dist.METHODS),
+        help="metis (a locality partition; needs pymetis) or even (ranges of ids); default metis",
+    )
+    q.add_argument(
+        "--balance",
+        default="work",
+        choices=["work", "nodes"],
+        help="what METIS keeps equal over the ranks: work (each node's row and in-edges; default) or node counts",
+    )
     q.add_argument("--seed", type=int, default=gd.seed, help="the graph's and METIS's seed")
 
     r = sub.add_parser(
         "gpu-report",
         help="compile every GPU kernel variant for real GPUs (no GPU needed): resources, code checks, bandwidth model",
     )
-    r.add_argument("--targets", default="80,90,100",
-                   help="CUDA compute capabilities x10, default 80,90,100 (sm_100 where the bundled ptxas knows it)")
+    r.add_argument(
+        "--targets",
+        default="80,90,100",
+        help="CUDA compute capabilities x10, default 80,90,100 (sm_100 where the bundled ptxas knows it)",
+    )
     r.add_argument("--jobs", type=int, default=None, help="compiling processes, default one per CPU")
     r.add_argument("--match", default=None, help="only the variants whose name contains this")
-    r.add_argument("--measure", action="store_true",
-                   help="also time the bandwidth model's calls on this machine's GPU, beside the model")
-    r.add_argument("--out-dir", default="bench-results/gpu-static",
-                   help="where report.md, report.json, variants.json and bandwidth-model.{md,json} go")
+    r.add_argument(
+        "--measure",
+        action="store_true",
+        help="also time the bandwidth model's calls on this machine's GPU, beside the model",
+    )
+    r.add_argument(
+        "--out-dir",
+        default="bench-results/gpu-static",
+        help="where report.md, report.json, variants.json and bandwidth-model.{md,json} go",
+    )
     p = sub.add_parser(
         "plot",
         help="redraw the figures of saved results: a directory holding bench.json, grid.csv or bench-gnn.json "
@@ -154,29 +221,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _grid_arguments(b) -> None:
     g = b.add_argument_group(
-        "grid", "scatterx bench --grid: index_scatter_reduce against the fastest torch path over a grid of "
-        "shapes, then the element plans; writes grid.csv, grid.json, grid-sizes.png and grid-elements.png")
+        "grid",
+        "scatterx bench --grid: index_scatter_reduce against the fastest torch path over a grid of "
+        "shapes, then the element plans; writes grid.csv, grid.json, grid-sizes.png and grid-elements.png",
+    )
     s = grid.GridSpec()
-    g.add_argument("--grid", nargs="?", const="default", choices=["default", "full"],
-                   help="run the grid: 'default' (the base plane and one axis at a time, minutes) or 'full' "
-                        "(every combination, hours)")
+    g.add_argument(
+        "--grid",
+        nargs="?",
+        const="default",
+        choices=["default", "full"],
+        help="run the grid: 'default' (the base plane and one axis at a time, minutes) or 'full' "
+        "(every combination, hours)",
+    )
     g.add_argument("--grid-edges", default=_ints(s.edges), help=f"default {_ints(s.edges)}")
     g.add_argument("--grid-features", default=_ints(s.features), help=f"default {_ints(s.features)}")
     g.add_argument("--grid-degrees", default=_ints(s.degrees), help=f"mean in-degrees, default {_ints(s.degrees)}")
     g.add_argument("--grid-dtypes", default=None, help=f"default {','.join(s.dtypes)}")
-    g.add_argument("--grid-dims", default=_ints(s.dims),
-                   help="0 (of an (E, F) src) and/or -1 (of an (F, E) src; write --grid-dims=-1), default 0,-1")
-    g.add_argument("--grid-elements", default=",".join(s.elements),
-                   help=f"element-plan sizes, a subset of {','.join(grid_elements.SIZES)}, or none")
-    g.add_argument("--grid-time", type=float, default=s.seconds,
-                   help=f"timing budget per implementation and cell in seconds, default {s.seconds}")
-    g.add_argument("--cpu-target", default=targets.HOST,
-                   help="comma-separated CPU targets Numba compiles for, one grid each (results in "
-                        f"<out-dir>/<target>/ when not only host): a subset of {','.join(targets.TARGETS)}; "
-                        "x86-64-v3 is AVX2. Default host")
-    g.add_argument("--grid-memory", type=float, default=s.memory_fraction,
-                   help="skip cells needing more than this fraction of the available memory, default "
-                        f"{s.memory_fraction}")
+    g.add_argument(
+        "--grid-dims",
+        default=_ints(s.dims),
+        help="0 (of an (E, F) src) and/or -1 (of an (F, E) src; write --grid-dims=-1), default 0,-1",
+    )
+    g.add_argument(
+        "--grid-elements",
+        default=",".join(s.elements),
+        help=f"element-plan sizes, a subset of {','.join(grid_elements.SIZES)}, or none",
+    )
+    g.add_argument(
+        "--grid-time",
+        type=float,
+        default=s.seconds,
+        help=f"timing budget per implementation and cell in seconds, default {s.seconds}",
+    )
+    g.add_argument(
+        "--cpu-target",
+        default=targets.HOST,
+        help="comma-separated CPU targets Numba compiles for, one grid each (results in "
+        f"<out-dir>/<target>/ when not only host): a subset of {','.join(targets.TARGETS)}; "
+        "x86-64-v3 is AVX2. Default host",
+    )
+    g.add_argument(
+        "--grid-memory",
+        type=float,
+        default=s.memory_fraction,
+        help=f"skip cells needing more than this fraction of the available memory, default {s.memory_fraction}",
+    )
 
 
 def _ints(values) -> str:
@@ -199,19 +289,30 @@ def _grid_spec(args) -> grid.GridSpec:
         raise SystemExit("scatterx bench --grid runs on the CPU only")
     floating = ("float32", "bfloat16", "float16", "float64")
     dtypes = args.grid_dtypes or args.dtype or ",".join(grid.DTYPES)
-    elements = () if args.grid_elements == "none" else _split(args.grid_elements, grid_elements.SIZES,
-                                                                "grid-elements")
-    if args.grid_time < 0 or not 0 < args.grid_memory <= 1 or args.threads < 1 or (args.repeat is not None and args.repeat < 1):
-        raise SystemExit("scatterx bench --grid: --grid-time >= 0, 0 < --grid-memory <= 1, --threads and --repeat "
-                         ">= 1")
+    elements = () if args.grid_elements == "none" else _split(args.grid_elements, grid_elements.SIZES, "grid-elements")
+    if (
+        args.grid_time < 0
+        or not 0 < args.grid_memory <= 1
+        or args.threads < 1
+        or (args.repeat is not None and args.repeat < 1)
+    ):
+        raise SystemExit("scatterx bench --grid: --grid-time >= 0, 0 < --grid-memory <= 1, --threads and --repeat >= 1")
     return grid.GridSpec(
-        edges=_int_list(args.grid_edges, "grid-edges", 1), features=_int_list(args.grid_features, "grid-features", 1),
-        degrees=_int_list(args.grid_degrees, "grid-degrees", 1), orders=_split(args.orders, ORDERS, "orders"),
+        edges=_int_list(args.grid_edges, "grid-edges", 1),
+        features=_int_list(args.grid_features, "grid-features", 1),
+        degrees=_int_list(args.grid_degrees, "grid-degrees", 1),
+        orders=_split(args.orders, ORDERS, "orders"),
         reductions=_split(args.reductions or ",".join(grid.REDUCTIONS), REDUCTIONS, "reductions"),
-        dtypes=_split(dtypes, floating, "grid-dtypes"), dims=_int_list(args.grid_dims, "grid-dims", allowed=(0, -1)),
-        full=args.grid == "full", backward=not args.no_backward, elements=elements, threads=args.threads,
-        seconds=args.grid_time, min_calls=args.repeat or grid.GridSpec.min_calls,
-        memory_fraction=args.grid_memory, seed=args.seed,
+        dtypes=_split(dtypes, floating, "grid-dtypes"),
+        dims=_int_list(args.grid_dims, "grid-dims", allowed=(0, -1)),
+        full=args.grid == "full",
+        backward=not args.no_backward,
+        elements=elements,
+        threads=args.threads,
+        seconds=args.grid_time,
+        min_calls=args.repeat or grid.GridSpec.min_calls,
+        memory_fraction=args.grid_memory,
+        seed=args.seed,
     )
 
 
@@ -220,8 +321,10 @@ def _bench_grid(args, argv: List[str]) -> None:
     chosen = _split(args.cpu_target, targets.TARGETS, "cpu-target")
     if len(chosen) > 1 or not targets.compiling_for(chosen[0]):
         if os.environ.get(targets.CHILD):
-            raise SystemExit(f"scatterx bench --grid: Numba did not take the CPU target {chosen[0]!r} "
-                             "(NUMBA_CPU_NAME) in the child process")
+            raise SystemExit(
+                f"scatterx bench --grid: Numba did not take the CPU target {chosen[0]!r} "
+                "(NUMBA_CPU_NAME) in the child process"
+            )
         rows = targets.run(argv, chosen, args.out_dir)
         print(targets.table(rows))
         failed = [r["target"] for r in rows if "failed" in r]
@@ -257,11 +360,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.command == "bench":
         d = Config()
         config = Config(
-            edges=args.edges, nodes=args.nodes, features=args.features, dtype=args.dtype or d.dtype,
-            degrees=args.degrees, reductions=_split(args.reductions or ",".join(REDUCTIONS), REDUCTIONS, "reductions"),
-            orders=_split(args.orders, ORDERS, "orders"), threads=args.threads,
-            repeat=d.repeat if args.repeat is None else args.repeat, warmup=args.warmup, seed=args.seed,
-            peers=not args.no_peers, latency=not args.no_latency, backward=not args.no_backward,
+            edges=args.edges,
+            nodes=args.nodes,
+            features=args.features,
+            dtype=args.dtype or d.dtype,
+            degrees=args.degrees,
+            reductions=_split(args.reductions or ",".join(REDUCTIONS), REDUCTIONS, "reductions"),
+            orders=_split(args.orders, ORDERS, "orders"),
+            threads=args.threads,
+            repeat=d.repeat if args.repeat is None else args.repeat,
+            warmup=args.warmup,
+            seed=args.seed,
+            peers=not args.no_peers,
+            latency=not args.no_latency,
+            backward=not args.no_backward,
             softmax=not args.no_softmax,
             weighted=not args.no_weighted,
             dropin=not args.no_dropin,
@@ -318,8 +430,10 @@ def _gpu_report(args) -> int:
     for target in result["skipped_targets"]:
         print(f"sm_{target}: skipped, this Triton's ptxas cannot compile for it")
     for record in result["failed"][:20]:
-        print(f"FAILED {', '.join(record['failed'])}: {record['variant']} sm_{record['target']}"
-              + (f": {record['error']}" if record.get("error") else ""))
+        print(
+            f"FAILED {', '.join(record['failed'])}: {record['variant']} sm_{record['target']}"
+            + (f": {record['error']}" if record.get("error") else "")
+        )
     rows = gpu_model.model()
     paths = gpu_model.write(args.out_dir, rows)
     if args.measure:
@@ -341,12 +455,24 @@ def _bench_dist(args) -> None:
         raise SystemExit(f"scatterx bench-dist: --procs must be comma-separated integers, got {args.procs!r}")
     if not procs or procs[0] < 1:
         raise SystemExit(f"scatterx bench-dist: --procs must list process counts >= 1, got {args.procs!r}")
-    for name, value in (("epochs", args.epochs), ("nodes", args.nodes), ("features", args.features),
-                        ("hidden", args.hidden), ("threads", args.threads)):
+    for name, value in (
+        ("epochs", args.epochs),
+        ("nodes", args.nodes),
+        ("features", args.features),
+        ("hidden", args.hidden),
+        ("threads", args.threads),
+    ):
         if value is not None and value < 1:
             raise SystemExit(f"scatterx bench-dist: --{name} must be >= 1, got {value}")
-    config = gnn.GnnConfig.for_graph(args.graph, nodes=args.nodes, edges=args.edges, features=args.features,
-                                     hidden=args.hidden, threads=args.threads, seed=args.seed)
+    config = gnn.GnnConfig.for_graph(
+        args.graph,
+        nodes=args.nodes,
+        edges=args.edges,
+        features=args.features,
+        hidden=args.hidden,
+        threads=args.threads,
+        seed=args.seed,
+    )
     models = _split(args.models, tuple(dist.MODELS), "models")
     methods = _split(args.partitions, tuple(dist.METHODS), "partitions")
     _require_pyg("scatterx bench-dist")
@@ -367,16 +493,22 @@ def _partition(args) -> None:
     config = gnn.GnnConfig.for_graph(args.graph, seed=args.seed)
     data = gnn.make_arxiv_like(config)
     try:
-        gp = sxd.partition_graph(data.edge_index, config.nodes, args.world, args.method, seed=args.seed,
-                                 balance=args.balance)
+        gp = sxd.partition_graph(
+            data.edge_index, config.nodes, args.world, args.method, seed=args.seed, balance=args.balance
+        )
     except ImportError as error:
         raise SystemExit(f"scatterx partition: {error}")
-    meta = sxd.save_shards(args.out_dir, gp, data.edge_index, x=data.x, y=data.y,
-                           masks={"train_mask": data.train_mask}, name=args.graph)
-    print(f"{args.graph}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {args.method} partition over "
-          f"{args.world} ranks (partition {meta['partition_id']})")
-    print(f"edge cut {meta['edge_cut']:,} ({meta['edge_cut'] / max(meta['num_edges'], 1):.1%} of the edges), halo "
-          f"{sum(meta['halo']):,} nodes")
+    meta = sxd.save_shards(
+        args.out_dir, gp, data.edge_index, x=data.x, y=data.y, masks={"train_mask": data.train_mask}, name=args.graph
+    )
+    print(
+        f"{args.graph}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {args.method} partition over "
+        f"{args.world} ranks (partition {meta['partition_id']})"
+    )
+    print(
+        f"edge cut {meta['edge_cut']:,} ({meta['edge_cut'] / max(meta['num_edges'], 1):.1%} of the edges), halo "
+        f"{sum(meta['halo']):,} nodes"
+    )
     for r in range(args.world):
         lo, hi = meta["bounds"][r], meta["bounds"][r + 1]
         print(f"  rank {r}: {hi - lo:,} nodes, {meta['edges'][r]:,} edges into them, halo {meta['halo'][r]:,}")
@@ -389,8 +521,13 @@ def _bench_gnn(args) -> None:
     except ImportError:
         raise SystemExit("scatterx bench-gnn needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'")
 
-    for name, value in (("epochs", args.epochs), ("nodes", args.nodes), ("features", args.features),
-                        ("hidden", args.hidden), ("threads", args.threads)):
+    for name, value in (
+        ("epochs", args.epochs),
+        ("nodes", args.nodes),
+        ("features", args.features),
+        ("hidden", args.hidden),
+        ("threads", args.threads),
+    ):
         if value is not None and value < 1:
             raise SystemExit(f"scatterx bench-gnn: --{name} must be >= 1, got {value}")
     if args.edges is not None and args.edges < 0:
@@ -398,9 +535,18 @@ def _bench_gnn(args) -> None:
     if args.hidden % 4:
         raise SystemExit(f"scatterx bench-gnn: --hidden must be a multiple of 4 (GAT's 4 heads), got {args.hidden}")
     config = gnn.GnnConfig.for_graph(
-        args.graph, nodes=args.nodes, edges=args.edges, features=args.features, hidden=args.hidden,
-        epochs=args.epochs, models=_split(args.models, gnn.MODELS, "models"), threads=args.threads, seed=args.seed,
-        memory=not args.no_memory, onnx=args.onnx, cold=args.cold,
+        args.graph,
+        nodes=args.nodes,
+        edges=args.edges,
+        features=args.features,
+        hidden=args.hidden,
+        epochs=args.epochs,
+        models=_split(args.models, gnn.MODELS, "models"),
+        threads=args.threads,
+        seed=args.seed,
+        memory=not args.no_memory,
+        onnx=args.onnx,
+        cold=args.cold,
     )
     report = gnn.run(config, log=lambda msg: print(msg, file=sys.stderr))
     print(gnn.table(report))

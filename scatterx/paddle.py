@@ -59,8 +59,9 @@ def _check_flags(**flags) -> None:
             raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
 
 
-def scatter(x, index, updates, overwrite: bool = True, axis: int = 0, reduce: str = "add",
-            include_self: bool = False) -> torch.Tensor:
+def scatter(
+    x, index, updates, overwrite: bool = True, axis: int = 0, reduce: str = "add", include_self: bool = False
+) -> torch.Tensor:
     """Paddle's ``scatter``: a copy of ``x`` with the slices along ``axis`` named by ``index`` replaced by (or
     reduced with) the slices of ``updates``.
 
@@ -130,8 +131,9 @@ def scatter(x, index, updates, overwrite: bool = True, axis: int = 0, reduce: st
 _PUT_REDUCE = {"assign": "assign", **_REDUCE}
 
 
-def put_along_axis(arr, indices, values, axis: int, reduce: str = "assign", include_self: bool = True,
-                   broadcast: bool = True) -> torch.Tensor:
+def put_along_axis(
+    arr, indices, values, axis: int, reduce: str = "assign", include_self: bool = True, broadcast: bool = True
+) -> torch.Tensor:
     """Paddle's ``put_along_axis``: ``values`` written or reduced into a copy of ``arr`` at ``indices`` along
     ``axis`` (like ``torch.scatter_reduce``).
 
@@ -197,8 +199,10 @@ def put_along_axis(arr, indices, values, axis: int, reduce: str = "assign", incl
         if all(a >= i for a, i in zip(arr.shape, indices.shape)):
             indices = indices.expand(shape) if _broadcastable(indices.shape, shape) else indices
         if not _broadcastable_to(values.shape, indices.shape):
-            raise ValueError(f"put_along_axis: values of shape {tuple(values.shape)} cannot be broadcast to the "
-                             f"shape of indices {tuple(indices.shape)}")
+            raise ValueError(
+                f"put_along_axis: values of shape {tuple(values.shape)} cannot be broadcast to the "
+                f"shape of indices {tuple(indices.shape)}"
+            )
         values = values.expand(indices.shape)
     elif values.dim() == 0:
         values = values.expand(indices.shape)
@@ -206,8 +210,10 @@ def put_along_axis(arr, indices, values, axis: int, reduce: str = "assign", incl
         raise ValueError("put_along_axis: indices and values must have the same number of dimensions")
     for d in range(arr.dim()):
         if (d != axis and indices.size(d) > arr.size(d)) or indices.size(d) > values.size(d):
-            raise ValueError(f"put_along_axis: size mismatch at dim {d}: arr {tuple(arr.shape)}, indices "
-                             f"{tuple(indices.shape)}, values {tuple(values.shape)}")
+            raise ValueError(
+                f"put_along_axis: size mismatch at dim {d}: arr {tuple(arr.shape)}, indices "
+                f"{tuple(indices.shape)}, values {tuple(values.shape)}"
+            )
     for d in range(arr.dim()):
         values = values.narrow(d, 0, indices.size(d))
     indices = wrap_negative(indices, arr.size(axis), "indices")

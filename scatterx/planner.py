@@ -129,10 +129,12 @@ class XMap:
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
         object.__setattr__(self, "data_shape", tuple(int(s) for s in self.data_shape))
         _check_index(self.index)
-        for what, dims, rank in (("lookup", self.lookup, len(self.shape)),
-                                 ("coords", self.coords, len(self.data_shape)),
-                                 ("carry", [s for s, _ in self.carry], len(self.shape)),
-                                 ("carry", [t for _, t in self.carry], len(self.data_shape))):
+        for what, dims, rank in (
+            ("lookup", self.lookup, len(self.shape)),
+            ("coords", self.coords, len(self.data_shape)),
+            ("carry", [s for s, _ in self.carry], len(self.shape)),
+            ("carry", [t for _, t in self.carry], len(self.data_shape)),
+        ):
             for d in dims:
                 if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < rank:
                     raise IndexError(f"{what} names dim {d!r}, out of range for a shape of {rank} dimension(s)")
@@ -269,14 +271,18 @@ class XMap:
             raise ValueError(f"{prefix}data must have rank >= 1, got a 0-d tensor")
         b, k = batch_dims, index.size(-1)
         if b >= index.dim() or b > len(data_shape):
-            raise ValueError(f"{prefix}batch_dims={b} must be less than the rank of indices ({index.dim()}) and at "
-                             f"most that of data ({len(data_shape)})")
+            raise ValueError(
+                f"{prefix}batch_dims={b} must be less than the rank of indices ({index.dim()}) and at "
+                f"most that of data ({len(data_shape)})"
+            )
         if b + k > len(data_shape):
-            raise ValueError(f"{prefix}indices.shape[-1] = {k} plus batch_dims = {b} exceeds the rank of data "
-                             f"({len(data_shape)})")
+            raise ValueError(
+                f"{prefix}indices.shape[-1] = {k} plus batch_dims = {b} exceeds the rank of data ({len(data_shape)})"
+            )
         if tuple(index.shape[:b]) != data_shape[:b]:
-            raise ValueError(f"{prefix}the batch dims of indices {tuple(index.shape[:b])} and data "
-                             f"{data_shape[:b]} differ")
+            raise ValueError(
+                f"{prefix}the batch dims of indices {tuple(index.shape[:b])} and data {data_shape[:b]} differ"
+            )
         q = index.dim() - 1  # B + I dims of the iterated tensor
         shape = tuple(index.shape[:-1]) + data_shape[b + k :]
         carry = tuple((d, d) for d in range(b)) + tuple((q + j, b + k + j) for j in range(len(data_shape) - b - k))
@@ -486,9 +492,7 @@ def check_coordinates(m: XMap, name: str = "index") -> None:
             if m.vector:
                 where = where + (j,)
             value = int(m.index[where])
-            raise IndexError(
-                f"{name}{list(where)} = {value} is out of bounds for dimension {d} with size {size}"
-            )
+            raise IndexError(f"{name}{list(where)} = {value} is out of bounds for dimension {d} with size {size}")
 
 
 def plan(m: XMap) -> Plan:
@@ -691,8 +695,9 @@ def scatter(
     p = plan(m)
     if p.kind == "element" and updates.numel() and _element_kernels(data, updates):
         flat = updates if p.route != "rows" else updates.reshape(-1)
-        return _element(m, p, data, lambda index, box, dim: element_scatter(
-            index, flat, box, reduce, include_self, dim)).reshape(data.shape)
+        return _element(
+            m, p, data, lambda index, box, dim: element_scatter(index, flat, box, reduce, include_self, dim)
+        ).reshape(data.shape)
     if p.rows is None:  # with autograd: the flat offsets, on the slice path's op
         p = replace(p, rows=element_rows(m), checked=True, route="rows")
     if p.region is not None:

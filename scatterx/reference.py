@@ -19,8 +19,17 @@ from typing import Optional
 
 import torch
 
-_NAMES = {"sum": "sum", "add": "sum", "mean": "mean", "prod": "prod", "mul": "prod",
-          "amax": "amax", "max": "amax", "amin": "amin", "min": "amin"}
+_NAMES = {
+    "sum": "sum",
+    "add": "sum",
+    "mean": "mean",
+    "prod": "prod",
+    "mul": "prod",
+    "amax": "amax",
+    "max": "amax",
+    "amin": "amin",
+    "min": "amin",
+}
 
 
 def _name(reduce: str) -> str:
@@ -94,7 +103,11 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, reduce: str = "sum", di
 
 
 def gather_segment_reduce(
-    src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, reduce: str = "sum", dim: int = 0,
+    src: torch.Tensor,
+    ptr: torch.Tensor,
+    index: torch.Tensor,
+    reduce: str = "sum",
+    dim: int = 0,
     weight: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Reference for ``scatterx.gather_segment_reduce``: gather the rows (scaled by their weights: the whole row,
@@ -125,7 +138,11 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
 
 
 def gatv2_logits(
-    ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, att: torch.Tensor,
+    ptr: torch.Tensor,
+    index: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    att: torch.Tensor,
     negative_slope: float = 0.2,
 ) -> torch.Tensor:
     """Reference for ``scatterx.gatv2_logits``: both ends gathered per edge, summed, activated, dotted with
@@ -239,20 +256,30 @@ def ts_scatter(src, index, dim=-1, out=None, dim_size=None, reduce="sum"):
     dim = dim % src.dim()
     full = _ts_broadcast(index, src, dim)
     shape = list(src.shape)
-    shape[dim] = out.size(dim) if out is not None else (
-        dim_size if dim_size is not None else (int(full.max()) + 1 if full.numel() else 0))
+    shape[dim] = (
+        out.size(dim)
+        if out is not None
+        else (dim_size if dim_size is not None else (int(full.max()) + 1 if full.numel() else 0))
+    )
     floating = src.dtype.is_floating_point
     s = src.tolist() if src.dim() else [src.item()]
     flat_src = src.reshape(-1).tolist()
     idx = full.reshape(-1).tolist()
-    start = {"sum": 0, "add": 0, "mean": 0, "mul": 1, "min": _ts_extreme(src.dtype, "min"),
-             "max": _ts_extreme(src.dtype, "max")}[reduce]
+    start = {
+        "sum": 0,
+        "add": 0,
+        "mean": 0,
+        "mul": 1,
+        "min": _ts_extreme(src.dtype, "min"),
+        "max": _ts_extreme(src.dtype, "max"),
+    }[reduce]
     acc = out.reshape(-1).tolist() if out is not None else [start] * (torch.Size(shape).numel())
     arg = [src.size(dim)] * len(acc)
     count = [0] * len(acc)
     del s
-    for u, pos in enumerate(torch.cartesian_prod(*[torch.arange(n) for n in src.shape]).view(-1, src.dim()).tolist()
-                            if src.numel() else []):
+    for u, pos in enumerate(
+        torch.cartesian_prod(*[torch.arange(n) for n in src.shape]).view(-1, src.dim()).tolist() if src.numel() else []
+    ):
         t = list(pos)
         t[dim] = idx[u]
         k = 0
@@ -295,7 +322,7 @@ def ts_segment_csr(src, indptr, out=None, reduce="sum"):
     M = max(len(indptr[0]) - 1, 0) if indptr else 0
     shape = list(src.shape)
     shape[dim] = M
-    inner = torch.Size(shape[dim + 1:]).numel()
+    inner = torch.Size(shape[dim + 1 :]).numel()
     rows = _ts_rows(src, dim)
     N = src.size(dim)
     values, args = [], []
@@ -335,17 +362,21 @@ def ts_segment_coo(src, index, out=None, dim_size=None, reduce="sum"):
     dim = index.dim() - 1
     lead = list(src.shape[:dim])
     index = index.expand(lead + [src.size(dim)])
-    size = out.size(dim) if out is not None else (
-        dim_size if dim_size is not None else (int(index[..., -1].max()) + 1 if index.numel() else 0))
+    size = (
+        out.size(dim)
+        if out is not None
+        else (dim_size if dim_size is not None else (int(index[..., -1].max()) + 1 if index.numel() else 0))
+    )
     shape = list(src.shape)
     shape[dim] = size
-    inner = torch.Size(shape[dim + 1:]).numel()
+    inner = torch.Size(shape[dim + 1 :]).numel()
     rows = _ts_rows(src, dim)
     batches = torch.Size(lead).numel()
     idx = index.reshape(batches, src.size(dim)).tolist()
     base = out.reshape(batches, size, inner).tolist() if out is not None else None
-    start = {"sum": 0, "add": 0, "mean": 0, "min": _ts_extreme(src.dtype, "min"),
-             "max": _ts_extreme(src.dtype, "max")}[reduce]
+    start = {"sum": 0, "add": 0, "mean": 0, "min": _ts_extreme(src.dtype, "min"), "max": _ts_extreme(src.dtype, "max")}[
+        reduce
+    ]
     values, args = [], []
     for b in range(batches):
         for s in range(size):
@@ -380,7 +411,7 @@ def ts_gather_csr(src, indptr):
     E = ptrs[-1][-1] if ptrs and ptrs[-1] else 0
     shape = list(src.shape)
     shape[dim] = E
-    inner = torch.Size(shape[dim + 1:]).numel()
+    inner = torch.Size(shape[dim + 1 :]).numel()
     out = torch.zeros(shape, dtype=src.dtype).reshape(len(ptrs), E, inner)
     flat = src.reshape(len(ptrs), src.size(dim), inner)
     for b, ptr in enumerate(ptrs):
@@ -414,8 +445,9 @@ def ts_softmax_family(src, index, dim=-1, kind="softmax", eps=1e-12, dim_size=No
     size = dim_size if dim_size is not None else (int(full.max()) + 1 if full.numel() else 0)
     x = src.to(torch.float64)
     groups = {}
-    for pos in (torch.cartesian_prod(*[torch.arange(n) for n in src.shape]).view(-1, src.dim()).tolist()
-                if src.numel() else []):
+    for pos in (
+        torch.cartesian_prod(*[torch.arange(n) for n in src.shape]).view(-1, src.dim()).tolist() if src.numel() else []
+    ):
         key = list(pos)
         key[dim] = int(full[tuple(pos)])
         groups.setdefault(tuple(key), []).append(tuple(pos))
@@ -427,8 +459,9 @@ def ts_softmax_family(src, index, dim=-1, kind="softmax", eps=1e-12, dim_size=No
             shifted = [v - top for v in vals]
             total = sum(math.exp(v) if v == v else math.nan for v in shifted)
             for p, v in zip(members, shifted):
-                out[p] = (math.exp(v) / total if total else math.nan) if kind == "softmax" else \
-                    v - math.log(total + eps)
+                out[p] = (
+                    (math.exp(v) / total if total else math.nan) if kind == "softmax" else v - math.log(total + eps)
+                )
         return out.to(src.dtype)
     shape = list(src.shape)
     shape[dim] = size
@@ -467,8 +500,11 @@ def segment_arg_reduce(src, ptr, reduce="amax", dim=0, perm=None, base=None, fin
         info = torch.finfo(src.dtype) if src.dtype.is_floating_point else torch.iinfo(src.dtype)
         start = info.max if reduce == "amin" else info.min
     else:
-        start = (math.inf if reduce == "amin" else -math.inf) if src.dtype.is_floating_point else \
-            (torch.iinfo(src.dtype).max if reduce == "amin" else torch.iinfo(src.dtype).min)
+        start = (
+            (math.inf if reduce == "amin" else -math.inf)
+            if src.dtype.is_floating_point
+            else (torch.iinfo(src.dtype).max if reduce == "amin" else torch.iinfo(src.dtype).min)
+        )
     values = torch.empty((S,) + tuple(moved.shape[1:]), dtype=moved.dtype)
     args = torch.full(values.shape, n, dtype=torch.int64)
     inner = torch.Size(moved.shape[1:]).numel()

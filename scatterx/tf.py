@@ -271,8 +271,9 @@ def _unsorted_segment(data, segment_ids, num_segments, reduce: str) -> torch.Ten
     check_updates(data, data, "data")
     r = segment_ids.dim()
     if tuple(segment_ids.shape) != tuple(data.shape[:r]):
-        raise ValueError(f"segment_ids.shape {tuple(segment_ids.shape)} must be a prefix of data.shape "
-                         f"{tuple(data.shape)}")
+        raise ValueError(
+            f"segment_ids.shape {tuple(segment_ids.shape)} must be a prefix of data.shape {tuple(data.shape)}"
+        )
     num_segments = _num_segments(num_segments)
     ids = segment_ids.reshape(-1)
     rows = data.reshape((ids.numel(),) + tuple(data.shape[r:]))

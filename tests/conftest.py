@@ -14,8 +14,11 @@ import sys
 # in a directory named after the contents of exactly those files (``tests/test_layering.py`` checks that kernel
 # modules import nothing compiled from anywhere else). Set before scatterx, hence numba, is imported.
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
-_SOURCES = [_ROOT / "scatterx" / "_reductions.py", _ROOT / "scatterx" / "kernels" / "cpu" / "_codegen.py",
-            _ROOT / "scatterx" / "kernels" / "cpu" / "_memory.py"]
+_SOURCES = [
+    _ROOT / "scatterx" / "_reductions.py",
+    _ROOT / "scatterx" / "kernels" / "cpu" / "_codegen.py",
+    _ROOT / "scatterx" / "kernels" / "cpu" / "_memory.py",
+]
 # One directory per Numba version too: the oldest supported one (tools/oldest-smoke.sh) may run beside the newest.
 _KEY = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_ROOT / ".numba-cache" / f"{_KEY}-numba-{_metadata.version('numba')}"))
@@ -142,8 +145,15 @@ def backend(request):
 #: every route of every backend: (backend, route). The CPU's are ``backends/cpu/routes.py``'s (``serial-sorted`` is
 #: the serial route checking a promised order); the GPU's, ``backends/gpu/routes.py``'s.
 ROUTES = [
-    ("cpu", "serial"), ("cpu", "serial-sorted"), ("cpu", "runs"), ("cpu", "segments"), ("cpu", "gather"),
-    ("cpu", "slices"), ("gpu", "segments"), ("gpu", "atomic"), ("gpu", "sort"),
+    ("cpu", "serial"),
+    ("cpu", "serial-sorted"),
+    ("cpu", "runs"),
+    ("cpu", "segments"),
+    ("cpu", "gather"),
+    ("cpu", "slices"),
+    ("gpu", "segments"),
+    ("gpu", "atomic"),
+    ("gpu", "sort"),
 ]
 #: the routes that need a sorted index, and those that write new tensors only (no ``out=``, no base)
 SORTED_ROUTES = {"serial-sorted", "runs", "segments"}
@@ -216,8 +226,20 @@ BACKGROUND_TESTS = (GPU_COMPILE_TEST, DOCS_BUILD_TEST, DOCS_BROKEN_TEST)
 
 def sphinx_command(source, out):
     """The docs build of the README (warnings as errors), from ``source`` into ``out``/html."""
-    return [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d",
-            os.path.join(out, "doctrees"), str(source), os.path.join(out, "html")]
+    return [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-q",
+        "-b",
+        "html",
+        "-d",
+        os.path.join(out, "doctrees"),
+        str(source),
+        os.path.join(out, "html"),
+    ]
 
 
 def broken_docs_source(directory):
@@ -228,7 +250,8 @@ def broken_docs_source(directory):
     source.mkdir(parents=True, exist_ok=True)
     shutil.copy(_ROOT / "docs" / "conf.py", source / "conf.py")
     (source / "index.rst").write_text(
-        "Broken\n======\n\n.. autofunction:: scatterx.ptr_to_index\n\nSee :func:`scatterx.no_such_function`.\n")
+        "Broken\n======\n\n.. autofunction:: scatterx.ptr_to_index\n\nSee :func:`scatterx.no_such_function`.\n"
+    )
     return source
 
 
@@ -271,8 +294,18 @@ def pytest_collection_finish(session):
         cores = os.cpu_count() or 1
         jobs = cores if len(session.items) == 1 else max(1, cores - 1)
         out = tempfile.mkdtemp(prefix="scatterx-gpu-report-")
-        command = [sys.executable, "-m", "scatterx", "gpu-report", "--targets", "80,90", "--jobs", str(jobs),
-                   "--out-dir", out]
+        command = [
+            sys.executable,
+            "-m",
+            "scatterx",
+            "gpu-report",
+            "--targets",
+            "80,90",
+            "--jobs",
+            str(jobs),
+            "--out-dir",
+            out,
+        ]
         _start(session, GPU_COMPILE_TEST, command, out, env=gpu_compiling_env())
     if DOCS_BUILD_TEST in names:
         out = tempfile.mkdtemp(prefix="scatterx-docs-")
@@ -315,5 +348,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(line)
     total = sum(n for _, n in rows)
     if total > compile_budget.BUDGET:
-        terminalreporter.write_line(f"FAILED: {total} compiled variants, over the budget of {compile_budget.BUDGET}",
-                                    red=True, bold=True)
+        terminalreporter.write_line(
+            f"FAILED: {total} compiled variants, over the budget of {compile_budget.BUDGET}", red=True, bold=True
+        )

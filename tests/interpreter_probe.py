@@ -40,5 +40,7 @@ def problem() -> Optional[str]:
         ok, why = False, f"{type(e).__name__}: {e}"
     if ok:
         return None
-    return (f"Triton {triton.__version__}'s interpreter does not run kernels right with NumPy {np.__version__} "
-            f"({why}); the GPU backend's tests on CPU need another Triton or NumPy (docs/guide/gpu.md), or a GPU")
+    return (
+        f"Triton {triton.__version__}'s interpreter does not run kernels right with NumPy {np.__version__} "
+        f"({why}); the GPU backend's tests on CPU need another Triton or NumPy (docs/guide/gpu.md), or a GPU"
+    )

@@ -39,13 +39,16 @@ def guarded(shape, dtype, align: bool = False):
     buffer = torch.full((size + 4 * per_block,), SENTINEL, dtype=dtype)
     skip = per_block
     if align:
-        skip = next(k for k in range(per_block, 2 * per_block) if (buffer.data_ptr() + k * itemsize) % STREAM_ALIGN == 0)
-    out = buffer[skip:skip + size].view(shape)
-    return out, lambda: bool((buffer[:skip] == SENTINEL).all()) and bool((buffer[skip + size:] == SENTINEL).all())
+        skip = next(
+            k for k in range(per_block, 2 * per_block) if (buffer.data_ptr() + k * itemsize) % STREAM_ALIGN == 0
+        )
+    out = buffer[skip : skip + size].view(shape)
+    return out, lambda: bool((buffer[:skip] == SENTINEL).all()) and bool((buffer[skip + size :] == SENTINEL).all())
 
 
-def segment_kernel(src3, index, num_targets, reduce, base=None, include_self=False, gather=False, stream=False,
-                   out=None, threads=1):
+def segment_kernel(
+    src3, index, num_targets, reduce, base=None, include_self=False, gather=False, stream=False, out=None, threads=1
+):
     """The segment kernel on a 3-D ``src`` grouped by ``index`` (sorted; or any order with ``gather``: rows then
     read through its stable sort) -- one chunk of segments per outer slice. Empty targets 0 without ``base``."""
     outer, _, inner = src3.shape
@@ -58,9 +61,25 @@ def segment_kernel(src3, index, num_targets, reduce, base=None, include_self=Fal
         out = torch.full((outer, num_targets, inner), SENTINEL, dtype=src3.dtype)
     fill_empty = base is None
     initial = out if base is None else base
-    launch(segment_reduce, None, outer, threads, numpy_view(src3.contiguous()), perm, ptr.numpy(),
-           np.array([0, num_targets]), numpy_view(initial), numpy_view(out), BY_NAME[reduce].code,
-           storage_code(src3.dtype), gather, include_self and not fill_empty, fill_empty, 8, stream)
+    launch(
+        segment_reduce,
+        None,
+        outer,
+        threads,
+        numpy_view(src3.contiguous()),
+        perm,
+        ptr.numpy(),
+        np.array([0, num_targets]),
+        numpy_view(initial),
+        numpy_view(out),
+        BY_NAME[reduce].code,
+        storage_code(src3.dtype),
+        gather,
+        include_self and not fill_empty,
+        fill_empty,
+        8,
+        stream,
+    )
     return out
 
 

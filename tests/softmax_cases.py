@@ -111,8 +111,6 @@ def problems(draw, max_outer=3, max_inner=5, max_segments=12, max_size=6):
     return src, make_ptr(sizes), perm, bounds
 
 
-
-
 # ------------------------------------------------------------------------------------------------ NaN and inf
 def special_cases():
     """(name, values of one feature, segment sizes, expected): torch.softmax's NaN/inf rules, segment by segment."""
@@ -136,8 +134,6 @@ def special_cases():
 
 
 CASES = special_cases()
-
-
 
 
 def special_case_problem(case, dtype):

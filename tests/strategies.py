@@ -63,8 +63,7 @@ def scatter_problems(draw, dtype=None, reduce=None, sorted=None, out_mode=None):
 
 
 @st.composite
-def segment_problems(draw, dtypes=SUPPORTED_DTYPES, reduce="sum", max_outer=3, max_inner=5, max_segments=8,
-                     max_size=6):
+def segment_problems(draw, dtypes=SUPPORTED_DTYPES, reduce="sum", max_outer=3, max_inner=5, max_segments=8, max_size=6):
     """``(src (outer, n, inner), ptr, perm or None)``: 0..max_segments segments of 0..max_size rows (empty ones
     included), rows in segment order or gathered through a random permutation (int64), values for ``reduce``."""
     outer = draw(st.integers(1, max_outer))

@@ -43,8 +43,11 @@ def public(module_name):
     """(name, object) for each public name of a module: its ``__all__``, less the submodules it lists."""
     module = importlib.import_module(module_name)
     assert hasattr(module, "__all__"), f"{module_name} has no __all__"
-    return [(name, getattr(module, name)) for name in module.__all__
-            if not isinstance(getattr(module, name), types.ModuleType)]
+    return [
+        (name, getattr(module, name))
+        for name in module.__all__
+        if not isinstance(getattr(module, name), types.ModuleType)
+    ]
 
 
 def sections(doc):

@@ -36,9 +36,19 @@ LAYERS = [
     ("scatterx.backends", 2),
     ("scatterx.ops", 3),
     ("scatterx.planner", 4),
-    ("scatterx._frontend", 5), ("scatterx.pytorch", 5), ("scatterx.onnx", 5), ("scatterx.tf", 5),
-    ("scatterx.paddle", 5), ("scatterx.torch_scatter", 5), ("scatterx.pyg", 5), ("scatterx.distributed", 5), ("scatterx.export", 5),
-    ("scatterx.bench", 6), ("scatterx.cli", 6), ("scatterx.__main__", 6), ("scatterx", 6),
+    ("scatterx._frontend", 5),
+    ("scatterx.pytorch", 5),
+    ("scatterx.onnx", 5),
+    ("scatterx.tf", 5),
+    ("scatterx.paddle", 5),
+    ("scatterx.torch_scatter", 5),
+    ("scatterx.pyg", 5),
+    ("scatterx.distributed", 5),
+    ("scatterx.export", 5),
+    ("scatterx.bench", 6),
+    ("scatterx.cli", 6),
+    ("scatterx.__main__", 6),
+    ("scatterx", 6),
 ]
 
 #: function-local imports allowed, and why: each needs an optional dependency
@@ -134,14 +144,23 @@ def test_imports_point_down():
 def test_distributed_does_not_import_the_pyg_integration():
     """Sideways in the top layer goes one way: scatterx.pyg builds on scatterx.distributed (ShardedGraph), which
     works without PyG."""
-    bad = [f"{m} imports {t}" for m, edges in GRAPH.items() if m.startswith("scatterx.distributed")
-           for t, _ in edges if t.startswith("scatterx.pyg")]
+    bad = [
+        f"{m} imports {t}"
+        for m, edges in GRAPH.items()
+        if m.startswith("scatterx.distributed")
+        for t, _ in edges
+        if t.startswith("scatterx.pyg")
+    ]
     assert not bad, "\n".join(bad)
 
 
 def test_function_local_imports_only_for_optional_dependencies():
-    bad = [f"{m} imports {t} inside a function" for m, edges in GRAPH.items() for t, local in edges
-           if local and not any(t == o or t.startswith(o + ".") for o in OPTIONAL)]
+    bad = [
+        f"{m} imports {t} inside a function"
+        for m, edges in GRAPH.items()
+        for t, local in edges
+        if local and not any(t == o or t.startswith(o + ".") for o in OPTIONAL)
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -193,19 +212,30 @@ def _stems(folder):
 def test_every_kernel_module_is_named_after_its_op(side):
     """``kernels/<side>/<op>.py`` or ``<op>_<route>.py`` (the routes of ``index_scatter_reduce`` under one
     prefix); underscore modules are the kernels' building blocks."""
-    stray = [stem for stem in _stems(PACKAGE / "kernels" / side) if not stem.startswith("_")
-             and stem not in KERNEL_INFRASTRUCTURE and not any(stem == op or stem.startswith(op + "_") for op in OPS)]
+    stray = [
+        stem
+        for stem in _stems(PACKAGE / "kernels" / side)
+        if not stem.startswith("_")
+        and stem not in KERNEL_INFRASTRUCTURE
+        and not any(stem == op or stem.startswith(op + "_") for op in OPS)
+    ]
     assert not stray, f"kernels/{side} modules named after no op: {stray}"
 
 
 @pytest.mark.parametrize("side", ["cpu", "gpu"])
 def test_every_kernel_module_has_its_test_file(side):
     """``kernels/<side>/X.py`` <-> ``tests/kernels/test_<side>_X.py`` (``_X`` -> ``test_<side>_X``)."""
-    missing = [stem for stem in _stems(PACKAGE / "kernels" / side)
-               if not (TESTS / "kernels" / f"test_{side}_{stem.lstrip('_')}.py").exists()]
+    missing = [
+        stem
+        for stem in _stems(PACKAGE / "kernels" / side)
+        if not (TESTS / "kernels" / f"test_{side}_{stem.lstrip('_')}.py").exists()
+    ]
     assert not missing, f"kernels/{side} modules without a test file in tests/kernels: {missing}"
-    orphans = [p.name for p in (TESTS / "kernels").glob(f"test_{side}_*.py")
-               if not any(p.stem == f"test_{side}_{stem.lstrip('_')}" for stem in _stems(PACKAGE / "kernels" / side))]
+    orphans = [
+        p.name
+        for p in (TESTS / "kernels").glob(f"test_{side}_*.py")
+        if not any(p.stem == f"test_{side}_{stem.lstrip('_')}" for stem in _stems(PACKAGE / "kernels" / side))
+    ]
     assert not orphans, f"tests/kernels files of no kernel module: {orphans}"
 
 
@@ -235,6 +265,9 @@ def test_gpu_kernel_modules_keep_their_annotations_objects(module):
     """No ``from __future__ import annotations`` in a Triton kernel module: Triton 3.0's interpreter reads a device
     function's ``tl.constexpr`` annotation as an object, and as a string it passed ``BLOCK_F`` as a tensor."""
     tree = ast.parse(MODULES[module].read_text())
-    future = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "__future__"
-              and any(a.name == "annotations" for a in n.names)]
+    future = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+    ]
     assert not future, f"{module} imports annotations from __future__"

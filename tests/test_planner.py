@@ -26,7 +26,8 @@ def xmaps(draw):
     coords, carried_t = list(perm[:k]), sorted(perm[k:])
     extra = draw(st.integers(0 if carried_t else 1, 2))  # lookup-only u dims (at least one u dim overall)
     u_sizes = [draw(st.integers(1, data_shape[t])) for t in carried_t] + draw(
-        st.lists(st.integers(0, 4), min_size=extra, max_size=extra))
+        st.lists(st.integers(0, 4), min_size=extra, max_size=extra)
+    )
     order = draw(st.permutations(range(len(u_sizes))))  # u dim of each entry above
     shape = [0] * len(u_sizes)
     for i, d in enumerate(order):
@@ -48,8 +49,13 @@ def xmaps(draw):
     return XMap(tuple(shape), tuple(data_shape), index, tuple(lookup), tuple(coords), carry, vector)
 
 
-@given(m=xmaps(), reduce=st.sampled_from(planner.SCATTER_REDUCTIONS), include_self=st.booleans(),
-       dtype=st.sampled_from(DTYPES), seed=st.integers(0, 1000))
+@given(
+    m=xmaps(),
+    reduce=st.sampled_from(planner.SCATTER_REDUCTIONS),
+    include_self=st.booleans(),
+    dtype=st.sampled_from(DTYPES),
+    seed=st.integers(0, 1000),
+)
 def test_scatter_matches_the_reference_executor(m, reduce, include_self, dtype, seed):
     g = torch.Generator().manual_seed(seed)
     data = torch.randint(-5, 6, m.data_shape, generator=g).to(dtype)
@@ -61,8 +67,12 @@ def test_scatter_matches_the_reference_executor(m, reduce, include_self, dtype, 
     assert_matches(got, want, reduce)
 
 
-@given(m=xmaps(), reduce=st.sampled_from([r for r in planner.SCATTER_REDUCTIONS if r != "assign"]),
-       dtype=st.sampled_from(DTYPES), seed=st.integers(0, 1000))
+@given(
+    m=xmaps(),
+    reduce=st.sampled_from([r for r in planner.SCATTER_REDUCTIONS if r != "assign"]),
+    dtype=st.sampled_from(DTYPES),
+    seed=st.integers(0, 1000),
+)
 def test_reduced_is_a_scatter_into_zeros(m, reduce, dtype, seed):
     """``reduced`` (no zeros allocated on a slice plan) against the reference executor on zeros."""
     g = torch.Generator().manual_seed(seed)
@@ -93,13 +103,20 @@ def test_plan_rows_name_the_reference_targets(m):
         strides = torch.ones(len(m.data_shape), dtype=torch.int64)
         for d in range(len(m.data_shape) - 2, -1, -1):
             strides[d] = strides[d + 1] * m.data_shape[d + 1]
-        want = [sum(c * int(s) for c, s in zip(reference.x_target(m, u), strides))
-                for u in itertools.product(*map(range, m.shape))]
+        want = [
+            sum(c * int(s) for c, s in zip(reference.x_target(m, u), strides))
+            for u in itertools.product(*map(range, m.shape))
+        ]
         assert rows.tolist() == want
 
 
-@given(m=xmaps(), reduce=st.sampled_from(planner.SCATTER_REDUCTIONS), include_self=st.booleans(),
-       dtype=st.sampled_from([torch.float32, torch.float16, torch.int32]), seed=st.integers(0, 1000))
+@given(
+    m=xmaps(),
+    reduce=st.sampled_from(planner.SCATTER_REDUCTIONS),
+    include_self=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.int32]),
+    seed=st.integers(0, 1000),
+)
 def test_element_kernels_equal_the_differentiable_path_bit_for_bit(m, reduce, include_self, dtype, seed):
     """Without a gradient element plans run on the element kernels, with one on the slice path's op over flat
     offsets: both reduce each target's values in u's order from the same start, so they agree bit for bit."""
@@ -118,8 +135,9 @@ def test_element_kernels_equal_the_differentiable_path_bit_for_bit(m, reduce, in
 # ------------------------------------------------------------------------------------------ recognised plans
 def along_dim(index, data_shape, dim):
     nd = index.dim()
-    return XMap(tuple(index.shape), data_shape, index, tuple(range(nd)), (dim,),
-                tuple((d, d) for d in range(nd) if d != dim))
+    return XMap(
+        tuple(index.shape), data_shape, index, tuple(range(nd)), (dim,), tuple((d, d) for d in range(nd) if d != dim)
+    )
 
 
 def test_index_expanded_from_1d_is_a_slice_plan_on_the_1d_index():
@@ -139,8 +157,9 @@ def test_one_coordinate_into_a_vector_is_a_slice_plan_of_single_elements():
     assert torch.equal(p.rows, idx) and not p.checked
     updates = torch.tensor([1.0, 2.0, 4.0, 8.0])
     for reduce in ("sum", "amax", "assign"):
-        assert torch.equal(planner.scatter(m, torch.zeros(5), updates, reduce),
-                           reference.x_scatter(m, torch.zeros(5), updates, reduce))
+        assert torch.equal(
+            planner.scatter(m, torch.zeros(5), updates, reduce), reference.x_scatter(m, torch.zeros(5), updates, reduce)
+        )
     grid = XMap((2, 2), (5,), idx.view(2, 2), (0, 1), (0,), ())  # a 2-D index into a vector
     p = planner.plan(grid)
     assert (p.kind, p.n, p.S, p.inner) == ("slice", 4, 5, 1) and torch.equal(p.rows, idx)
@@ -208,8 +227,9 @@ def test_element_plans_never_build_offsets_without_autograd(monkeypatch):
     assert torch.equal(planner.scatter(m, data, updates, "sum"), reference.x_scatter(m, data, updates, "sum"))
     assert torch.equal(planner.gather(m, updates), reference.x_gather(m, updates))
     nd = XMap((2,), (3, 2), torch.tensor([[2, 1], [0, 0]], dtype=torch.int32), (0,), (0, 1), (), vector=True)
-    assert torch.equal(planner.scatter(nd, data, torch.ones(2), "assign"),
-                       reference.x_scatter(nd, data, torch.ones(2), "assign"))
+    assert torch.equal(
+        planner.scatter(nd, data, torch.ones(2), "assign"), reference.x_scatter(nd, data, torch.ones(2), "assign")
+    )
     assert not built
     planner.scatter(m, data, updates.requires_grad_(), "sum")  # autograd: the slice path's op on flat offsets
     assert built

@@ -35,7 +35,6 @@ def test_readme_python_examples_run():
     assert runner.failures == 0
 
 
-
 def test_readme_states_the_versions_of_pyproject():
     """The supported versions are stated once, in pyproject.toml; the README says the same lower bounds."""
     pyproject = (ROOT / "pyproject.toml").read_text()

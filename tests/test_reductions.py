@@ -20,7 +20,11 @@ def test_names_codes_and_aliases():
             assert resolve(alias) is red
         assert resolve(red) is red
     assert {a: resolve(a).name for a in ("add", "mul", "max", "min")} == {
-        "add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+        "add": "sum",
+        "mul": "prod",
+        "max": "amax",
+        "min": "amin",
+    }
 
 
 @pytest.mark.parametrize("bad", ["median", "", None, 3, "SUM"])

@@ -35,8 +35,10 @@ def find_git_dir(variable: str, project: str, purpose: str) -> Path:
     it, saying how to run the test."""
     explicit = os.environ.get(variable)
     if not explicit:
-        pytest.skip(f"no {project} source: set {variable} to a git checkout of {project} (a work tree or a bare "
-                    f"git dir) to {purpose}")
+        pytest.skip(
+            f"no {project} source: set {variable} to a git checkout of {project} (a work tree or a bare "
+            f"git dir) to {purpose}"
+        )
     git_dir = git_dir_of(Path(explicit).expanduser())
     if git_dir is None:
         pytest.fail(f"{variable}={explicit!r} is not a git work tree or git directory of {project}")
@@ -47,8 +49,9 @@ def extract(git_dir: Path, ref: str, dest: Path, *paths: str) -> None:
     """``git archive <ref> <paths>`` unpacked into ``dest``."""
     archive = git(git_dir, "archive", "--format=tar", ref, *paths)
     if archive.returncode != 0:
-        pytest.fail(f"git archive {ref} {' '.join(paths)} failed in {git_dir}: "
-                    f"{archive.stderr.decode(errors='replace')}")
+        pytest.fail(
+            f"git archive {ref} {' '.join(paths)} failed in {git_dir}: {archive.stderr.decode(errors='replace')}"
+        )
     with tarfile.open(fileobj=io.BytesIO(archive.stdout), mode="r:") as tar:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(dest, filter="data")

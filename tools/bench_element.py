@@ -36,23 +36,38 @@ def cases(torch, scatterx):
             label = f"{size} dim {dim}"
             for reduce in ("sum", "amax"):
                 for self_ in (True, False):
-                    yield (f"{label} scatter_reduce {reduce} include_self={self_}",
-                           lambda r=reduce, s=self_, z=zeros, i=index, x=src, d=dim:
-                           scatterx.scatter_reduce(z, d, i, x, r, include_self=s),
-                           lambda r=reduce, s=self_, z=zeros, i=index, x=src, d=dim:
-                           z.scatter_reduce(d, i, x, r, include_self=s))
-            yield (f"{label} scatter (assign)", lambda z=zeros, i=index, x=src, d=dim: scatterx.scatter(z, d, i, x),
-                   lambda z=zeros, i=index, x=src, d=dim: torch.scatter(z, d, i, x))
-            yield (f"{label} gather", lambda y=data, i=index, d=dim: scatterx.gather(y, d, i),
-                   lambda y=data, i=index, d=dim: torch.gather(y, d, i))
+                    yield (
+                        f"{label} scatter_reduce {reduce} include_self={self_}",
+                        lambda r=reduce, s=self_, z=zeros, i=index, x=src, d=dim: scatterx.scatter_reduce(
+                            z, d, i, x, r, include_self=s
+                        ),
+                        lambda r=reduce, s=self_, z=zeros, i=index, x=src, d=dim: z.scatter_reduce(
+                            d, i, x, r, include_self=s
+                        ),
+                    )
+            yield (
+                f"{label} scatter (assign)",
+                lambda z=zeros, i=index, x=src, d=dim: scatterx.scatter(z, d, i, x),
+                lambda z=zeros, i=index, x=src, d=dim: torch.scatter(z, d, i, x),
+            )
+            yield (
+                f"{label} gather",
+                lambda y=data, i=index, d=dim: scatterx.gather(y, d, i),
+                lambda y=data, i=index, d=dim: torch.gather(y, d, i),
+            )
         # ScatterND / GatherND with whole coordinates: one (row, column) pair per update
         coords = torch.stack([torch.randint(0, N, (E,), generator=g), torch.randint(0, F, (E,), generator=g)], 1)
         updates, data = torch.randn(E, generator=g), torch.randn(N, F, generator=g)
-        yield (f"{size} coordinates ScatterND add ({E} x 2)",
-               lambda y=data, c=coords, u=updates: scatterx.onnx.scatter_nd(y, c, u, "add"),
-               lambda y=data, c=coords, u=updates: y.index_put((c[:, 0], c[:, 1]), u, accumulate=True))
-        yield (f"{size} coordinates GatherND ({E} x 2)", lambda y=data, c=coords: scatterx.onnx.gather_nd(y, c),
-               lambda y=data, c=coords: y[c[:, 0], c[:, 1]])
+        yield (
+            f"{size} coordinates ScatterND add ({E} x 2)",
+            lambda y=data, c=coords, u=updates: scatterx.onnx.scatter_nd(y, c, u, "add"),
+            lambda y=data, c=coords, u=updates: y.index_put((c[:, 0], c[:, 1]), u, accumulate=True),
+        )
+        yield (
+            f"{size} coordinates GatherND ({E} x 2)",
+            lambda y=data, c=coords: scatterx.onnx.gather_nd(y, c),
+            lambda y=data, c=coords: y[c[:, 0], c[:, 1]],
+        )
 
 
 def child(reps: int, threads: int, only) -> None:
@@ -97,23 +112,37 @@ def main() -> None:
     for _ in range(args.rounds):
         for version, path in versions.items():
             env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
-            command = [sys.executable, os.path.abspath(__file__), "--child", "--reps", str(args.reps),
-                       "--threads", str(args.threads), "--only", args.only]
+            command = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--child",
+                "--reps",
+                str(args.reps),
+                "--threads",
+                str(args.threads),
+                "--only",
+                args.only,
+            ]
             result = subprocess.run(command, env=env, capture_output=True, text=True, check=True, cwd=path)
             for line in result.stdout.splitlines():
                 for name, times in json.loads(line).items():
                     ours[version].setdefault(name, []).extend(times["ours"])
                     theirs.setdefault(name, []).extend(times["torch"])
-    header = "| case | torch ms (median / min) | " + " | ".join(
-        f"{v} ms (median / min) | {v} speed-up" for v in versions) + " |"
+    header = (
+        "| case | torch ms (median / min) | "
+        + " | ".join(f"{v} ms (median / min) | {v} speed-up" for v in versions)
+        + " |"
+    )
     print(header)
     print("|" + "---|" * (2 + 2 * len(versions)))
     for name, times in theirs.items():
         row = [name, f"{statistics.median(times):.3g} / {min(times):.3g}"]
         for version in versions:
             mine = ours[version][name]
-            row += [f"{statistics.median(mine):.3g} / {min(mine):.3g}",
-                    f"{statistics.median(times) / statistics.median(mine):.2f}x"]
+            row += [
+                f"{statistics.median(mine):.3g} / {min(mine):.3g}",
+                f"{statistics.median(times) / statistics.median(mine):.2f}x",
+            ]
         print("| " + " | ".join(row) + " |")
 
 

@@ -32,8 +32,12 @@ class Cases:
 
     def add(self, name, fn, args, **kwargs):
         """Run ``fn(*args, **kwargs)`` in the framework; record the result or the exception's class name."""
-        case = {"name": name, "fn": fn, "args": [encode(a) if isinstance(a, np.ndarray) else a for a in args],
-                "kwargs": kwargs}
+        case = {
+            "name": name,
+            "fn": fn,
+            "args": [encode(a) if isinstance(a, np.ndarray) else a for a in args],
+            "kwargs": kwargs,
+        }
         try:
             case["expect"] = encode(self.run(fn, args, kwargs))
         except Exception as e:  # noqa: BLE001 -- recording what the framework raises is the point
@@ -43,8 +47,12 @@ class Cases:
     def save(self):
         OUT.mkdir(parents=True, exist_ok=True)
         path = OUT / f"{self.framework}.json"
-        doc = {"framework": self.framework, "version": self.version, "generator": "tools/make_golden.py",
-               "cases": self.cases}
+        doc = {
+            "framework": self.framework,
+            "version": self.version,
+            "generator": "tools/make_golden.py",
+            "cases": self.cases,
+        }
         path.write_text(json.dumps(doc, indent=None, separators=(",", ":")) + "\n")
         print(f"{len(self.cases)} cases -> {path}")
 
@@ -84,41 +92,82 @@ def tensorflow_cases() -> Cases:
         for fn in scatters:
             for itype in ("int32", "int64"):
                 # whole rows (k=1), with a duplicate
-                c.add(f"{fn}/rows/{dtype}/{itype}", fn,
-                      [rng_values(rng, (5, 3), dtype), np.array([[3], [0], [3]], itype), rng_values(rng, (3, 3), dtype)])
+                c.add(
+                    f"{fn}/rows/{dtype}/{itype}",
+                    fn,
+                    [rng_values(rng, (5, 3), dtype), np.array([[3], [0], [3]], itype), rng_values(rng, (3, 3), dtype)],
+                )
             # single elements (k = rank), duplicates
-            c.add(f"{fn}/elements/{dtype}", fn,
-                  [rng_values(rng, (4, 3), dtype), np.array([[0, 1], [3, 2], [0, 1], [2, 0]], "int64"),
-                   rng_values(rng, (4,), dtype)])
+            c.add(
+                f"{fn}/elements/{dtype}",
+                fn,
+                [
+                    rng_values(rng, (4, 3), dtype),
+                    np.array([[0, 1], [3, 2], [0, 1], [2, 0]], "int64"),
+                    rng_values(rng, (4,), dtype),
+                ],
+            )
             # a batch of index lists (indices 3-D), slices of a 3-D tensor
-            c.add(f"{fn}/batched/{dtype}", fn,
-                  [rng_values(rng, (4, 2, 3), dtype), rng.integers(0, 4, (2, 3, 1)).astype("int64"),
-                   rng_values(rng, (2, 3, 2, 3), dtype)])
-            c.add(f"{fn}/pairs-into-3d/{dtype}", fn,
-                  [rng_values(rng, (3, 4, 2), dtype), np.stack([rng.integers(0, 3, 6), rng.integers(0, 4, 6)], 1),
-                   rng_values(rng, (6, 2), dtype)])
+            c.add(
+                f"{fn}/batched/{dtype}",
+                fn,
+                [
+                    rng_values(rng, (4, 2, 3), dtype),
+                    rng.integers(0, 4, (2, 3, 1)).astype("int64"),
+                    rng_values(rng, (2, 3, 2, 3), dtype),
+                ],
+            )
+            c.add(
+                f"{fn}/pairs-into-3d/{dtype}",
+                fn,
+                [
+                    rng_values(rng, (3, 4, 2), dtype),
+                    np.stack([rng.integers(0, 3, 6), rng.integers(0, 4, 6)], 1),
+                    rng_values(rng, (6, 2), dtype),
+                ],
+            )
     for fn in scatters:
         c.add(f"{fn}/out-of-range", fn, [np.zeros((4, 2), "float32"), np.array([[4]]), np.ones((1, 2), "float32")])
         c.add(f"{fn}/negative", fn, [np.zeros((4, 2), "float32"), np.array([[-1]]), np.ones((1, 2), "float32")])
-        c.add(f"{fn}/empty-indices", fn,
-              [rng_values(rng, (4, 2), "float32"), np.zeros((0, 1), "int64"), np.zeros((0, 2), "float32")])
+        c.add(
+            f"{fn}/empty-indices",
+            fn,
+            [rng_values(rng, (4, 2), "float32"), np.zeros((0, 1), "int64"), np.zeros((0, 2), "float32")],
+        )
     # a larger update with many duplicates: is the last write the one that stays?
-    c.add("tensor_scatter_nd_update/many-duplicates/float32", "tensor_scatter_nd_update",
-          [np.zeros((8, 4), "float32"), rng.integers(0, 8, (200, 1)).astype("int64"),
-           np.arange(800, dtype="float32").reshape(200, 4)])
+    c.add(
+        "tensor_scatter_nd_update/many-duplicates/float32",
+        "tensor_scatter_nd_update",
+        [
+            np.zeros((8, 4), "float32"),
+            rng.integers(0, 8, (200, 1)).astype("int64"),
+            np.arange(800, dtype="float32").reshape(200, 4),
+        ],
+    )
 
     for dtype in ("float32", "float64", "int32", "int64"):
         params = rng_values(rng, (4, 3, 2), dtype)
         c.add(f"gather_nd/elements/{dtype}", "gather_nd", [params, rng.integers(0, 2, (5, 3)).astype("int64")])
         c.add(f"gather_nd/rows/{dtype}", "gather_nd", [params, rng.integers(0, 4, (2, 3, 1)).astype("int32")])
         c.add(f"gather_nd/pairs/{dtype}", "gather_nd", [params, np.array([[0, 2], [3, 1]], "int64")])
-        c.add(f"gather_nd/batch1/{dtype}", "gather_nd", [params, rng.integers(0, 2, (4, 2, 1)).astype("int64")],
-              batch_dims=1)
-        c.add(f"gather_nd/batch1-pairs/{dtype}", "gather_nd",
-              [params, np.stack([rng.integers(0, 3, (4, 5)), rng.integers(0, 2, (4, 5))], -1).astype("int64")],
-              batch_dims=1)
-        c.add(f"gather_nd/batch2/{dtype}", "gather_nd", [params, rng.integers(0, 2, (4, 3, 1)).astype("int64")],
-              batch_dims=2)
+        c.add(
+            f"gather_nd/batch1/{dtype}",
+            "gather_nd",
+            [params, rng.integers(0, 2, (4, 2, 1)).astype("int64")],
+            batch_dims=1,
+        )
+        c.add(
+            f"gather_nd/batch1-pairs/{dtype}",
+            "gather_nd",
+            [params, np.stack([rng.integers(0, 3, (4, 5)), rng.integers(0, 2, (4, 5))], -1).astype("int64")],
+            batch_dims=1,
+        )
+        c.add(
+            f"gather_nd/batch2/{dtype}",
+            "gather_nd",
+            [params, rng.integers(0, 2, (4, 3, 1)).astype("int64")],
+            batch_dims=2,
+        )
     c.add("gather_nd/out-of-range", "gather_nd", [np.zeros((4, 2), "float32"), np.array([[4]])])
     c.add("gather_nd/negative", "gather_nd", [np.zeros((4, 2), "float32"), np.array([[0, -1]])])
     c.add("gather_nd/empty-index-vector", "gather_nd", [rng_values(rng, (2, 3), "float32"), np.zeros((2, 0), "int64")])
@@ -133,8 +182,11 @@ def tensorflow_cases() -> Cases:
                 ids = np.array([0, 3, 1, 0, 3, -1, 4, 1], itype)
                 c.add(f"{fn}/1d/{dtype}/{itype}", fn, [rng_values(rng, (8, 3), dtype), ids, 6])
             # ids with the shape of a prefix of data's shape
-            c.add(f"{fn}/2d-ids/{dtype}", fn, [rng_values(rng, (2, 3, 2), dtype),
-                                              np.array([[0, 2, 0], [2, -3, 2]], "int64"), 4])
+            c.add(
+                f"{fn}/2d-ids/{dtype}",
+                fn,
+                [rng_values(rng, (2, 3, 2), dtype), np.array([[0, 2, 0], [2, -3, 2]], "int64"), 4],
+            )
             c.add(f"{fn}/scalar-rows/{dtype}", fn, [rng_values(rng, (7,), dtype), np.array([1, 1, 0, 2, 1, 0, 2]), 3])
     for fn in segs:
         c.add(f"{fn}/id-too-large", fn, [np.ones((3, 2), "float32"), np.array([0, 3, 1]), 3])
@@ -157,19 +209,36 @@ def paddle_cases() -> Cases:
     for dtype in ("float32", "float64", "int32", "int64"):
         for overwrite in (True, False):
             for itype in ("int32", "int64"):
-                c.add(f"scatter/rows/{dtype}/{itype}/overwrite={overwrite}", "scatter",
-                      [rng_values(rng, (5, 3), dtype), np.array([2, 1, 0, 1, 4], itype), rng_values(rng, (5, 3), dtype)],
-                      overwrite=overwrite)
-            c.add(f"scatter/3d/{dtype}/overwrite={overwrite}", "scatter",
-                  [rng_values(rng, (4, 2, 3), dtype), np.array([3, 3, 1]), rng_values(rng, (3, 2, 3), dtype)],
-                  overwrite=overwrite)
-            c.add(f"scatter/0d-index/{dtype}/overwrite={overwrite}", "scatter",
-                  [rng_values(rng, (4, 3), dtype), np.array(2), rng_values(rng, (3,), dtype)], overwrite=overwrite)
-            c.add(f"scatter/1d-x/{dtype}/overwrite={overwrite}", "scatter",
-                  [rng_values(rng, (6,), dtype), np.array([5, 0, 5]), rng_values(rng, (3,), dtype)],
-                  overwrite=overwrite)
-    c.add("scatter/many-duplicates", "scatter", [np.zeros((8, 4), "float32"), rng.integers(0, 8, 200),
-                                                np.arange(800, dtype="float32").reshape(200, 4)], overwrite=True)
+                c.add(
+                    f"scatter/rows/{dtype}/{itype}/overwrite={overwrite}",
+                    "scatter",
+                    [rng_values(rng, (5, 3), dtype), np.array([2, 1, 0, 1, 4], itype), rng_values(rng, (5, 3), dtype)],
+                    overwrite=overwrite,
+                )
+            c.add(
+                f"scatter/3d/{dtype}/overwrite={overwrite}",
+                "scatter",
+                [rng_values(rng, (4, 2, 3), dtype), np.array([3, 3, 1]), rng_values(rng, (3, 2, 3), dtype)],
+                overwrite=overwrite,
+            )
+            c.add(
+                f"scatter/0d-index/{dtype}/overwrite={overwrite}",
+                "scatter",
+                [rng_values(rng, (4, 3), dtype), np.array(2), rng_values(rng, (3,), dtype)],
+                overwrite=overwrite,
+            )
+            c.add(
+                f"scatter/1d-x/{dtype}/overwrite={overwrite}",
+                "scatter",
+                [rng_values(rng, (6,), dtype), np.array([5, 0, 5]), rng_values(rng, (3,), dtype)],
+                overwrite=overwrite,
+            )
+    c.add(
+        "scatter/many-duplicates",
+        "scatter",
+        [np.zeros((8, 4), "float32"), rng.integers(0, 8, 200), np.arange(800, dtype="float32").reshape(200, 4)],
+        overwrite=True,
+    )
     c.add("scatter/out-of-range", "scatter", [np.zeros((4, 2), "float32"), np.array([4]), np.ones((1, 2), "float32")])
     c.add("scatter/negative", "scatter", [np.zeros((4, 2), "float32"), np.array([-1]), np.ones((1, 2), "float32")])
 
@@ -178,25 +247,64 @@ def paddle_cases() -> Cases:
             for include_self in (True, False):
                 tag = f"{dtype}/{reduce}/include_self={include_self}"
                 arr = rng_values(rng, (4, 5), dtype)
-                c.add(f"put_along_axis/same-shape/{tag}", "put_along_axis",
-                      [arr, rng.integers(0, 4, (4, 5)).astype("int64"), rng_values(rng, (4, 5), dtype)],
-                      axis=0, reduce=reduce, include_self=include_self, broadcast=False)
-                c.add(f"put_along_axis/smaller/{tag}", "put_along_axis",
-                      [arr, rng.integers(0, 5, (3, 4)).astype("int64"), rng_values(rng, (3, 6), dtype)],
-                      axis=1, reduce=reduce, include_self=include_self, broadcast=False)
-                c.add(f"put_along_axis/broadcast/{tag}", "put_along_axis",
-                      [arr, rng.integers(0, 5, (4, 1)).astype("int64"), rng_values(rng, (4, 1), dtype)],
-                      axis=1, reduce=reduce, include_self=include_self, broadcast=True)
-                c.add(f"put_along_axis/3d-neg-axis/{tag}", "put_along_axis",
-                      [rng_values(rng, (2, 3, 4), dtype), rng.integers(0, 4, (2, 3, 6)).astype("int64"),
-                       rng_values(rng, (2, 3, 6), dtype)],
-                      axis=-1, reduce=reduce, include_self=include_self, broadcast=False)
-        c.add(f"put_along_axis/scalar-value/{dtype}", "put_along_axis",
-              [rng_values(rng, (3, 4), dtype), np.array([[0, 2, 1, 0]]),
-               np.array(7 if dtype.startswith("int") else 2.5, dtype)],
-              axis=0, reduce="assign")
-    c.add("put_along_axis/out-of-range", "put_along_axis", [np.zeros((3, 2), "float32"), np.array([[3, 0]]),
-                                                           np.ones((1, 2), "float32")], axis=0, broadcast=False)
+                c.add(
+                    f"put_along_axis/same-shape/{tag}",
+                    "put_along_axis",
+                    [arr, rng.integers(0, 4, (4, 5)).astype("int64"), rng_values(rng, (4, 5), dtype)],
+                    axis=0,
+                    reduce=reduce,
+                    include_self=include_self,
+                    broadcast=False,
+                )
+                c.add(
+                    f"put_along_axis/smaller/{tag}",
+                    "put_along_axis",
+                    [arr, rng.integers(0, 5, (3, 4)).astype("int64"), rng_values(rng, (3, 6), dtype)],
+                    axis=1,
+                    reduce=reduce,
+                    include_self=include_self,
+                    broadcast=False,
+                )
+                c.add(
+                    f"put_along_axis/broadcast/{tag}",
+                    "put_along_axis",
+                    [arr, rng.integers(0, 5, (4, 1)).astype("int64"), rng_values(rng, (4, 1), dtype)],
+                    axis=1,
+                    reduce=reduce,
+                    include_self=include_self,
+                    broadcast=True,
+                )
+                c.add(
+                    f"put_along_axis/3d-neg-axis/{tag}",
+                    "put_along_axis",
+                    [
+                        rng_values(rng, (2, 3, 4), dtype),
+                        rng.integers(0, 4, (2, 3, 6)).astype("int64"),
+                        rng_values(rng, (2, 3, 6), dtype),
+                    ],
+                    axis=-1,
+                    reduce=reduce,
+                    include_self=include_self,
+                    broadcast=False,
+                )
+        c.add(
+            f"put_along_axis/scalar-value/{dtype}",
+            "put_along_axis",
+            [
+                rng_values(rng, (3, 4), dtype),
+                np.array([[0, 2, 1, 0]]),
+                np.array(7 if dtype.startswith("int") else 2.5, dtype),
+            ],
+            axis=0,
+            reduce="assign",
+        )
+    c.add(
+        "put_along_axis/out-of-range",
+        "put_along_axis",
+        [np.zeros((3, 2), "float32"), np.array([[3, 0]]), np.ones((1, 2), "float32")],
+        axis=0,
+        broadcast=False,
+    )
     return c
 
 

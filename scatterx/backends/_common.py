@@ -133,8 +133,9 @@ def forced_route(variable: contextvars.ContextVar, routes: Type[enum.Enum], rout
     try:
         route = routes(route)
     except ValueError:
-        raise ValueError(f"unknown {side} route {route!r}; the routes are: {', '.join(r.value for r in routes)}") \
-            from None
+        raise ValueError(
+            f"unknown {side} route {route!r}; the routes are: {', '.join(r.value for r in routes)}"
+        ) from None
     token = variable.set(route)
     try:
         yield route

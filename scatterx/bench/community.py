@@ -14,8 +14,16 @@ from __future__ import annotations
 import torch
 
 
-def make_community_graph(nodes: int, edges: int, features: int, classes: int, communities: int, mixing: float,
-                         zipf_exponent: float, seed: int):
+def make_community_graph(
+    nodes: int,
+    edges: int,
+    features: int,
+    classes: int,
+    communities: int,
+    mixing: float,
+    zipf_exponent: float,
+    seed: int,
+):
     """``(x, edge_index, y, train_mask)`` of a degree-corrected SBM: ``edge_index`` sorted by source, then target
     (repeated pairs kept, as the other built-in graphs keep them), about ``mixing`` of the edges between blocks."""
     g = torch.Generator().manual_seed(seed)

@@ -132,10 +132,12 @@ def train_rank(rank: int, procs: int, shard_dir: str, config: GnnConfig, epochs:
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     if shard_dir is not None:
         sxd.replicate(model, optimizer, weight=share)
-    epoch_s, losses, sent, control, grads = _train(model, optimizer, x, edge_index, y, mask, share, epochs,
-                                                   shard_dir is not None)
-    return dict(epoch_s=epoch_s, loss=losses, sent=sent, control=control, grads=grads, peak_mib=_peak_mib(),
-                base_mib=base)
+    epoch_s, losses, sent, control, grads = _train(
+        model, optimizer, x, edge_index, y, mask, share, epochs, shard_dir is not None
+    )
+    return dict(
+        epoch_s=epoch_s, loss=losses, sent=sent, control=control, grads=grads, peak_mib=_peak_mib(), base_mib=base
+    )
 
 
 def _worker(rank, procs, port, shard_dir, config, epochs, model_name, queue):
@@ -167,8 +169,13 @@ def run_procs(procs: int, shard_dir, meta, config: GnnConfig, epochs: int, model
         ctx.set_forkserver_preload(["torch", "torch.distributed", "scatterx", "scatterx.distributed"])
     queue = ctx.SimpleQueue()
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, config.threads // procs)))
-    mp.start_processes(_worker, args=(procs, port, shard_dir, config, epochs, model_name, queue), nprocs=procs,
-                       join=True, start_method=method)
+    mp.start_processes(
+        _worker,
+        args=(procs, port, shard_dir, config, epochs, model_name, queue),
+        nprocs=procs,
+        join=True,
+        start_method=method,
+    )
     results = dict(queue.get() for _ in range(procs))
     ranks = [results[r] for r in range(procs)]
     halo = sum(meta["halo"]) if meta else 0
@@ -190,8 +197,14 @@ def run_procs(procs: int, shard_dir, meta, config: GnnConfig, epochs: int, model
     )
 
 
-def run(config: GnnConfig, procs_list: Sequence[int], epochs: int, models: Sequence[str] = ("sage",),
-        methods: Sequence[str] = ("even", "metis"), log=print) -> List[DistResult]:
+def run(
+    config: GnnConfig,
+    procs_list: Sequence[int],
+    epochs: int,
+    models: Sequence[str] = ("sage",),
+    methods: Sequence[str] = ("even", "metis"),
+    log=print,
+) -> List[DistResult]:
     """Partition and save the shards once per method and process count, then train every model on them."""
     data = make_arxiv_like(config)
     results = []
@@ -202,11 +215,20 @@ def run(config: GnnConfig, procs_list: Sequence[int], epochs: int, models: Seque
                 began = time.perf_counter()
                 gp = sxd.partition_graph(data.edge_index, config.nodes, procs, method, seed=config.seed)
                 path = os.path.join(tmp, f"{method}-{procs}")
-                meta = sxd.save_shards(path, gp, data.edge_index, x=data.x, y=data.y,
-                                       masks={"train_mask": data.train_mask}, name=config.graph)
-                log(f"bench-dist: {method} partition for {procs} process(es): edge cut "
+                meta = sxd.save_shards(
+                    path,
+                    gp,
+                    data.edge_index,
+                    x=data.x,
+                    y=data.y,
+                    masks={"train_mask": data.train_mask},
+                    name=config.graph,
+                )
+                log(
+                    f"bench-dist: {method} partition for {procs} process(es): edge cut "
                     f"{meta['edge_cut'] / max(meta['num_edges'], 1):.1%}, halo {sum(meta['halo']):,} nodes "
-                    f"({time.perf_counter() - began:.1f} s)")
+                    f"({time.perf_counter() - began:.1f} s)"
+                )
                 shards[method, procs] = (path, meta)
         del data
         for model_name in models:
@@ -248,10 +270,15 @@ def table(config: GnnConfig, results: List[DistResult]) -> str:
         )
         if r.method != "single" and single is not None:
             one = next((b for b in results if b.model == r.model and b.method == r.method and b.procs == 1), None)
-            even = next((b for b in results if b.model == r.model and b.method == "even" and b.procs == r.procs),
-                        None)
-            goals += evaluate("bench-dist", DistCase(r, single, one, even, config.graph), model=r.model,
-                              method=r.method, procs=r.procs)
+            even = next((b for b in results if b.model == r.model and b.method == "even" and b.procs == r.procs), None)
+            goals += evaluate(
+                "bench-dist",
+                DistCase(r, single, one, even, config.graph),
+                model=r.model,
+                method=r.method,
+                procs=r.procs,
+            )
     env = environment()
-    return "\n".join(lines + ["goals:"] + goal_lines(goals) + ["environment: " + ", ".join(
-        f"{k} {v}" for k, v in env.items())])
+    return "\n".join(
+        lines + ["goals:"] + goal_lines(goals) + ["environment: " + ", ".join(f"{k} {v}" for k, v in env.items())]
+    )

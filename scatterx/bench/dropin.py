@@ -92,38 +92,48 @@ def native_calls(graph: Graph, function: str, sorted: bool) -> Callable:
 
     def reduced(name, include_self=False, fill=0.0):
         return torch.full(shape, fill, dtype=src.dtype, device=src.device).scatter_reduce_(
-            0, expanded, src, name, include_self=include_self)
+            0, expanded, src, name, include_self=include_self
+        )
 
     if reduce in ("sum", "mean", "mul"):
         name = {"sum": "sum", "mean": "mean", "mul": "prod"}[reduce]
         return lambda: reduced(name, include_self=reduce == "mul", fill=1.0 if reduce == "mul" else 0.0)
     if reduce in ("min", "max"):
+
         def run():
             values = reduced("a" + reduce)
             return values, _arg(src, index, values, n)
+
         return run
     if function == "scatter_softmax" or function == "scatter_log_softmax":
+
         def run():
             shifted = src - reduced("amax").index_select(0, index)
             total = torch.zeros(shape, dtype=src.dtype, device=src.device).index_add_(0, index, shifted.exp())
             if function == "scatter_softmax":
                 return shifted.exp() / total.index_select(0, index)
             return shifted - (total + 1e-12).log().index_select(0, index)
+
         return run
     if function == "scatter_logsumexp":
+
         def run():
             top = reduced("amax")
             total = torch.zeros(shape, dtype=src.dtype, device=src.device).index_add_(
-                0, index, (src - top.index_select(0, index)).exp())
+                0, index, (src - top.index_select(0, index)).exp()
+            )
             return (total + 1e-12).log() + top
+
         return run
     if function == "scatter_std":
+
         def run():
             count = torch.bincount(index, minlength=n).to(src.dtype).clamp(min=1).view(-1, 1)
             mean = torch.zeros(shape, dtype=src.dtype, device=src.device).index_add_(0, index, src) / count
             var = (src - mean.index_select(0, index)) ** 2
             total = torch.zeros(shape, dtype=src.dtype, device=src.device).index_add_(0, index, var)
             return (total / ((count - 1).clamp(min=1) + 1e-6)).sqrt()
+
         return run
     raise ValueError(function)
 

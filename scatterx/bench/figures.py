@@ -62,11 +62,13 @@ def machine(env: Dict[str, str]) -> str:
 
 
 def _footer(env: Dict[str, str]) -> str:
-    parts = [f"scatterx {env['scatterx']}" if "scatterx" in env else "",
-             f"commit {env['commit']}" if env.get("commit") else "",
-             f"torch {env['torch']}" if "torch" in env else "",
-             f"torch_scatter {env['torch_scatter']}" if env.get("torch_scatter", "not installed") != "not installed"
-             else "", f"PyG {env['torch_geometric']}" if "torch_geometric" in env else ""]
+    parts = [
+        f"scatterx {env['scatterx']}" if "scatterx" in env else "",
+        f"commit {env['commit']}" if env.get("commit") else "",
+        f"torch {env['torch']}" if "torch" in env else "",
+        f"torch_scatter {env['torch_scatter']}" if env.get("torch_scatter", "not installed") != "not installed" else "",
+        f"PyG {env['torch_geometric']}" if "torch_geometric" in env else "",
+    ]
     return " · ".join(p for p in parts if p)
 
 
@@ -74,8 +76,14 @@ def _x(value: float) -> str:
     return f"{value:.2f}x" if value < 10 else f"{value:.1f}x"
 
 
-def speedup_chart(cases: Sequence[Case], title: str, subtitle: str, path: str, footer: str = "",
-                  xlabel: str = "speedup of scatterx (peer time / scatterx time; log scale)") -> Optional[str]:
+def speedup_chart(
+    cases: Sequence[Case],
+    title: str,
+    subtitle: str,
+    path: str,
+    footer: str = "",
+    xlabel: str = "speedup of scatterx (peer time / scatterx time; log scale)",
+) -> Optional[str]:
     """Horizontal bars from 1x to each case's speedup; ``subtitle`` may hold several lines. None where matplotlib
     is missing or nothing was measured."""
     try:
@@ -102,8 +110,9 @@ def speedup_chart(cases: Sequence[Case], title: str, subtitle: str, path: str, f
     height = top_in + bottom_in + 0.3 * y + 0.1
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height), dpi=DPI)
     fig.text(0.1 / WIDTH_IN, 1 - 0.12 / height, title, fontsize=11, fontweight="bold", ha="left", va="top")
-    fig.text(0.1 / WIDTH_IN, 1 - 0.4 / height, subtitle, fontsize=8.5, color="0.2", ha="left", va="top",
-             linespacing=1.4)
+    fig.text(
+        0.1 / WIDTH_IN, 1 - 0.4 / height, subtitle, fontsize=8.5, color="0.2", ha="left", va="top", linespacing=1.4
+    )
     if footer:
         fig.text(1 - 0.1 / WIDTH_IN, 0.06 / height, footer, fontsize=7, color="grey", ha="right", va="bottom")
     texts = []
@@ -115,8 +124,7 @@ def speedup_chart(cases: Sequence[Case], title: str, subtitle: str, path: str, f
         ax.barh(yy, c.speedup - 1.0, left=1.0, height=0.7, color=FASTER if right else SLOWER)
         words = [_x(c.speedup)] + ([c.detail] if c.detail else [])
         text = "  ".join(words) if right else "  ".join(reversed(words))
-        texts.append(ax.text(c.speedup, yy, f" {text} ", va="center", ha="left" if right else "right",
-                             fontsize=8.5))
+        texts.append(ax.text(c.speedup, yy, f" {text} ", va="center", ha="left" if right else "right", fontsize=8.5))
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
     ax.set_xlim(min(min(measured) / 1.15, 0.9), max(max(measured) * 1.15, 2.2))
@@ -132,8 +140,9 @@ def speedup_chart(cases: Sequence[Case], title: str, subtitle: str, path: str, f
     fig.canvas.draw()
     label_px = max(t.get_window_extent().width for t in ax.get_yticklabels())
     left_in = label_px / DPI + 0.2
-    fig.subplots_adjust(left=left_in / WIDTH_IN, right=1 - 0.15 / WIDTH_IN, top=1 - top_in / height,
-                        bottom=bottom_in / height)
+    fig.subplots_adjust(
+        left=left_in / WIDTH_IN, right=1 - 0.15 / WIDTH_IN, top=1 - top_in / height, bottom=bottom_in / height
+    )
     _fit_texts(fig, ax, texts)
     low, high = ax.get_xlim()
     ticks = [t for t in TICKS if low <= t <= high]
@@ -170,14 +179,24 @@ def _short(name: str) -> str:
 
 # ------------------------------------------------------------------------------------------ scatterx bench
 def _fastest_peer(rows: List[dict], reduce: str, order: str, mode: str) -> Optional[dict]:
-    peers = [r for r in rows if (r["reduce"], r["order"], r["mode"]) == (reduce, order, mode)
-             and not r["implementation"].startswith("scatterx")]
+    peers = [
+        r
+        for r in rows
+        if (r["reduce"], r["order"], r["mode"]) == (reduce, order, mode)
+        and not r["implementation"].startswith("scatterx")
+    ]
     return min(peers, key=lambda r: r["ms"], default=None)
 
 
 def _case(rows, reduce, order, mode, ours_name, label, group, detail=True) -> Optional[Case]:
-    ours = next((r for r in rows if (r["reduce"], r["order"], r["mode"], r["implementation"])
-                 == (reduce, order, mode, ours_name)), None)
+    ours = next(
+        (
+            r
+            for r in rows
+            if (r["reduce"], r["order"], r["mode"], r["implementation"]) == (reduce, order, mode, ours_name)
+        ),
+        None,
+    )
     if ours is None:
         return None
     peer = _fastest_peer(rows, reduce, order, mode)
@@ -193,8 +212,9 @@ def bench_figures(data: dict, out_dir: str) -> List[str]:
     c = data["config"]
     device = c.get("device", "cpu")
     degrees = {"powerlaw": "power-law"}.get(c.get("degrees", "powerlaw"), c.get("degrees"))
-    shape = (f"{c['edges']:,} edges x {c['features']} features -> {c['nodes']:,} nodes, {c['dtype']}, "
-             f"{degrees} in-degrees")
+    shape = (
+        f"{c['edges']:,} edges x {c['features']} features -> {c['nodes']:,} nodes, {c['dtype']}, {degrees} in-degrees"
+    )
     subtitle = f"{machine(env)}\n{shape}; bars right of 1x: scatterx faster"
     footer = _footer(env)
     keys = []
@@ -203,26 +223,43 @@ def bench_figures(data: dict, out_dir: str) -> List[str]:
             keys.append((r["reduce"], r["order"], r["mode"]))
     figures = []
 
-    forward = [_case(rows, red, o, m, OURS["forward"], f"{red}, {o} index", red) for red, o, m in keys
-               if m == "forward" and red in ("sum", "mean", "prod", "amax", "amin")]
-    figures.append((forward, "index_scatter_reduce, forward: scatterx's speedup over the fastest peer",
-                    "forward.png"))
-    backward = [_case(rows, red, o, m, OURS["forward+backward"], f"{red}, {o} index", red) for red, o, m in keys
-                if m == "forward+backward" and red in ("sum", "mean", "prod", "amax", "amin")]
-    figures.append((backward, "index_scatter_reduce, forward+backward: scatterx's speedup over the fastest peer",
-                    "forward-backward.png"))
-    labels = {"softmax": "segment softmax (forward)", "weighted sum": "weighted gather-segment sum (fwd+bwd)",
-              "gatv2 logits": "GATv2 attention logits (fwd+bwd)"}
-    passing = [_case(rows, red, o, m, OURS[red], f"{labels[red]}, {o}", red) for red, o, m in keys
-               if red in labels]
-    figures.append((passing, "Message passing: scatterx's fused ops against PyG's path on torch ops",
-                    "message-passing.png"))
-    dropin_peer = next((r["implementation"] for r in rows if r["mode"] == "drop-in"
-                        and r["implementation"] != OURS["drop-in"]), "")
+    forward = [
+        _case(rows, red, o, m, OURS["forward"], f"{red}, {o} index", red)
+        for red, o, m in keys
+        if m == "forward" and red in ("sum", "mean", "prod", "amax", "amin")
+    ]
+    figures.append((forward, "index_scatter_reduce, forward: scatterx's speedup over the fastest peer", "forward.png"))
+    backward = [
+        _case(rows, red, o, m, OURS["forward+backward"], f"{red}, {o} index", red)
+        for red, o, m in keys
+        if m == "forward+backward" and red in ("sum", "mean", "prod", "amax", "amin")
+    ]
+    figures.append(
+        (
+            backward,
+            "index_scatter_reduce, forward+backward: scatterx's speedup over the fastest peer",
+            "forward-backward.png",
+        )
+    )
+    labels = {
+        "softmax": "segment softmax (forward)",
+        "weighted sum": "weighted gather-segment sum (fwd+bwd)",
+        "gatv2 logits": "GATv2 attention logits (fwd+bwd)",
+    }
+    passing = [_case(rows, red, o, m, OURS[red], f"{labels[red]}, {o}", red) for red, o, m in keys if red in labels]
+    figures.append(
+        (passing, "Message passing: scatterx's fused ops against PyG's path on torch ops", "message-passing.png")
+    )
+    dropin_peer = next(
+        (r["implementation"] for r in rows if r["mode"] == "drop-in" and r["implementation"] != OURS["drop-in"]), ""
+    )
     native = not dropin_peer.startswith("torch_scatter")
     against = "torch-native equivalents" if native else "torch_scatter"
-    dropin = [_case(rows, f, o, m, OURS["drop-in"], f"{f}, {o}", f.split("_")[0], detail=False)
-              for f, o, m in keys if m == "drop-in"]
+    dropin = [
+        _case(rows, f, o, m, OURS["drop-in"], f"{f}, {o}", f.split("_")[0], detail=False)
+        for f, o, m in keys
+        if m == "drop-in"
+    ]
     figures.append((dropin, f"scatterx.torch_scatter, the drop-in: speedup over {against}", "drop-in.png"))
 
     written = []
@@ -286,14 +323,27 @@ def grid_figures(rows: List[dict], env: Dict[str, str], out_dir: str) -> List[st
         for e, f in sizes:
             values = [float(r["speedup"]) for r in base if (int(r["edges"]), int(r["features"])) == (e, f)]
             mid = statistics.median(values)
-            cases.append(Case(f"{e:,} edges x {f:,} feature{'s' if f != 1 else ''}", mid,
-                              f"({min(values):.2f}x to {max(values):.2f}x)", str(e)))
+            cases.append(
+                Case(
+                    f"{e:,} edges x {f:,} feature{'s' if f != 1 else ''}",
+                    mid,
+                    f"({min(values):.2f}x to {max(values):.2f}x)",
+                    str(e),
+                )
+            )
         reductions = sorted({r["reduce"] for r in base})
         orders = sorted({r["order"] for r in base}, reverse=True)
-        subtitle = (f"{machine(env)}\nforward, mean in-degree {degree}, {dtype}, dim {dim}: each bar the median of "
-                    f"the cells {', '.join(reductions)} x {' and '.join(orders)} index, their range beside it")
-        path = speedup_chart(cases, "index_scatter_reduce by size: speedup over the fastest torch path (CPU)",
-                             subtitle, os.path.join(out_dir, "grid-sizes.png"), footer)
+        subtitle = (
+            f"{machine(env)}\nforward, mean in-degree {degree}, {dtype}, dim {dim}: each bar the median of "
+            f"the cells {', '.join(reductions)} x {' and '.join(orders)} index, their range beside it"
+        )
+        path = speedup_chart(
+            cases,
+            "index_scatter_reduce by size: speedup over the fastest torch path (CPU)",
+            subtitle,
+            os.path.join(out_dir, "grid-sizes.png"),
+            footer,
+        )
         if path:
             written.append(path)
     elements = [r for r in rows if r["section"] == "element"]
@@ -308,10 +358,17 @@ def grid_figures(rows: List[dict], env: Dict[str, str], out_dir: str) -> List[st
             peer = min(here, key=lambda r: float(r["peer_us"]))
             speedup = float(peer["peer_us"]) / float(peer["scatterx_us"])
             cases.append(Case(f"{op}, {size.split(' ')[0]}", speedup, f"vs {peer['peer']}", size))
-        subtitle = (f"{machine(env)}\nan index that differs per feature; small: 2,000 x 16 -> 500 rows, "
-                    f"large: 200,000 x 64 -> 50,000 rows")
-        path = speedup_chart(cases, "Element plans: speedup over the fastest of torch and onnxruntime (CPU)",
-                             subtitle, os.path.join(out_dir, "grid-elements.png"), footer)
+        subtitle = (
+            f"{machine(env)}\nan index that differs per feature; small: 2,000 x 16 -> 500 rows, "
+            f"large: 200,000 x 64 -> 50,000 rows"
+        )
+        path = speedup_chart(
+            cases,
+            "Element plans: speedup over the fastest of torch and onnxruntime (CPU)",
+            subtitle,
+            os.path.join(out_dir, "grid-elements.png"),
+            footer,
+        )
         if path:
             written.append(path)
     return written
@@ -325,13 +382,20 @@ def gnn_figure(runs: List[dict], path: str) -> Optional[str]:
         graph = run.get("graph_shape", "graph")
         for r in run["results"]:
             pyg, ours = r["median_epoch_s"]["pyg"], r["median_epoch_s"]["scatterx"]
-            cases.append(Case(f"{graph}: {r['model']}", pyg / ours,
-                              f"{pyg * 1e3:,.0f} -> {ours * 1e3:,.0f} ms", graph))
+            cases.append(Case(f"{graph}: {r['model']}", pyg / ours, f"{pyg * 1e3:,.0f} -> {ours * 1e3:,.0f} ms", graph))
     env = runs[0].get("environment", {}) if runs else {}
-    subtitle = (f"{machine(env)}\nfull-batch training of two-layer models; the median epoch after the first, "
-                f"PyG's -> scatterx's beside each bar")
-    return speedup_chart(cases, "bench-gnn: epoch speedup of scatterx.pyg over PyG's default path (CPU)", subtitle,
-                         path, _footer(env), xlabel="speedup (PyG epoch / scatterx epoch; log scale)")
+    subtitle = (
+        f"{machine(env)}\nfull-batch training of two-layer models; the median epoch after the first, "
+        f"PyG's -> scatterx's beside each bar"
+    )
+    return speedup_chart(
+        cases,
+        "bench-gnn: epoch speedup of scatterx.pyg over PyG's default path (CPU)",
+        subtitle,
+        path,
+        _footer(env),
+        xlabel="speedup (PyG epoch / scatterx epoch; log scale)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- scatterx plot
@@ -357,8 +421,11 @@ def plot_dir(directory: str) -> List[str]:
     if os.path.exists(gnn_json):
         runs = [gnn_json]
     else:
-        runs = sorted(os.path.join(directory, d, "bench-gnn.json") for d in os.listdir(directory)
-                      if os.path.exists(os.path.join(directory, d, "bench-gnn.json")))
+        runs = sorted(
+            os.path.join(directory, d, "bench-gnn.json")
+            for d in os.listdir(directory)
+            if os.path.exists(os.path.join(directory, d, "bench-gnn.json"))
+        )
     if runs:
         loaded = []
         for p in runs:

@@ -109,8 +109,14 @@ def make_arxiv_like(config: GnnConfig) -> ArxivLike:
     ``COMMUNITIES`` are stochastic block models (``community.py``)."""
     if config.graph in COMMUNITIES:
         x, edge_index, y, train_mask = make_community_graph(
-            config.nodes, config.edges, config.features, config.classes, zipf_exponent=ZIPF_EXPONENT,
-            seed=config.seed, **COMMUNITIES[config.graph])
+            config.nodes,
+            config.edges,
+            config.features,
+            config.classes,
+            zipf_exponent=ZIPF_EXPONENT,
+            seed=config.seed,
+            **COMMUNITIES[config.graph],
+        )
         return ArxivLike(x, edge_index, y, train_mask)
     g = torch.Generator().manual_seed(config.seed)
     n, e = config.nodes, config.edges
@@ -338,8 +344,11 @@ def peak_step_bytes(name: str, path: str, data: ArxivLike, config: GnnConfig) ->
 
 def goal_results(report: GnnReport):
     """The goals of ``goals.json`` (section bench-gnn) for each model of the run, in the run's order."""
-    return [g for r in report.results
-            for g in evaluate("bench-gnn", GnnCase(report.config.graph, r), model=r.model, graph=report.config.graph)]
+    return [
+        g
+        for r in report.results
+        for g in evaluate("bench-gnn", GnnCase(report.config.graph, r), model=r.model, graph=report.config.graph)
+    ]
 
 
 def goals(report: GnnReport):
@@ -370,13 +379,16 @@ def table(report: GnnReport) -> str:
             f"{r.max_loss_rel_diff:13.1e}"
         )
     if report.csr_build_ms is not None:
-        lines.append(f"CSR build for an edge_index not seen before (cached per tensor after that): "
-                     f"{report.csr_build_ms:.1f} ms")
+        lines.append(
+            f"CSR build for an edge_index not seen before (cached per tensor after that): {report.csr_build_ms:.1f} ms"
+        )
     if report.onnx is not None:
         o = report.onnx
-        lines.append(f"onnx (SAGE inference, exported with scatterx.export): onnxruntime {o.onnxruntime_ms:.1f} ms, "
-                     f"scatterx eager {o.eager_ms:.1f} ms ({o.onnxruntime_ms / o.eager_ms:.2f}x), "
-                     f"max |difference| {o.max_abs_diff:.1e}")
+        lines.append(
+            f"onnx (SAGE inference, exported with scatterx.export): onnxruntime {o.onnxruntime_ms:.1f} ms, "
+            f"scatterx eager {o.eager_ms:.1f} ms ({o.onnxruntime_ms / o.eager_ms:.2f}x), "
+            f"max |difference| {o.max_abs_diff:.1e}"
+        )
     if report.cold:
         lines += gnn_cold.table(report.cold)
     lines.append("goals:")
@@ -408,9 +420,15 @@ def write_files(report: GnnReport, out_dir: str) -> List[str]:
                 "graph": report.graph,
                 "environment": report.environment,
                 "results": [
-                    {"model": r.model, "median_epoch_s": {p: r.median(p) for p in r.epoch_s}, "speedup": r.speedup,
-                     "epoch_s": r.epoch_s, "loss": r.loss, "max_loss_rel_diff": r.max_loss_rel_diff,
-                     "peak_step_bytes": r.peak_bytes}
+                    {
+                        "model": r.model,
+                        "median_epoch_s": {p: r.median(p) for p in r.epoch_s},
+                        "speedup": r.speedup,
+                        "epoch_s": r.epoch_s,
+                        "loss": r.loss,
+                        "max_loss_rel_diff": r.max_loss_rel_diff,
+                        "peak_step_bytes": r.peak_bytes,
+                    }
                     for r in report.results
                 ],
                 "graph_shape": report.config.graph,
@@ -443,10 +461,21 @@ def loss_chart(report: GnnReport, path: str) -> Optional[str]:
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
     for ax, r in zip(axes[0], report.results):
         epochs = range(1, len(r.loss["pyg"]) + 1)
-        ax.plot(epochs, r.loss["pyg"], "o-", label=f"PyG default ({r.median('pyg') * 1e3:.0f} ms/epoch)",
-                linewidth=3, alpha=0.5)
-        ax.plot(epochs, r.loss["scatterx"], "x--", color="black",
-                label=f"scatterx ({r.median('scatterx') * 1e3:.0f} ms/epoch)")
+        ax.plot(
+            epochs,
+            r.loss["pyg"],
+            "o-",
+            label=f"PyG default ({r.median('pyg') * 1e3:.0f} ms/epoch)",
+            linewidth=3,
+            alpha=0.5,
+        )
+        ax.plot(
+            epochs,
+            r.loss["scatterx"],
+            "x--",
+            color="black",
+            label=f"scatterx ({r.median('scatterx') * 1e3:.0f} ms/epoch)",
+        )
         ax.set_title(f"{r.model}: {r.speedup:.2f}x faster epochs")
         ax.set_xlabel("epoch")
         ax.set_ylabel("training loss")

@@ -63,26 +63,41 @@ def first_steps(config, log: Callable = print) -> List[FirstStep]:
     """The first training step of each model of ``config`` (a ``gnn.GnnConfig``), in fresh processes."""
     rows = []
     for model in config.models:
-        args = dict(graph=config.graph, nodes=config.nodes, edges=config.edges, features=config.features,
-                    hidden=config.hidden, seed=config.seed, threads=config.threads, model=model)
+        args = dict(
+            graph=config.graph,
+            nodes=config.nodes,
+            edges=config.edges,
+            features=config.features,
+            hidden=config.hidden,
+            seed=config.seed,
+            threads=config.threads,
+            model=model,
+        )
         with tempfile.TemporaryDirectory(prefix="scatterx-numba-cache-") as cache_dir:
             cold = _child(dict(args, path="scatterx"), cache_dir)
             cached = _child(dict(args, path="scatterx"), cache_dir)
             pyg = _child(dict(args, path="pyg"), cache_dir)
-        rows.append(FirstStep(model, cold["first_s"], cached["first_s"], pyg["first_s"], cached["second_s"],
-                              pyg["second_s"]))
-        log(f"{model} first step: scatterx {cold['first_s']:.2f} s (empty cache), {cached['first_s']:.3f} s (cached); "
-            f"PyG {pyg['first_s']:.3f} s")
+        rows.append(
+            FirstStep(model, cold["first_s"], cached["first_s"], pyg["first_s"], cached["second_s"], pyg["second_s"])
+        )
+        log(
+            f"{model} first step: scatterx {cold['first_s']:.2f} s (empty cache), {cached['first_s']:.3f} s (cached); "
+            f"PyG {pyg['first_s']:.3f} s"
+        )
     return rows
 
 
 def table(rows: List[FirstStep]) -> List[str]:
-    lines = ["first training step, each in a fresh process (imports and model construction not included):",
-             f"{'model':9} {'scatterx, empty cache s':>24} {'scatterx, cached s':>19} {'PyG s':>8} "
-             f"{'2nd step sx/PyG ms':>19}"]
+    lines = [
+        "first training step, each in a fresh process (imports and model construction not included):",
+        f"{'model':9} {'scatterx, empty cache s':>24} {'scatterx, cached s':>19} {'PyG s':>8} "
+        f"{'2nd step sx/PyG ms':>19}",
+    ]
     for r in rows:
-        lines.append(f"{r.model:9} {r.scatterx_cold_s:24.2f} {r.scatterx_cached_s:19.3f} {r.pyg_s:8.3f} "
-                     f"{r.scatterx_step_s * 1e3:9.1f}/{r.pyg_step_s * 1e3:.1f}")
+        lines.append(
+            f"{r.model:9} {r.scatterx_cold_s:24.2f} {r.scatterx_cached_s:19.3f} {r.pyg_s:8.3f} "
+            f"{r.scatterx_step_s * 1e3:9.1f}/{r.pyg_step_s * 1e3:.1f}"
+        )
     if len(rows) > 1:
         total = [sum(getattr(r, f) for r in rows) for f in ("scatterx_cold_s", "scatterx_cached_s", "pyg_s")]
         lines.append(f"{'all':9} {total[0]:24.2f} {total[1]:19.3f} {total[2]:8.3f}")

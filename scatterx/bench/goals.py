@@ -77,8 +77,10 @@ def sections() -> Dict[str, dict]:
 
 @functools.lru_cache(maxsize=None)
 def all_goals() -> tuple:
-    return tuple(Goal(g["section"], g["name"], g["measure"], g["op"], float(g["limit"]),
-                      tuple(g.get("args", {}).items())) for g in _file()["goals"])
+    return tuple(
+        Goal(g["section"], g["name"], g["measure"], g["op"], float(g["limit"]), tuple(g.get("args", {}).items()))
+        for g in _file()["goals"]
+    )
 
 
 def section(name: str) -> List[Goal]:
@@ -101,8 +103,9 @@ def evaluate(section_name: str, subject, **fields) -> List[Result]:
         for case in goal.cases():
             value = MEASURES[goal.measure](subject, **case)
             if value is not SKIP:
-                out.append(Result(goal, goal.name.format(**{**fields, **case}), case,
-                                  None if value is None else float(value)))
+                out.append(
+                    Result(goal, goal.name.format(**{**fields, **case}), case, None if value is None else float(value))
+                )
     return out
 
 
@@ -153,8 +156,12 @@ def markdown_table() -> str:
     """Every goal as Markdown: one table per section (the docs page shows it; a test keeps the two equal)."""
     out = []
     for key, info in sections().items():
-        out += [f"**{info['title']}** (`{info['command']}`, {info['device']}; stated for {info['stated_for']})", "",
-                "| goal | for | limit |", "|---|---|---|"]
+        out += [
+            f"**{info['title']}** (`{info['command']}`, {info['device']}; stated for {info['stated_for']})",
+            "",
+            "| goal | for | limit |",
+            "|---|---|---|",
+        ]
         for g in section(key):
             fields = _Open({k: v for k, v in g.args if not isinstance(v, list)})
             name = g.name.format_map(fields)

@@ -56,23 +56,42 @@ def _rows(s: Shape, n: int) -> int:
 
 
 CASES = (
-    Case("index_scatter_reduce sum, sorted", "segment_reduce_kernel",
-         lambda s: _rows(s, s.edges) + s.edges * s.index + _rows(s, s.nodes),
-         "src and index read once, out written once"),
-    Case("index_scatter_reduce mean, sorted", "segment_reduce_kernel",
-         lambda s: _rows(s, s.edges) + s.edges * s.index + _rows(s, s.nodes), "as sum"),
-    Case("index_scatter_reduce sum, unsorted", "atomic_scatter_kernel + finish_kernel",
-         lambda s: _rows(s, s.edges) + s.edges * s.index + 2 * _rows(s, s.nodes),
-         "out zeroed and written (the atomics stay in L2 when out fits)"),
-    Case("index_scatter_reduce amax, unsorted", "segment_reduce_kernel (gather)",
-         lambda s: _rows(s, s.edges) + 2 * s.edges * s.index + _rows(s, s.nodes),
-         "plus the permutation; the sort is not counted"),
-    Case("gather_segment_reduce sum", "segment_reduce_kernel (gather)",
-         lambda s: _rows(s, s.edges) + s.edges * s.index + (s.nodes + 1) * 8 + _rows(s, s.nodes),
-         "a gathered row per edge, no cache reuse counted"),
-    Case("segment_softmax", "segment_softmax_kernel",
-         lambda s: 2 * _rows(s, s.edges) + s.edges * s.index,
-         "src read once, out written once (the kernel reads src twice)"),
+    Case(
+        "index_scatter_reduce sum, sorted",
+        "segment_reduce_kernel",
+        lambda s: _rows(s, s.edges) + s.edges * s.index + _rows(s, s.nodes),
+        "src and index read once, out written once",
+    ),
+    Case(
+        "index_scatter_reduce mean, sorted",
+        "segment_reduce_kernel",
+        lambda s: _rows(s, s.edges) + s.edges * s.index + _rows(s, s.nodes),
+        "as sum",
+    ),
+    Case(
+        "index_scatter_reduce sum, unsorted",
+        "atomic_scatter_kernel + finish_kernel",
+        lambda s: _rows(s, s.edges) + s.edges * s.index + 2 * _rows(s, s.nodes),
+        "out zeroed and written (the atomics stay in L2 when out fits)",
+    ),
+    Case(
+        "index_scatter_reduce amax, unsorted",
+        "segment_reduce_kernel (gather)",
+        lambda s: _rows(s, s.edges) + 2 * s.edges * s.index + _rows(s, s.nodes),
+        "plus the permutation; the sort is not counted",
+    ),
+    Case(
+        "gather_segment_reduce sum",
+        "segment_reduce_kernel (gather)",
+        lambda s: _rows(s, s.edges) + s.edges * s.index + (s.nodes + 1) * 8 + _rows(s, s.nodes),
+        "a gathered row per edge, no cache reuse counted",
+    ),
+    Case(
+        "segment_softmax",
+        "segment_softmax_kernel",
+        lambda s: 2 * _rows(s, s.edges) + s.edges * s.index,
+        "src read once, out written once (the kernel reads src twice)",
+    ),
 )
 
 
@@ -82,10 +101,19 @@ def model(shapes=SHAPES, gpus=GPUS) -> List[dict]:
     for shape in shapes:
         for case in CASES:
             moved = case.bytes(shape)
-            rows.append(dict(case=case.name, kernel=case.kernel, shape=shape.name, edges=shape.edges,
-                             nodes=shape.nodes, features=shape.features, megabytes=round(moved / 1e6, 1),
-                             **{f"{gpu}_us": round(moved / bandwidth * 1e6, 1) for gpu, bandwidth in gpus.items()},
-                             note=case.note))
+            rows.append(
+                dict(
+                    case=case.name,
+                    kernel=case.kernel,
+                    shape=shape.name,
+                    edges=shape.edges,
+                    nodes=shape.nodes,
+                    features=shape.features,
+                    megabytes=round(moved / 1e6, 1),
+                    **{f"{gpu}_us": round(moved / bandwidth * 1e6, 1) for gpu, bandwidth in gpus.items()},
+                    note=case.note,
+                )
+            )
     return rows
 
 
@@ -96,12 +124,21 @@ def markdown(rows: List[dict], measured: Optional[Dict[tuple, float]] = None, de
     if measured is not None:
         head += f" | measured µs ({device}) | of peak"
         rule += "---:|---:|"
-    lines = ["# Bandwidth model: the time a perfect kernel takes", "",
-             "Bytes a kernel must move (inputs read once, outputs written once; float32 rows, int64 index), over "
-             "each GPU's peak DRAM bandwidth (" + ", ".join(f"{g} {b / 1e12:.2f} TB/s" for g, b in GPUS.items())
-             + "). Produced by `scatterx gpu-report` (`scatterx/bench/gpu_model.py`).", "",
-             "Shapes: " + "; ".join(f"{s.name}: {s.edges:,} edges x {s.features} features -> {s.nodes:,} nodes"
-                                    for s in SHAPES) + ".", "", head + " |", rule]
+    lines = [
+        "# Bandwidth model: the time a perfect kernel takes",
+        "",
+        "Bytes a kernel must move (inputs read once, outputs written once; float32 rows, int64 index), over "
+        "each GPU's peak DRAM bandwidth ("
+        + ", ".join(f"{g} {b / 1e12:.2f} TB/s" for g, b in GPUS.items())
+        + "). Produced by `scatterx gpu-report` (`scatterx/bench/gpu_model.py`).",
+        "",
+        "Shapes: "
+        + "; ".join(f"{s.name}: {s.edges:,} edges x {s.features} features -> {s.nodes:,} nodes" for s in SHAPES)
+        + ".",
+        "",
+        head + " |",
+        rule,
+    ]
     for r in rows:
         line = f"| {r['case']} | {r['shape']} | {r['megabytes']} | " + " | ".join(str(r[f"{g}_us"]) for g in gpus)
         if measured is not None:
@@ -136,10 +173,12 @@ def _call(case: Case, shape: Shape, device):
     calls = {
         "index_scatter_reduce sum, sorted": lambda: index_scatter_reduce(0, index, src, "sum", dim_size=n),
         "index_scatter_reduce mean, sorted": lambda: index_scatter_reduce(0, index, src, "mean", dim_size=n),
-        "index_scatter_reduce sum, unsorted":
-            lambda: index_scatter_reduce(0, shuffled, src, "sum", sorted=False, dim_size=n),
-        "index_scatter_reduce amax, unsorted":
-            lambda: index_scatter_reduce(0, shuffled, src, "amax", sorted=False, dim_size=n),
+        "index_scatter_reduce sum, unsorted": lambda: index_scatter_reduce(
+            0, shuffled, src, "sum", sorted=False, dim_size=n
+        ),
+        "index_scatter_reduce amax, unsorted": lambda: index_scatter_reduce(
+            0, shuffled, src, "amax", sorted=False, dim_size=n
+        ),
         "gather_segment_reduce sum": lambda: gather_segment_reduce(src, ptr, gather, "sum"),
         "segment_softmax": lambda: segment_softmax(src, index, num_segments=n, sorted=True),
     }

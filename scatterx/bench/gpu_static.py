@@ -81,8 +81,11 @@ _CONSTANT = re.compile(r"(%[\w.#]+) = arith\.constant")
 def loops(ptx: str) -> List[str]:
     """The bodies of the PTX's loops: the text from a label to a later branch back to it."""
     labels = {m.group(1): m.start() for m in _LOOP_LABEL.finditer(ptx)}
-    return [ptx[labels[m.group(1)]:m.start()] for m in _BRANCH.finditer(ptx)
-            if m.group(1) in labels and labels[m.group(1)] < m.start()]
+    return [
+        ptx[labels[m.group(1)] : m.start()]
+        for m in _BRANCH.finditer(ptx)
+        if m.group(1) in labels and labels[m.group(1)] < m.start()
+    ]
 
 
 def div64_in_loops(ptx: str) -> int:
@@ -128,8 +131,12 @@ def resources(cubin: bytes, cuobjdump: str) -> Dict[str, int]:
         path.write_bytes(cubin)
         text = subprocess.run([cuobjdump, "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
     fields = dict(re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", text))
-    return {"registers": int(fields.get("REG", 0)), "local": int(fields.get("LOCAL", 0)),
-            "stack": int(fields.get("STACK", 0)), "shared": int(fields.get("SHARED", 0))}
+    return {
+        "registers": int(fields.get("REG", 0)),
+        "local": int(fields.get("LOCAL", 0)),
+        "stack": int(fields.get("STACK", 0)),
+        "shared": int(fields.get("SHARED", 0)),
+    }
 
 
 # ------------------------------------------------------------------------------------------------- the compiling
@@ -160,13 +167,21 @@ def _ast_source(fn, variant: dict):
     aligned = [names.index(n) for n, t in variant["params"] if t.startswith("*") or n in variant["aligned"]]
     if "constexprs" in inspect.signature(ASTSource.__init__).parameters:
         signature = {n: params.get(n, "constexpr") for n in names}
-        return ASTSource(fn=fn, signature=signature, constexprs={(names.index(k),): v for k, v in constexprs.items()},
-                         attrs={(i,): [["tt.divisibility", 16]] for i in aligned})
+        return ASTSource(
+            fn=fn,
+            signature=signature,
+            constexprs={(names.index(k),): v for k, v in constexprs.items()},
+            attrs={(i,): [["tt.divisibility", 16]] for i in aligned},
+        )
     from triton.compiler.compiler import AttrsDescriptor
 
     signature = {names.index(n): t for n, t in variant["params"]}
-    return ASTSource(fn=fn, signature=signature, constants={names.index(k): v for k, v in constexprs.items()},
-                     attrs=AttrsDescriptor(divisible_by_16=tuple(aligned), equal_to_1=()))
+    return ASTSource(
+        fn=fn,
+        signature=signature,
+        constants={names.index(k): v for k, v in constexprs.items()},
+        attrs=AttrsDescriptor(divisible_by_16=tuple(aligned), equal_to_1=()),
+    )
 
 
 def _bin(name: str) -> pathlib.Path:
@@ -191,12 +206,19 @@ def spills(ptx: str, target: int) -> Dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / "kernel.ptx"
         path.write_text(ptx)
-        log = subprocess.run([str(_ptxas(target)), "-v", f"-arch={arch}", str(path), "-o", str(path) + ".o"],
-                             capture_output=True, text=True, check=True).stderr
-        sass = subprocess.run([str(_bin("cuobjdump")), "-sass", str(path) + ".o"], capture_output=True,
-                              text=True).stdout
-    return {"spill_bytes": sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)),
-            "hot_spills": hot_spills(sass)}
+        log = subprocess.run(
+            [str(_ptxas(target)), "-v", f"-arch={arch}", str(path), "-o", str(path) + ".o"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
+        sass = subprocess.run(
+            [str(_bin("cuobjdump")), "-sass", str(path) + ".o"], capture_output=True, text=True
+        ).stdout
+    return {
+        "spill_bytes": sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)),
+        "hot_spills": hot_spills(sass),
+    }
 
 
 _SASS = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", re.I)
@@ -206,10 +228,15 @@ def hot_spills(sass: str) -> int:
     """How many local-memory spill instructions (``STL``/``LDL``) of the SASS lie inside a loop: between a
     backward branch and its target."""
     lines = [(int(a, 16), text) for a, text in _SASS.findall(sass)]
-    ranges = [(int(m.group(1), 16), at) for at, text in lines
-              for m in [re.search(r"\bBRA\s+(?:`?\()?0x([0-9a-f]+)", text, re.I)] if m and int(m.group(1), 16) < at]
-    return sum(1 for at, text in lines if re.search(r"\b(?:STL|LDL)\b", text)
-               and any(lo <= at <= hi for lo, hi in ranges))
+    ranges = [
+        (int(m.group(1), 16), at)
+        for at, text in lines
+        for m in [re.search(r"\bBRA\s+(?:`?\()?0x([0-9a-f]+)", text, re.I)]
+        if m and int(m.group(1), 16) < at
+    ]
+    return sum(
+        1 for at, text in lines if re.search(r"\b(?:STL|LDL)\b", text) and any(lo <= at <= hi for lo, hi in ranges)
+    )
 
 
 def compile_variant(variant: dict, targets: Sequence[int]) -> List[dict]:
@@ -240,8 +267,12 @@ def compile_variant(variant: dict, targets: Sequence[int]) -> List[dict]:
         # local memory or a stack frame: ask ptxas whether it is spilling (rare: the run stays cheap)
         used.update(spills(ptx, target) if used["local"] or used["stack"] else {"spill_bytes": 0, "hot_spills": 0})
         record.update(
-            compiled=True, warps=warps, **used,
-            atomics=atomics(ptx), div64_in_loops=div64_in_loops(ptx), narrow_offsets=len(narrow_offsets(ttir)),
+            compiled=True,
+            warps=warps,
+            **used,
+            atomics=atomics(ptx),
+            div64_in_loops=div64_in_loops(ptx),
+            narrow_offsets=len(narrow_offsets(ttir)),
             widest_load=widest_global_load(ptx),
             expected_load=_expected_load_bits(variant) if variant["aligned"] else 0,
         )
@@ -325,26 +356,36 @@ def summarize(records: Sequence[dict]) -> List[dict]:
     for (kernel, target), group in sorted(groups.items()):
         ok = [r for r in group if r["compiled"]]
         failed = collections.Counter(f for r in group for f in failures(r))
-        rows.append(dict(
-            kernel=kernel, target=target, variants=len(group), compiled=len(ok),
-            max_registers=max((r["registers"] for r in ok), default=0),
-            spills=sum(1 for r in ok if r["spill_bytes"]),
-            hot_spills=sum(1 for r in ok if r["hot_spills"]),
-            stack=max((r["stack"] for r in ok), default=0),
-            max_shared=max((r["shared"] for r in ok), default=0),
-            min_occupancy=min((r["occupancy"] for r in ok), default=0.0),
-            atomics=sum(1 for r in ok if r["atomics"]),
-            widest_load=max((r["widest_load"] for r in ok), default=0),
-            failed=dict(failed),
-        ))
+        rows.append(
+            dict(
+                kernel=kernel,
+                target=target,
+                variants=len(group),
+                compiled=len(ok),
+                max_registers=max((r["registers"] for r in ok), default=0),
+                spills=sum(1 for r in ok if r["spill_bytes"]),
+                hot_spills=sum(1 for r in ok if r["hot_spills"]),
+                stack=max((r["stack"] for r in ok), default=0),
+                max_shared=max((r["shared"] for r in ok), default=0),
+                min_occupancy=min((r["occupancy"] for r in ok), default=0.0),
+                atomics=sum(1 for r in ok if r["atomics"]),
+                widest_load=max((r["widest_load"] for r in ok), default=0),
+                failed=dict(failed),
+            )
+        )
     return rows
 
 
 def environment() -> Dict[str, str]:
     import triton
 
-    return {"triton": triton.__version__, "python": platform.python_version(), "machine": platform.machine(),
-            "date": time.strftime("%Y-%m-%d"), "commit": source_commit()}
+    return {
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": source_commit(),
+    }
 
 
 def markdown(rows: Sequence[dict], env: Dict[str, str], seconds: float) -> str:
@@ -371,14 +412,20 @@ def markdown(rows: Sequence[dict], env: Dict[str, str], seconds: float) -> str:
     ]
     for r in rows:
         checks = ", ".join(f"{k} x{n}" for k, n in sorted(r["failed"].items())) or "-"
-        lines.append(f"| {r['kernel']} | sm_{r['target']} | {r['variants']} | {r['compiled']} | {r['max_registers']} | "
-                     f"{r['spills']} ({r['hot_spills']}) | {r['stack']} | {r['max_shared']} | "
-                     f"{r['min_occupancy']:.2f} | {r['atomics']} | {r['widest_load']} | {checks} |")
+        lines.append(
+            f"| {r['kernel']} | sm_{r['target']} | {r['variants']} | {r['compiled']} | {r['max_registers']} | "
+            f"{r['spills']} ({r['hot_spills']}) | {r['stack']} | {r['max_shared']} | "
+            f"{r['min_occupancy']:.2f} | {r['atomics']} | {r['widest_load']} | {checks} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def run(targets: Sequence[int] = TARGETS, jobs: Optional[int] = None, out_dir: Optional[str] = None,
-        match: Optional[str] = None) -> dict:
+def run(
+    targets: Sequence[int] = TARGETS,
+    jobs: Optional[int] = None,
+    out_dir: Optional[str] = None,
+    match: Optional[str] = None,
+) -> dict:
     """Compile every variant (those whose name contains ``match``) for ``targets`` (those this Triton supports),
     write the report to ``out_dir``, and return ``{"rows", "records", "failed", "env", "skipped_targets"}``."""
     from ..backends.gpu.variants import all_variants
@@ -392,9 +439,16 @@ def run(targets: Sequence[int] = TARGETS, jobs: Optional[int] = None, out_dir: O
     seconds = time.perf_counter() - start
     rows = summarize(records)
     env = environment()
-    result = {"env": env, "seconds": round(seconds, 1), "variants": len(variants), "targets": usable,
-              "skipped_targets": [t for t in targets if t not in usable], "rows": rows, "records": records,
-              "failed": [dict(r, failed=failures(r)) for r in records if failures(r)]}
+    result = {
+        "env": env,
+        "seconds": round(seconds, 1),
+        "variants": len(variants),
+        "targets": usable,
+        "skipped_targets": [t for t in targets if t not in usable],
+        "rows": rows,
+        "records": records,
+        "failed": [dict(r, failed=failures(r)) for r in records if failures(r)],
+    }
     if out_dir:
         out = pathlib.Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

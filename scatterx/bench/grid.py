@@ -192,8 +192,9 @@ def measure(fns: Dict[str, Callable], seconds: float, min_calls: int, prune: Opt
     samples: Dict[str, List[float]] = {}
     for name, fn in fns.items():  # a first estimate: the fastest of 2 or 3 calls (one may be a stall)
         samples[name] = []
-        while len(samples[name]) < 3 and (sum(samples[name]) < 0.02 or (len(samples[name]) < 2 and
-                                                                          sum(samples[name]) < 0.2)):
+        while len(samples[name]) < 3 and (
+            sum(samples[name]) < 0.02 or (len(samples[name]) < 2 and sum(samples[name]) < 0.2)
+        ):
             start = time.perf_counter()
             fn()
             samples[name].append(time.perf_counter() - start)
@@ -238,8 +239,10 @@ def run(spec: GridSpec, progress: Callable = lambda it, **kw: it, log: Callable 
             free = _free_bytes(torch.device("cpu"))
             limit = None if free is None else int(free * spec.memory_fraction)
             if limit is not None:
-                log(f"grid: cells needing over {_human(limit)} ({spec.memory_fraction:.0%} of {_human(free)} "
-                    f"available) are skipped")
+                log(
+                    f"grid: cells needing over {_human(limit)} ({spec.memory_fraction:.0%} of {_human(free)} "
+                    f"available) are skipped"
+                )
             notes: List[str] = []  # the element plans first: a minute, and an abort there costs little
             elements = grid_elements.rows(spec, measure, progress, notes.append) if spec.elements else []
             rows = _run_cells(spec, cells(spec), limit, progress)
@@ -291,7 +294,8 @@ def _cell_calls(cell: Cell, index: torch.Tensor, src: torch.Tensor):
             peers["index_add_"] = lambda: torch.zeros(out_shape, dtype=src.dtype).index_add_(dim, index, src)
         else:
             peers["index_reduce_"] = lambda: torch.zeros(out_shape, dtype=src.dtype).index_reduce_(
-                dim, index, src, reduce, include_self=False)
+                dim, index, src, reduce, include_self=False
+            )
         ours = lambda: scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=sorted_, dim_size=n)  # noqa: E731
         return ours, peers, lambda: _reference(cell, index, src, peers["scatter_reduce_"])
 
@@ -303,10 +307,16 @@ def _cell_calls(cell: Cell, index: torch.Tensor, src: torch.Tensor):
             leaf.grad = None
             forward().backward(grad_out)
             return leaf.grad
+
         return call
 
-    peers = {"scatter_reduce": backward(lambda: torch.zeros(out_shape, dtype=src.dtype).scatter_reduce(
-        dim, expanded, leaf, reduce, include_self=False))}
+    peers = {
+        "scatter_reduce": backward(
+            lambda: torch.zeros(out_shape, dtype=src.dtype).scatter_reduce(
+                dim, expanded, leaf, reduce, include_self=False
+            )
+        )
+    }
     if reduce == "sum":
         peers["index_add"] = backward(lambda: torch.zeros(out_shape, dtype=src.dtype).index_add(dim, index, leaf))
     ours = backward(lambda: scatterx.index_scatter_reduce(dim, index, leaf, reduce, sorted=sorted_, dim_size=n))
@@ -325,16 +335,19 @@ def _reference(cell: Cell, index, src, torch_call):
     for j in range(0, cell.features, step):
         part = rows[:, j : j + step].float()
         zeros = torch.zeros((cell.nodes, part.size(1)))
-        out[:, j : j + step] = zeros.scatter_reduce_(0, index.view(-1, 1).expand(part.shape), part, cell.reduce,
-                                                     include_self=False)
+        out[:, j : j + step] = zeros.scatter_reduce_(
+            0, index.view(-1, 1).expand(part.shape), part, cell.reduce, include_self=False
+        )
     return out if cell.dim == 0 else out.t()
 
 
 def _run_cell(row: GridRow, spec: GridSpec, index: torch.Tensor, src: torch.Tensor) -> None:
     cell = row.cell
     ours, peers, reference = _cell_calls(cell, index, src)
-    what = (f"scatterx.index_scatter_reduce {cell.mode} ({cell.reduce}, {cell.order}, {cell.dtype}, dim "
-            f"{cell.dim}, shape {cell.shape}, degree {cell.degree})")
+    what = (
+        f"scatterx.index_scatter_reduce {cell.mode} ({cell.reduce}, {cell.order}, {cell.dtype}, dim "
+        f"{cell.dim}, shape {cell.shape}, degree {cell.degree})"
+    )
     check(what, ours().clone(), reference().clone())
     warm = list(peers)[1:] if cell.mode == "fwd+bwd" or src.dtype in (torch.float32, torch.float64) else peers
     for name in list(warm):  # warm every peer (the reference warmed the first); left out where torch cannot run

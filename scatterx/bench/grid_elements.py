@@ -70,26 +70,54 @@ def _cases(size: str, seed: int) -> List[_Case]:
     once = zeros.scatter_add(0, index, torch.ones_like(src)) <= 1
     onx = scatterx.onnx
     return [
-        _Case("scatter_reduce sum", lambda: scatterx.scatter_reduce(zeros, 0, index, src, "sum"),
-              "torch.scatter_reduce", lambda: torch.scatter_reduce(zeros, 0, index, src, "sum")),
-        _Case("scatter_reduce amax", lambda: scatterx.scatter_reduce(zeros, 0, index, src, "amax"),
-              "torch.scatter_reduce", lambda: torch.scatter_reduce(zeros, 0, index, src, "amax")),
-        _Case("scatter (assign)", lambda: scatterx.scatter(zeros, 0, index, src),
-              "torch.scatter", lambda: torch.scatter(zeros, 0, index, src), written_once=once),
-        _Case("gather", lambda: scatterx.gather(data, 0, index), "torch.gather",
-              lambda: torch.gather(data, 0, index)),
-        _Case("onnx ScatterElements add", lambda: onx.scatter_elements(data, index, src, 0, "add"),
-              "torch.scatter_add", lambda: data.scatter_add(0, index, src),
-              ("ScatterElements", dict(data=data, indices=index, updates=src), dict(axis=0, reduction="add"))),
-        _Case("onnx GatherElements", lambda: onx.gather_elements(data, index, 0), "torch.gather",
-              lambda: torch.gather(data, 0, index),
-              ("GatherElements", dict(data=data, indices=index), dict(axis=0))),
-        _Case("onnx ScatterND add", lambda: onx.scatter_nd(data, rows, src, "add"), "torch.index_add",
-              lambda: data.index_add(0, rows[:, 0], src),
-              ("ScatterND", dict(data=data, indices=rows, updates=src), dict(reduction="add"))),
-        _Case("onnx GatherND", lambda: onx.gather_nd(data, rows), "torch.index_select",
-              lambda: data.index_select(0, rows[:, 0]),
-              ("GatherND", dict(data=data, indices=rows), {})),
+        _Case(
+            "scatter_reduce sum",
+            lambda: scatterx.scatter_reduce(zeros, 0, index, src, "sum"),
+            "torch.scatter_reduce",
+            lambda: torch.scatter_reduce(zeros, 0, index, src, "sum"),
+        ),
+        _Case(
+            "scatter_reduce amax",
+            lambda: scatterx.scatter_reduce(zeros, 0, index, src, "amax"),
+            "torch.scatter_reduce",
+            lambda: torch.scatter_reduce(zeros, 0, index, src, "amax"),
+        ),
+        _Case(
+            "scatter (assign)",
+            lambda: scatterx.scatter(zeros, 0, index, src),
+            "torch.scatter",
+            lambda: torch.scatter(zeros, 0, index, src),
+            written_once=once,
+        ),
+        _Case("gather", lambda: scatterx.gather(data, 0, index), "torch.gather", lambda: torch.gather(data, 0, index)),
+        _Case(
+            "onnx ScatterElements add",
+            lambda: onx.scatter_elements(data, index, src, 0, "add"),
+            "torch.scatter_add",
+            lambda: data.scatter_add(0, index, src),
+            ("ScatterElements", dict(data=data, indices=index, updates=src), dict(axis=0, reduction="add")),
+        ),
+        _Case(
+            "onnx GatherElements",
+            lambda: onx.gather_elements(data, index, 0),
+            "torch.gather",
+            lambda: torch.gather(data, 0, index),
+            ("GatherElements", dict(data=data, indices=index), dict(axis=0)),
+        ),
+        _Case(
+            "onnx ScatterND add",
+            lambda: onx.scatter_nd(data, rows, src, "add"),
+            "torch.index_add",
+            lambda: data.index_add(0, rows[:, 0], src),
+            ("ScatterND", dict(data=data, indices=rows, updates=src), dict(reduction="add")),
+        ),
+        _Case(
+            "onnx GatherND",
+            lambda: onx.gather_nd(data, rows),
+            "torch.index_select",
+            lambda: data.index_select(0, rows[:, 0]),
+            ("GatherND", dict(data=data, indices=rows), {}),
+        ),
     ]
 
 
@@ -108,8 +136,10 @@ def ort_session(op: str, inputs: dict, attributes: dict, threads: int) -> Option
     except ImportError:
         return None
     arrays = {name: t.numpy() for name, t in inputs.items()}
-    info = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-            for name, a in arrays.items()]
+    info = [
+        helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+        for name, a in arrays.items()
+    ]
     node = helper.make_node(op, list(arrays), ["out"], **attributes)
     graph = helper.make_graph([node], op, info, [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
@@ -145,8 +175,11 @@ def rows(spec, measure: Callable, progress: Callable, note: Callable) -> List[El
     """Every element-plan case at the sizes of ``spec.elements``, each checked against torch (and onnxruntime)
     before it is timed; ``measure`` is the grid's timing function, ``note`` records remarks for the report."""
     version = ort_version()
-    note(f"onnxruntime {version} (CPUExecutionProvider)" if version else
-         "onnxruntime not installed: the ONNX rows are compared with torch only")
+    note(
+        f"onnxruntime {version} (CPUExecutionProvider)"
+        if version
+        else "onnxruntime not installed: the ONNX rows are compared with torch only"
+    )
     out: List[ElementRow] = []
     tasks = [(size, k) for size in spec.elements for k in range(len(_cases("small", 0)))]
     cases = {}

@@ -14,10 +14,14 @@ from .figures import grid_figures, read_grid_csv
 from .grid import GridReport, GridRow, missed
 
 WORST = 15
-_DEFAULT = ("default: the base plane (first degree, dtype, dim) up to E x F = 2^28, one of degree/dtype/dim changed "
-            "at E x F = 1k,100k,1M x 1,16,256 up to 2^26, fwd+bwd up to 2^26; --grid full runs every combination")
-_HEADER = (f"{'shape':<20} {'deg':>3} {'order':<8} {'reduce':<6} {'dtype':<8} {'dim':>3} {'pass':<7} "
-           f"{'scatterx':>10} {'fastest torch':<16} {'torch':>10} {'speedup':>8} {'goal':>6}")
+_DEFAULT = (
+    "default: the base plane (first degree, dtype, dim) up to E x F = 2^28, one of degree/dtype/dim changed "
+    "at E x F = 1k,100k,1M x 1,16,256 up to 2^26, fwd+bwd up to 2^26; --grid full runs every combination"
+)
+_HEADER = (
+    f"{'shape':<20} {'deg':>3} {'order':<8} {'reduce':<6} {'dtype':<8} {'dim':>3} {'pass':<7} "
+    f"{'scatterx':>10} {'fastest torch':<16} {'torch':>10} {'speedup':>8} {'goal':>6}"
+)
 
 
 def fmt_time(seconds: Optional[float]) -> str:
@@ -35,12 +39,14 @@ def _verdict(ok: Optional[bool]) -> str:
 def cell_line(row: GridRow) -> str:
     c = row.cell
     shape = "(" + ", ".join(f"{s:,}" for s in c.shape) + ")"
-    head = (f"{shape:<20} {c.degree:>3} {c.order:<8} {c.reduce:<6} {c.dtype:<8} {c.dim:>3} {c.mode:<7} ")
+    head = f"{shape:<20} {c.degree:>3} {c.order:<8} {c.reduce:<6} {c.dtype:<8} {c.dim:>3} {c.mode:<7} "
     if row.skipped:
         return head + row.skipped
     speed = f"{row.speedup:.2f}x"
-    return (head + f"{fmt_time(row.scatterx_s):>10} {row.torch_peer:<16} {fmt_time(row.torch_s):>10} "
-            f"{speed:>8} {'>=' + format(row.goal, '.1f'):>6} {_verdict(row.ok)}")
+    return (
+        head + f"{fmt_time(row.scatterx_s):>10} {row.torch_peer:<16} {fmt_time(row.torch_s):>10} "
+        f"{speed:>8} {'>=' + format(row.goal, '.1f'):>6} {_verdict(row.ok)}"
+    )
 
 
 def _margin(row) -> float:
@@ -60,12 +66,17 @@ def table(report: GridReport) -> str:
     ]
     lines += [cell_line(r) for r in report.rows]
     if report.elements:
-        lines += ["", "element plans (an index that differs per feature):",
-                  f"{'op':<26} {'size':<28} {'scatterx':>10} {'peer':<22} {'peer time':>10} {'speedup':>8} {'goal':>6}"]
+        lines += [
+            "",
+            "element plans (an index that differs per feature):",
+            f"{'op':<26} {'size':<28} {'scatterx':>10} {'peer':<22} {'peer time':>10} {'speedup':>8} {'goal':>6}",
+        ]
         for r in report.elements:
             goal = "-" if r.goal is None else f">={r.goal:.1f}"
-            lines.append(f"{r.op:<26} {r.size:<28} {fmt_time(r.scatterx_s):>10} {r.peer:<22} {fmt_time(r.peer_s):>10} "
-                         f"{r.speedup:>7.2f}x {goal:>6} {_verdict(r.ok)}")
+            lines.append(
+                f"{r.op:<26} {r.size:<28} {fmt_time(r.scatterx_s):>10} {r.peer:<22} {fmt_time(r.peer_s):>10} "
+                f"{r.speedup:>7.2f}x {goal:>6} {_verdict(r.ok)}"
+            )
     lines += [""] + [f"note: {n}" for n in report.notes]
     lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in report.environment.items()))
     lines += worst(report)
@@ -82,18 +93,48 @@ def worst(report: GridReport) -> List[str]:
         lines.append(f"{len(skipped)} cell(s) skipped for memory (limit {report.limit_bytes / 2**30:.1f} GiB)")
     misses = missed(report)
     cells_missed = [r for r in misses if isinstance(r, GridRow)]
-    lines.append(f"cells below 1.0x the fastest torch path: {sum(r.speedup < 1.0 for r in timed)} of {len(timed)} "
-                 f"(CPU target {report.environment.get('numba_cpu_target', '?')})")
-    lines.append(f"goals missed: {len(misses)} of {len(timed) + sum(r.goal is not None for r in report.elements)} "
-                 f"({len(cells_missed)} cells, {len(misses) - len(cells_missed)} element rows)")
+    lines.append(
+        f"cells below 1.0x the fastest torch path: {sum(r.speedup < 1.0 for r in timed)} of {len(timed)} "
+        f"(CPU target {report.environment.get('numba_cpu_target', '?')})"
+    )
+    lines.append(
+        f"goals missed: {len(misses)} of {len(timed) + sum(r.goal is not None for r in report.elements)} "
+        f"({len(cells_missed)} cells, {len(misses) - len(cells_missed)} element rows)"
+    )
     for r in misses:
-        lines.append("  MISSED " + (cell_line(r) if isinstance(r, GridRow) else
-                                    f"{r.op} {r.size} vs {r.peer}: {r.speedup:.2f}x (goal >= {r.goal:.1f})"))
+        lines.append(
+            "  MISSED "
+            + (
+                cell_line(r)
+                if isinstance(r, GridRow)
+                else f"{r.op} {r.size} vs {r.peer}: {r.speedup:.2f}x (goal >= {r.goal:.1f})"
+            )
+        )
     return lines
 
 
-_FIELDS = ["section", "edges", "features", "nodes", "degree", "dtype", "dim", "order", "reduce", "pass", "op",
-           "size", "scatterx_us", "peer", "peer_us", "speedup", "goal", "ok", "calls", "skipped"]
+_FIELDS = [
+    "section",
+    "edges",
+    "features",
+    "nodes",
+    "degree",
+    "dtype",
+    "dim",
+    "order",
+    "reduce",
+    "pass",
+    "op",
+    "size",
+    "scatterx_us",
+    "peer",
+    "peer_us",
+    "speedup",
+    "goal",
+    "ok",
+    "calls",
+    "skipped",
+]
 
 
 def _csv_rows(report: GridReport):
@@ -102,14 +143,51 @@ def _csv_rows(report: GridReport):
 
     for r in report.rows:
         c = r.cell
-        yield ["cell", c.edges, c.features, c.nodes, c.degree, c.dtype, c.dim, c.order, c.reduce, c.mode,
-               "index_scatter_reduce", "", us(r.scatterx_s), r.torch_peer, us(r.torch_s),
-               "" if r.speedup is None else f"{r.speedup:.4f}", r.goal, "" if r.ok is None else r.ok, r.calls,
-               r.skipped]
+        yield [
+            "cell",
+            c.edges,
+            c.features,
+            c.nodes,
+            c.degree,
+            c.dtype,
+            c.dim,
+            c.order,
+            c.reduce,
+            c.mode,
+            "index_scatter_reduce",
+            "",
+            us(r.scatterx_s),
+            r.torch_peer,
+            us(r.torch_s),
+            "" if r.speedup is None else f"{r.speedup:.4f}",
+            r.goal,
+            "" if r.ok is None else r.ok,
+            r.calls,
+            r.skipped,
+        ]
     for r in report.elements:
-        yield ["element", "", "", "", "", "float32", 0, "", "", "fwd", r.op, r.size, us(r.scatterx_s), r.peer,
-               us(r.peer_s), f"{r.speedup:.4f}", "" if r.goal is None else r.goal, "" if r.ok is None else r.ok,
-               r.calls, ""]
+        yield [
+            "element",
+            "",
+            "",
+            "",
+            "",
+            "float32",
+            0,
+            "",
+            "",
+            "fwd",
+            r.op,
+            r.size,
+            us(r.scatterx_s),
+            r.peer,
+            us(r.peer_s),
+            f"{r.speedup:.4f}",
+            "" if r.goal is None else r.goal,
+            "" if r.ok is None else r.ok,
+            r.calls,
+            "",
+        ]
 
 
 def write_files(report: GridReport, out_dir: str) -> List[str]:
@@ -120,8 +198,18 @@ def write_files(report: GridReport, out_dir: str) -> List[str]:
         writer.writerow(_FIELDS)
         writer.writerows(_csv_rows(report))
     with open(json_path, "w") as f:
-        json.dump(dict(spec=asdict(report.spec), wall_s=report.wall_s, limit_bytes=report.limit_bytes,
-                       environment=report.environment, notes=report.notes,
-                       cells=[r.to_dict() for r in report.rows], elements=[r.to_dict() for r in report.elements],
-                       missed=len(missed(report))), f, indent=1)
+        json.dump(
+            dict(
+                spec=asdict(report.spec),
+                wall_s=report.wall_s,
+                limit_bytes=report.limit_bytes,
+                environment=report.environment,
+                notes=report.notes,
+                cells=[r.to_dict() for r in report.rows],
+                elements=[r.to_dict() for r in report.elements],
+                missed=len(missed(report)),
+            ),
+            f,
+            indent=1,
+        )
     return [csv_path, json_path] + grid_figures(read_grid_csv(csv_path), report.environment, out_dir)

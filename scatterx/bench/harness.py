@@ -76,7 +76,13 @@ class Config:
     def is_default_shape(self) -> bool:
         d = Config()
         return (self.edges, self.nodes, self.features, self.dtype, self.degrees, self.threads, self.device) == (
-            d.edges, d.nodes, d.features, d.dtype, d.degrees, d.threads, d.device,
+            d.edges,
+            d.nodes,
+            d.features,
+            d.dtype,
+            d.degrees,
+            d.threads,
+            d.device,
         )
 
 
@@ -175,8 +181,12 @@ def source_commit() -> str:
     missing."""
     here = os.path.realpath(os.path.dirname(scatterx.__file__))
     try:
-        done = subprocess.run(["git", "-C", here, "rev-parse", "--show-toplevel", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--show-toplevel", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     out = done.stdout.split()
@@ -269,7 +279,7 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     ours = [SCATTERX, SCATTERX_SEGMENT, SCATTERX_SCATTER_REDUCE]
     impls = ours + (list(PEERS) if config.peers else [])
     tasks = [(r, o, impl) for r in config.reductions for o in config.orders for impl in impls]
-    received = (graph.ptr[1:] > graph.ptr[:-1])
+    received = graph.ptr[1:] > graph.ptr[:-1]
     expected: Dict[str, torch.Tensor] = {}
     rows: List[Row] = []
     for reduce, order, impl in progress(tasks, desc="bench", unit="case"):
@@ -300,9 +310,7 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
             "softmax": SCATTERX_SOFTMAX.name,
             WEIGHTED: WEIGHTED_IMPLEMENTATIONS[0].name,
             GATV2: GATV2_IMPLEMENTATIONS[0].name,
-        }.get(
-            row.reduce, SCATTERX.name
-        )
+        }.get(row.reduce, SCATTERX.name)
         if row.mode == DROP_IN_MODE:
             mine = dropin.DROP_IN
         ours = find(rows, row.reduce, row.order, mine, row.mode)
@@ -337,8 +345,18 @@ def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: 
             got, want = (torch.zeros_like(graph.grad_out).index_add_(0, index, t) for t in (got, want))
         check(f"{impl.name} gradient ({reduce}, {order})", got, want)
         seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
-        rows.append(Row(reduce, order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0,
-                        mode="forward+backward"))
+        rows.append(
+            Row(
+                reduce,
+                order,
+                impl.name,
+                impl.torch_native,
+                seconds * 1e3,
+                src_bytes / seconds / 1e9,
+                0.0,
+                mode="forward+backward",
+            )
+        )
     return rows
 
 
@@ -374,8 +392,18 @@ def _message_passing_rows(
             expected = implementations[-1].build(graph)().clone()
         check(f"{impl.name} gradients", fn(), expected)
         seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
-        rows.append(Row(label, "sorted", impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9,
-                        0.0, mode="forward+backward"))
+        rows.append(
+            Row(
+                label,
+                "sorted",
+                impl.name,
+                impl.torch_native,
+                seconds * 1e3,
+                src_bytes / seconds / 1e9,
+                0.0,
+                mode="forward+backward",
+            )
+        )
     return rows
 
 
@@ -393,8 +421,9 @@ def _dropin_rows(graph: Graph, config: Config, progress: Callable, src_bytes: in
             if impl != dropin.DROP_IN and not config.peers:
                 continue
             seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
-            rows.append(Row(function, order, impl, native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0,
-                            mode=DROP_IN_MODE))
+            rows.append(
+                Row(function, order, impl, native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0, mode=DROP_IN_MODE)
+            )
     return rows
 
 
@@ -412,7 +441,8 @@ def find(rows: List[Row], reduce: str, order: str, name: str, mode: str = "forwa
 def best(rows: List[Row], reduce: str, order: str, torch_native_only: bool, mode: str = "forward") -> Optional[Row]:
     """The fastest peer (not scatterx) for one case."""
     peers = [
-        r for r in rows
+        r
+        for r in rows
         if (r.reduce, r.order, r.mode) == (reduce, order, mode)
         and not r.implementation.startswith("scatterx")
         and (r.torch_native or not torch_native_only)

@@ -44,8 +44,13 @@ SMALL = (6, 4, 16)
 
 def _child(cache_dir: str, kind: str, edges: int, nodes: int, features: int) -> Dict[str, float]:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
-    done = subprocess.run([sys.executable, "-c", _CHILD, kind, str(edges), str(nodes), str(features)], env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, kind, str(edges), str(nodes), str(features)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

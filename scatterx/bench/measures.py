@@ -45,31 +45,37 @@ def time_per_probe(report, order: str, reduce: str):
 @measure
 def speedup_over_fastest_torch(report, order: str, reduce: str):
     """The fastest torch-native path's time over index_scatter_reduce's, forward."""
-    return _ratio(_best(report.rows, reduce, order, torch_native_only=True),
-                  find(report.rows, reduce, order, SCATTERX.name))
+    return _ratio(
+        _best(report.rows, reduce, order, torch_native_only=True), find(report.rows, reduce, order, SCATTERX.name)
+    )
 
 
 @measure
 def forward_backward_speedup_over_pyg(report, reduce: str, order: str):
     """PyG's path's forward+backward time (torch.scatter_reduce with an expanded index) over scatterx's."""
     rows = report.rows
-    return _ratio(find(rows, reduce, order, PYG_BACKWARD.name, "forward+backward"),
-                  find(rows, reduce, order, SCATTERX.name, "forward+backward"))
+    return _ratio(
+        find(rows, reduce, order, PYG_BACKWARD.name, "forward+backward"),
+        find(rows, reduce, order, SCATTERX.name, "forward+backward"),
+    )
 
 
 @measure
 def scatter_reduce_time_over_index_scatter_reduce(report, reduce: str, order: str):
     """scatterx.scatter_reduce (the torch-compatible signature, expanded index) over index_scatter_reduce: the
     price of the compatible call."""
-    return _ratio(find(report.rows, reduce, order, SCATTERX_SCATTER_REDUCE.name),
-                  find(report.rows, reduce, order, SCATTERX.name))
+    return _ratio(
+        find(report.rows, reduce, order, SCATTERX_SCATTER_REDUCE.name), find(report.rows, reduce, order, SCATTERX.name)
+    )
 
 
 @measure
 def scatter_reduce_speedup_over_torch(report, reduce: str, order: str):
     """torch.scatter_reduce's time over scatterx.scatter_reduce's, same call."""
-    return _ratio(find(report.rows, reduce, order, TORCH_SCATTER_REDUCE),
-                  find(report.rows, reduce, order, SCATTERX_SCATTER_REDUCE.name))
+    return _ratio(
+        find(report.rows, reduce, order, TORCH_SCATTER_REDUCE),
+        find(report.rows, reduce, order, SCATTERX_SCATTER_REDUCE.name),
+    )
 
 
 @measure
@@ -77,8 +83,10 @@ def message_passing_speedup_over_pyg(report, op: str):
     """PyG's unfused path over scatterx's fused op, forward+backward (``op``: the weighted sum or GATv2's
     logits)."""
     ours, pyg = {WEIGHTED: WEIGHTED_IMPLEMENTATIONS, GATV2: GATV2_IMPLEMENTATIONS}[op]
-    return _ratio(find(report.rows, op, "sorted", pyg.name, "forward+backward"),
-                  find(report.rows, op, "sorted", ours.name, "forward+backward"))
+    return _ratio(
+        find(report.rows, op, "sorted", pyg.name, "forward+backward"),
+        find(report.rows, op, "sorted", ours.name, "forward+backward"),
+    )
 
 
 @measure
@@ -100,8 +108,9 @@ def bandwidth_over_probe(report, order: str, reduce: str, min_features: int):
 @measure
 def speedup_over_fastest_peer(report, order: str, reduce: str):
     """The fastest peer's time (torch or torch_scatter) over index_scatter_reduce's, forward."""
-    return _ratio(_best(report.rows, reduce, order, torch_native_only=False),
-                  find(report.rows, reduce, order, SCATTERX.name))
+    return _ratio(
+        _best(report.rows, reduce, order, torch_native_only=False), find(report.rows, reduce, order, SCATTERX.name)
+    )
 
 
 @measure
@@ -110,8 +119,14 @@ def drop_in_speedup(report, function: str, order: str):
     ours = find(report.rows, function, order, DROP_IN, DROP_IN_MODE)
     if ours is None:
         return SKIP
-    theirs = next((r for r in report.rows if (r.reduce, r.order, r.mode) == (function, order, DROP_IN_MODE)
-                   and r.implementation != DROP_IN), None)
+    theirs = next(
+        (
+            r
+            for r in report.rows
+            if (r.reduce, r.order, r.mode) == (function, order, DROP_IN_MODE) and r.implementation != DROP_IN
+        ),
+        None,
+    )
     return _ratio(theirs, ours)
 
 

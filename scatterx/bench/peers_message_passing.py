@@ -95,9 +95,7 @@ def _gatv2_call(leaves, forward, grad_out):
 
 def _scatterx_gatv2(graph):
     (x_l, x_r, att), sources, grad_out = _gatv2_inputs(graph)
-    return _gatv2_call(
-        (x_l, x_r, att), lambda: scatterx.gatv2_logits(graph.ptr, sources, x_l, x_r, att), grad_out
-    )
+    return _gatv2_call((x_l, x_r, att), lambda: scatterx.gatv2_logits(graph.ptr, sources, x_l, x_r, att), grad_out)
 
 
 def _pyg_gatv2(graph):

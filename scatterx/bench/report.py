@@ -18,10 +18,16 @@ def table(report: Report) -> str:
     c = report.config
     where = f"{c.threads} thread(s)" if c.device == "cpu" else f"{c.device} ({report.environment.get('gpu', '?')})"
     lines.append(f"scatterx bench: {report.graph}; {where}")
-    lines.append(f"bandwidth probe (torch.sum(src), reads src once): {report.probe_ms:.2f} ms, {report.probe_gbps:.1f} GB/s")
-    lines.append("GB/s = bytes of src / time.  x probe = time / probe time.  peer rows: how many times scatterx is faster.")
-    header = (f"{'reduce':<7} {'index':<8} {'pass':<8} {'implementation':<41} {'ms':>8} {'GB/s':>6} {'x probe':>8} "
-              f"{'scatterx faster':>16}")
+    lines.append(
+        f"bandwidth probe (torch.sum(src), reads src once): {report.probe_ms:.2f} ms, {report.probe_gbps:.1f} GB/s"
+    )
+    lines.append(
+        "GB/s = bytes of src / time.  x probe = time / probe time.  peer rows: how many times scatterx is faster."
+    )
+    header = (
+        f"{'reduce':<7} {'index':<8} {'pass':<8} {'implementation':<41} {'ms':>8} {'GB/s':>6} {'x probe':>8} "
+        f"{'scatterx faster':>16}"
+    )
     lines.append(header)
     lines.append("-" * len(header))
     previous = None
@@ -42,8 +48,14 @@ def table(report: Report) -> str:
     lines.append("summary: scatterx.index_scatter_reduce against the fastest other implementation")
     for reduce in c.reductions:
         for order in c.orders:
-            ours = next((r for r in report.rows if (r.reduce, r.order, r.implementation, r.mode)
-                         == (reduce, order, SCATTERX.name, "forward")), None)
+            ours = next(
+                (
+                    r
+                    for r in report.rows
+                    if (r.reduce, r.order, r.implementation, r.mode) == (reduce, order, SCATTERX.name, "forward")
+                ),
+                None,
+            )
             if ours is None:
                 continue
             parts = []
@@ -51,7 +63,9 @@ def table(report: Report) -> str:
                 b = best(report.rows, reduce, order, torch_native_only=native)
                 if b is not None:
                     parts.append(f"{b.ms / ours.ms:.2f}x faster than best {label} ({b.implementation}, {b.ms:.2f} ms)")
-            lines.append(f"  {reduce:<5} {order:<8} {ours.ms:7.2f} ms = {ours.probe_ratio:.2f}x probe; " + "; ".join(parts))
+            lines.append(
+                f"  {reduce:<5} {order:<8} {ours.ms:7.2f} ms = {ours.probe_ratio:.2f}x probe; " + "; ".join(parts)
+            )
     lines += _dropin_table(report)
     if report.latency:
         lines.append("")
@@ -60,7 +74,11 @@ def table(report: Report) -> str:
     if c.device == "cuda":
         lines.append("GPU goals (stated for an H100)")
     else:
-        note = "" if c.is_default_shape() else "  (the goals are stated for the default shape and 2 threads; this run differs)"
+        note = (
+            ""
+            if c.is_default_shape()
+            else "  (the goals are stated for the default shape and 2 threads; this run differs)"
+        )
         lines.append("CPU goals" + note)
     lines += goal_lines(evaluate(_section(report), report))
     env = report.environment
@@ -76,14 +94,21 @@ def _section(report: Report) -> str:
 def _latency_table(report: Report) -> List[str]:
     """The first calls: empty Numba cache, cached, and the call itself (what is not JIT)."""
     lat, c = report.latency, report.config
-    lines = [f"first call of index_scatter_reduce (sum, float32), each in a fresh process (import torch + scatterx: "
-             f"{lat['import_s']:.2f} s, not included):"]
-    shapes = {"small": "6 x 16 -> 4", "sorted": f"{c.edges:,} x {c.features} -> {c.nodes:,} sorted",
-              "shuffled": f"{c.edges:,} x {c.features} -> {c.nodes:,} shuffled"}
+    lines = [
+        f"first call of index_scatter_reduce (sum, float32), each in a fresh process (import torch + scatterx: "
+        f"{lat['import_s']:.2f} s, not included):"
+    ]
+    shapes = {
+        "small": "6 x 16 -> 4",
+        "sorted": f"{c.edges:,} x {c.features} -> {c.nodes:,} sorted",
+        "shuffled": f"{c.edges:,} x {c.features} -> {c.nodes:,} shuffled",
+    }
     for kind, shape in shapes.items():
         if f"{kind}_cold_s" in lat:
-            lines.append(f"  {shape:<34} {lat[f'{kind}_cold_s']:6.2f} s empty cache  {lat[f'{kind}_cached_s']:6.3f} s "
-                         f"cached  ({lat[f'{kind}_call_s'] * 1e3:.1f} ms the call itself)")
+            lines.append(
+                f"  {shape:<34} {lat[f'{kind}_cold_s']:6.2f} s empty cache  {lat[f'{kind}_cached_s']:6.3f} s "
+                f"cached  ({lat[f'{kind}_call_s'] * 1e3:.1f} ms the call itself)"
+            )
     return lines
 
 
@@ -101,8 +126,9 @@ def _dropin_table(report: Report) -> List[str]:
     for ours in rows:
         if ours.implementation != DROP_IN:
             continue
-        theirs = next((r for r in rows if (r.reduce, r.order) == (ours.reduce, ours.order)
-                       and r.implementation != DROP_IN), None)
+        theirs = next(
+            (r for r in rows if (r.reduce, r.order) == (ours.reduce, ours.order) and r.implementation != DROP_IN), None
+        )
         ms = "-" if theirs is None else f"{theirs.ms:.2f}"
         speed = "-" if theirs is None else f"{theirs.ms / ours.ms:.2f}x"
         goal = goals.get((ours.reduce, ours.order))
@@ -118,19 +144,42 @@ def write_files(report: Report, out_dir: str) -> List[str]:
     csv_path = os.path.join(out_dir, "bench.csv")
     with open(csv_path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["reduce", "index", "pass", "implementation", "torch_native", "ms", "gbps", "probe_ratio",
-                         "scatterx_speedup"])
+        writer.writerow(
+            [
+                "reduce",
+                "index",
+                "pass",
+                "implementation",
+                "torch_native",
+                "ms",
+                "gbps",
+                "probe_ratio",
+                "scatterx_speedup",
+            ]
+        )
         for r in report.rows:
-            writer.writerow([r.reduce, r.order, r.mode, r.implementation, r.torch_native, f"{r.ms:.4f}", f"{r.gbps:.3f}",
-                             f"{r.probe_ratio:.4f}", "" if r.scatterx_speedup is None else f"{r.scatterx_speedup:.4f}"])
+            writer.writerow(
+                [
+                    r.reduce,
+                    r.order,
+                    r.mode,
+                    r.implementation,
+                    r.torch_native,
+                    f"{r.ms:.4f}",
+                    f"{r.gbps:.3f}",
+                    f"{r.probe_ratio:.4f}",
+                    "" if r.scatterx_speedup is None else f"{r.scatterx_speedup:.4f}",
+                ]
+            )
     paths.append(csv_path)
     json_path = os.path.join(out_dir, "bench.json")
     with open(json_path, "w") as f:
         data = report.to_dict()
         data["probe_ms"] = report.probe_ms
-        data["goals"] = [dict(goal=r.name, section=r.goal.section, op=r.op, limit=r.limit, value=r.value, ok=r.ok)
-                         for r in evaluate(_section(report), report)
-                         + evaluate("drop-in", report)]
+        data["goals"] = [
+            dict(goal=r.name, section=r.goal.section, op=r.op, limit=r.limit, value=r.value, ok=r.ok)
+            for r in evaluate(_section(report), report) + evaluate("drop-in", report)
+        ]
         json.dump(data, f, indent=2)
     paths.append(json_path)
     return paths + bench_figures(data, out_dir)

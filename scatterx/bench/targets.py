@@ -60,27 +60,37 @@ def summary(target: str, grid_json: str) -> Dict[str, object]:
     cells = [c for c in data["cells"] if c.get("speedup") is not None]
     elements = [e for e in data["elements"] if e.get("goal") is not None]
     return dict(
-        target=target, compiled_for=data["environment"].get("numba_cpu_target", "?"), cells=len(cells),
-        below_1x=sum(c["speedup"] < 1.0 for c in cells), below_goal=sum(c["ok"] is False for c in cells),
-        element_rows=len(elements), elements_below_goal=sum(e["ok"] is False for e in elements),
+        target=target,
+        compiled_for=data["environment"].get("numba_cpu_target", "?"),
+        cells=len(cells),
+        below_1x=sum(c["speedup"] < 1.0 for c in cells),
+        below_goal=sum(c["ok"] is False for c in cells),
+        element_rows=len(elements),
+        elements_below_goal=sum(e["ok"] is False for e in elements),
     )
 
 
 def table(rows: List[Dict[str, object]]) -> str:
     head = f"{'target':<16} {'compiled for':<34} {'cells':>6} {'< 1.0x':>7} {'< goal':>7} {'element rows < goal':>20}"
-    lines = ["the grid per CPU target (cells: index_scatter_reduce against the fastest torch path)", head,
-             "-" * len(head)]
+    lines = [
+        "the grid per CPU target (cells: index_scatter_reduce against the fastest torch path)",
+        head,
+        "-" * len(head),
+    ]
     for r in rows:
         if "failed" in r:
             lines.append(f"{r['target']:<16} failed: {r['failed']}")
             continue
-        lines.append(f"{r['target']:<16} {r['compiled_for']:<34} {r['cells']:>6} {r['below_1x']:>7} "
-                     f"{r['below_goal']:>7} {str(r['elements_below_goal']) + ' of ' + str(r['element_rows']):>20}")
+        lines.append(
+            f"{r['target']:<16} {r['compiled_for']:<34} {r['cells']:>6} {r['below_1x']:>7} "
+            f"{r['below_goal']:>7} {str(r['elements_below_goal']) + ' of ' + str(r['element_rows']):>20}"
+        )
     return "\n".join(lines)
 
 
-def run(argv: Sequence[str], targets: Sequence[str], out_dir: str,
-        call: Callable[..., int] = subprocess.call) -> List[Dict[str, object]]:
+def run(
+    argv: Sequence[str], targets: Sequence[str], out_dir: str, call: Callable[..., int] = subprocess.call
+) -> List[Dict[str, object]]:
     """The grid once per target, each in a child process writing to ``<out_dir>/<target>/``; the summaries."""
     rows = []
     for target in targets:

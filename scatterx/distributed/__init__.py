@@ -63,6 +63,21 @@ from .plan import Plan, plan, rank_and_world
 #: In a single process the bytes stay 0.
 STATS = _STATS
 
-__all__ = ["NodePartition", "index_scatter_reduce", "halo_gather", "plan", "Plan", "STATS", "rank_and_world",
-           "ShardedGraph", "partition_graph", "GraphPartition", "cut_stats", "CutStats", "save_shards", "load_shard",
-           "Shard", "replicate"]
+__all__ = [
+    "NodePartition",
+    "index_scatter_reduce",
+    "halo_gather",
+    "plan",
+    "Plan",
+    "STATS",
+    "rank_and_world",
+    "ShardedGraph",
+    "partition_graph",
+    "GraphPartition",
+    "cut_stats",
+    "CutStats",
+    "save_shards",
+    "load_shard",
+    "Shard",
+    "replicate",
+]

@@ -26,8 +26,10 @@ from .partition import NodePartition
 from .plan import Plan, agree, rank_and_world
 
 #: what a ShardedGraph says when code other than the sharded layers touches it (completed by scatterx.pyg)
-UNSUPPORTED = ("a scatterx.distributed.ShardedGraph is not a tensor: pass it as the edge_index of the layers that "
-               "run sharded with scatterx.pyg's switch on")
+UNSUPPORTED = (
+    "a scatterx.distributed.ShardedGraph is not a tensor: pass it as the edge_index of the layers that "
+    "run sharded with scatterx.pyg's switch on"
+)
 
 
 class ShardedGraph:
@@ -100,8 +102,9 @@ class ShardedGraph:
         if not checked:
             return torch.cat([rows, halo_gather(rows, self.plan, partition=self.partition, group=self.group)])
         if rows.dim() == 0 or rows.size(0) != self.num_owned:
-            raise ValueError(f"rows has {rows.size(0) if rows.dim() else 0} rows but rank {self.rank} owns "
-                             f"{self.num_owned} nodes")
+            raise ValueError(
+                f"rows has {rows.size(0) if rows.dim() else 0} rows but rank {self.rank} owns {self.num_owned} nodes"
+            )
         return torch.cat([rows, _HaloGather.apply(rows, self.plan)])
 
     def lower_bound_bytes(self, row_bytes: int) -> int:
@@ -132,8 +135,10 @@ class ShardedGraph:
         raise TypeError(f"{UNSUPPORTED} (asked for its len())")
 
     def __repr__(self) -> str:
-        return (f"ShardedGraph(rank {self.rank} of {self.world}: {self.num_owned} owned nodes, {self.num_edges} "
-                f"edges, {self.num_halo} halo nodes)")
+        return (
+            f"ShardedGraph(rank {self.rank} of {self.world}: {self.num_owned} owned nodes, {self.num_edges} "
+            f"edges, {self.num_halo} halo nodes)"
+        )
 
 
 def _check_edges(edge_index, partition, rank: int, world: int) -> Optional[Exception]:
@@ -151,11 +156,14 @@ def _check_edges(edge_index, partition, rank: int, world: int) -> Optional[Excep
         low, high = (int(v) for v in torch.aminmax(edge_index[0]))
         if low < 0 or high >= partition.num_nodes:
             bad = low if low < 0 else high
-            return IndexError(f"edge_index[0] holds {bad}, out of range for the partition's {partition.num_nodes} "
-                              "nodes")
+            return IndexError(
+                f"edge_index[0] holds {bad}, out of range for the partition's {partition.num_nodes} nodes"
+            )
         low, high = (int(v) for v in torch.aminmax(edge_index[1]))
         if low < start or high >= stop:
             bad = low if low < start else high
-            return IndexError(f"edge_index[1] holds {bad}, a node rank {rank} does not own (it owns {start}..{stop - 1}"
-                              "): a rank holds the edges into its own nodes")
+            return IndexError(
+                f"edge_index[1] holds {bad}, a node rank {rank} does not own (it owns {start}..{stop - 1}"
+                "): a rank holds the edges into its own nodes"
+            )
     return None

@@ -59,8 +59,12 @@ def halo_gather(
     """
     rank, world = rank_and_world(group)
     problem = _check(x_local, index, partition, rank, world)
-    signature = ("halo_gather", str(getattr(x_local, "dtype", None)), tuple(getattr(x_local, "shape", (None,))[1:]),
-                 getattr(partition, "bounds", None))
+    signature = (
+        "halo_gather",
+        str(getattr(x_local, "dtype", None)),
+        tuple(getattr(x_local, "shape", (None,))[1:]),
+        getattr(partition, "bounds", None),
+    )
     agree(problem, signature, group)
     the_plan = index if isinstance(index, Plan) else Plan(index, partition, group)
     return _HaloGather.apply(x_local, the_plan)

@@ -102,9 +102,13 @@ def index_scatter_reduce(
     except ValueError as error:
         red, problem = None, error
     problem = problem or _check(index, src, partition, sorted, world)
-    signature = ("index_scatter_reduce", red.name if red else reduce, str(getattr(src, "dtype", None)),
-                 tuple(getattr(src, "shape", (None,))[1:]),
-                 getattr(partition, "bounds", None))
+    signature = (
+        "index_scatter_reduce",
+        red.name if red else reduce,
+        str(getattr(src, "dtype", None)),
+        tuple(getattr(src, "shape", (None,))[1:]),
+        getattr(partition, "bounds", None),
+    )
     agree(problem, signature, group)
     the_plan = index if isinstance(index, Plan) else Plan(index, partition, group)
     return _ShardedScatterReduce.apply(src, the_plan, red)

@@ -57,8 +57,14 @@ class GraphPartition:
         return self.new_ids()[edge_index]
 
 
-def partition_graph(edge_index: torch.Tensor, num_nodes: int, world_size: int, method: str = "even",
-                    seed: int = 0, balance: str = "work") -> GraphPartition:
+def partition_graph(
+    edge_index: torch.Tensor,
+    num_nodes: int,
+    world_size: int,
+    method: str = "even",
+    seed: int = 0,
+    balance: str = "work",
+) -> GraphPartition:
     """A partition of the nodes of a graph over ``world_size`` ranks.
 
     Args:
@@ -107,8 +113,9 @@ def partition_graph(edge_index: torch.Tensor, num_nodes: int, world_size: int, m
         if low < 0 or high >= num_nodes:
             raise IndexError(f"edge_index holds {low if low < 0 else high}, out of range for {num_nodes} nodes")
     if method == "even" or world_size == 1 or num_nodes <= world_size:  # no choice for METIS to make
-        return GraphPartition(NodePartition.even(num_nodes, world_size), torch.arange(num_nodes),
-                              method if world_size == 1 else "even")
+        return GraphPartition(
+            NodePartition.even(num_nodes, world_size), torch.arange(num_nodes), method if world_size == 1 else "even"
+        )
     membership = _metis(edge_index.to(torch.int64).cpu(), num_nodes, world_size, seed, balance == "work")
     order = torch.sort(membership, stable=True).indices
     counts = torch.bincount(membership, minlength=world_size).tolist()
@@ -135,8 +142,9 @@ def _metis(edge_index: torch.Tensor, num_nodes: int, parts: int, seed: int, by_w
     weights = (torch.bincount(target, minlength=num_nodes) + 1).to(torch.int32).numpy() if by_work else None
     options = pymetis.Options(seed=seed)
     if hasattr(pymetis, "CSRAdjacency"):
-        _, membership = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=weights,
-                                           options=options)
+        _, membership = pymetis.part_graph(
+            parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=weights, options=options
+        )
     else:  # pymetis before 2025
         _, membership = pymetis.part_graph(parts, xadj=xadj, adjncy=adjncy, vweights=weights, options=options)
     return torch.as_tensor(membership, dtype=torch.int64)

@@ -31,8 +31,12 @@ import torch.distributed as dist
 
 from .partition import NodePartition
 
-_ERRORS = {"IndexError": IndexError, "ValueError": ValueError, "TypeError": TypeError,
-           "FileNotFoundError": FileNotFoundError}
+_ERRORS = {
+    "IndexError": IndexError,
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "FileNotFoundError": FileNotFoundError,
+}
 
 
 def rank_and_world(group=None) -> Tuple[int, int]:
@@ -222,8 +226,10 @@ class Plan:
         return sum(c for r, c in enumerate(self.send_counts) if r != self.rank) * row_bytes
 
     def __repr__(self) -> str:
-        return (f"Plan(rank {self.rank} of {self.world}: {self.num_entries} entries, {self.ids.numel()} distinct ids, "
-                f"send {self.send_counts}, receive {self.recv_counts})")
+        return (
+            f"Plan(rank {self.rank} of {self.world}: {self.num_entries} entries, {self.ids.numel()} distinct ids, "
+            f"send {self.send_counts}, receive {self.recv_counts})"
+        )
 
 
 def _check_index(index, partition: NodePartition, world: int) -> Optional[Exception]:

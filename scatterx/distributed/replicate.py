@@ -19,8 +19,9 @@ import torch.distributed as dist
 from .plan import rank_and_world
 
 
-def replicate(model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, weight: Optional[float] = None,
-              group=None) -> torch.nn.Module:
+def replicate(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, weight: Optional[float] = None, group=None
+) -> torch.nn.Module:
     """Train ``model`` on every rank of ``group`` as one model.
 
     Checks that every rank's parameters are equal (same names, shapes, dtypes and values: build the model from one
@@ -65,8 +66,10 @@ def replicate(model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, weigh
         for r, theirs in enumerate(everyone):
             if theirs != everyone[0]:
                 diff = next((a[0] for a, b in zip(everyone[0], theirs) if a != b), "their number")
-                raise ValueError(f"the model's parameters differ between rank 0 and rank {r} (first: {diff}): build "
-                                 "the model from the same seed on every rank, or load one state dict")
+                raise ValueError(
+                    f"the model's parameters differ between rank 0 and rank {r} (first: {diff}): build "
+                    "the model from the same seed on every rank, or load one state dict"
+                )
     share = 1.0 / world if weight is None else float(weight)
 
     def scaled(output):
@@ -77,8 +80,10 @@ def replicate(model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, weigh
             for item in output:
                 scaled(item)
         elif output is not None:
-            raise TypeError(f"replicate: the model returned a {type(output).__name__}; it scales the gradient of a "
-                            "tensor output, or of the tensors of a tuple or list")
+            raise TypeError(
+                f"replicate: the model returned a {type(output).__name__}; it scales the gradient of a "
+                "tensor output, or of the tensors of a tuple or list"
+            )
 
     def forward_hook(module, inputs, output):
         if share != 1.0:
@@ -93,8 +98,10 @@ def replicate(model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, weigh
     # a second call replaces the first's hooks (its weight would otherwise apply twice)
     for handle in getattr(model, "_scatterx_replicate_hooks", ()):
         handle.remove()
-    model._scatterx_replicate_hooks = (model.register_forward_hook(forward_hook),
-                                       optimizer.register_step_pre_hook(step_pre_hook))
+    model._scatterx_replicate_hooks = (
+        model.register_forward_hook(forward_hook),
+        optimizer.register_step_pre_hook(step_pre_hook),
+    )
     return model
 
 
@@ -111,15 +118,15 @@ def _sum_gradients(params, group) -> None:
         offset = 0
         for i, (p, n) in enumerate(zip(bucket, sizes)):
             if p.grad is not None:
-                flat[offset:offset + n].copy_(p.grad.reshape(-1))
+                flat[offset : offset + n].copy_(p.grad.reshape(-1))
                 flat[sum(sizes) + i] = 1
             offset += n
         dist.all_reduce(flat, group=group)
-        had = flat[sum(sizes):].tolist()
+        had = flat[sum(sizes) :].tolist()
         offset = 0
         for i, (p, n) in enumerate(zip(bucket, sizes)):
             if had[i] > 0:
-                summed = flat[offset:offset + n].view_as(p)
+                summed = flat[offset : offset + n].view_as(p)
                 if p.grad is None:
                     p.grad = summed.clone()
                 else:

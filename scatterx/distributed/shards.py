@@ -30,9 +30,17 @@ def shard_file(out_dir: str, rank: int, world: int) -> str:
     return os.path.join(out_dir, f"rank-{rank}-of-{world}.pt")
 
 
-def save_shards(out_dir: str, graph_partition: GraphPartition, edge_index: torch.Tensor, *, x: torch.Tensor,
-                y: Optional[torch.Tensor] = None, masks: Optional[Dict[str, torch.Tensor]] = None,
-                edge_attrs: Optional[Dict[str, torch.Tensor]] = None, name: str = "graph") -> dict:
+def save_shards(
+    out_dir: str,
+    graph_partition: GraphPartition,
+    edge_index: torch.Tensor,
+    *,
+    x: torch.Tensor,
+    y: Optional[torch.Tensor] = None,
+    masks: Optional[Dict[str, torch.Tensor]] = None,
+    edge_attrs: Optional[Dict[str, torch.Tensor]] = None,
+    name: str = "graph",
+) -> dict:
     """Write one shard file per rank, and ``meta.json``, into ``out_dir`` (created if missing).
 
     Args:
@@ -80,10 +88,20 @@ def save_shards(out_dir: str, graph_partition: GraphPartition, edge_index: torch
     digest.update(order.to(torch.int64).numpy().tobytes())
     digest.update(new_edges.numpy().tobytes())
     partition_id = digest.hexdigest()[:16]
-    meta = dict(format=FORMAT, name=name, partition_id=partition_id, world_size=part.world_size,
-                bounds=list(part.bounds), method=graph_partition.method, num_nodes=n,
-                num_edges=int(new_edges.size(1)), edge_cut=stats.edge_cut, halo=stats.halo, edges=stats.edges,
-                mask_counts={k: int(m.sum()) for k, m in masks.items()})
+    meta = dict(
+        format=FORMAT,
+        name=name,
+        partition_id=partition_id,
+        world_size=part.world_size,
+        bounds=list(part.bounds),
+        method=graph_partition.method,
+        num_nodes=n,
+        num_edges=int(new_edges.size(1)),
+        edge_cut=stats.edge_cut,
+        halo=stats.halo,
+        edges=stats.edges,
+        mask_counts={k: int(m.sum()) for k, m in masks.items()},
+    )
     if y is not None and y.numel() and not y.is_floating_point():
         meta["classes"] = int(y.max()) + 1
     os.makedirs(out_dir, exist_ok=True)
@@ -94,11 +112,20 @@ def save_shards(out_dir: str, graph_partition: GraphPartition, edge_index: torch
     for r in range(part.world_size):
         start, stop = part.range(r)
         nodes = order[start:stop]
-        shard = dict(format=FORMAT, partition_id=partition_id, rank=r, world_size=part.world_size,
-                     bounds=list(part.bounds), node_ids=nodes.clone(), edge_index=new_edges[:, split[r]].clone(),
-                     x=x[nodes].clone(), y=None if y is None else y[nodes].clone(),
-                     masks={k: m[nodes].clone() for k, m in masks.items()}, mask_counts=meta["mask_counts"],
-                     edge_attrs={k: t[split[r]].clone() for k, t in edge_attrs.items()})
+        shard = dict(
+            format=FORMAT,
+            partition_id=partition_id,
+            rank=r,
+            world_size=part.world_size,
+            bounds=list(part.bounds),
+            node_ids=nodes.clone(),
+            edge_index=new_edges[:, split[r]].clone(),
+            x=x[nodes].clone(),
+            y=None if y is None else y[nodes].clone(),
+            masks={k: m[nodes].clone() for k, m in masks.items()},
+            mask_counts=meta["mask_counts"],
+            edge_attrs={k: t[split[r]].clone() for k, t in edge_attrs.items()},
+        )
         torch.save(shard, shard_file(out_dir, r, part.world_size))
     with open(os.path.join(out_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -140,8 +167,17 @@ class Shard:
         (3, tensor([ True, False,  True]), 1.0)
     """
 
-    def __init__(self, edge_index: ShardedGraph, x, y, masks: Dict[str, torch.Tensor], node_ids, meta: dict,
-                 mask_counts: Dict[str, int], edge_attrs: Optional[Dict[str, torch.Tensor]] = None):
+    def __init__(
+        self,
+        edge_index: ShardedGraph,
+        x,
+        y,
+        masks: Dict[str, torch.Tensor],
+        node_ids,
+        meta: dict,
+        mask_counts: Dict[str, int],
+        edge_attrs: Optional[Dict[str, torch.Tensor]] = None,
+    ):
         self.edge_index, self.x, self.y, self.node_ids, self.meta = edge_index, x, y, node_ids, meta
         self.partition = edge_index.partition
         self.masks, self.edge_attrs = masks, dict(edge_attrs or {})
@@ -221,8 +257,11 @@ def load_shard(out_dir: str, *, device=None, group=None, backend: Optional[str] 
     except FileNotFoundError as e:
         problem = e
     except Exception as e:  # whatever it is, every rank must raise it: a rank leaving alone hangs the others
-        problem = e if isinstance(e, ValueError) and type(e) is ValueError else ValueError(
-            f"cannot read the shard of rank {rank} in {out_dir}: {type(e).__name__}: {e}")
+        problem = (
+            e
+            if isinstance(e, ValueError) and type(e) is ValueError
+            else ValueError(f"cannot read the shard of rank {rank} in {out_dir}: {type(e).__name__}: {e}")
+        )
     agree(problem, f"the shards of partition {meta.get('partition_id')} ({meta.get('world_size')} ranks)", group)
     part, edge_index, x, y, masks, edge_attrs, node_ids = loaded
     graph = ShardedGraph(edge_index, part, group)
@@ -237,21 +276,35 @@ def _read(out_dir: str, rank: int, world: int, device):
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{out_dir}/meta.json is not a scatterx shard index of format {FORMAT}")
     if meta.get("world_size") != world:
-        raise ValueError(f"{out_dir} holds shards for {meta.get('world_size')} ranks, but the process group has "
-                         f"{world}: partition again with --world {world}")
+        raise ValueError(
+            f"{out_dir} holds shards for {meta.get('world_size')} ranks, but the process group has "
+            f"{world}: partition again with --world {world}"
+        )
     path = shard_file(out_dir, rank, world)
     if not os.path.exists(path):
         raise FileNotFoundError(f"the shard file {path} is missing")
     shard = torch.load(path, weights_only=True)
-    if not isinstance(shard, dict) or shard.get("partition_id") != meta.get("partition_id") or \
-            shard.get("rank") != rank:
+    if (
+        not isinstance(shard, dict)
+        or shard.get("partition_id") != meta.get("partition_id")
+        or shard.get("rank") != rank
+    ):
         found = (shard.get("partition_id"), shard.get("rank")) if isinstance(shard, dict) else (None, None)
-        raise ValueError(f"{path} belongs to partition {found[0]} (rank {found[1]}), not to "
-                         f"{meta.get('partition_id')} of {out_dir}/meta.json")
+        raise ValueError(
+            f"{path} belongs to partition {found[0]} (rank {found[1]}), not to "
+            f"{meta.get('partition_id')} of {out_dir}/meta.json"
+        )
     part = NodePartition(shard["bounds"])
     move = (lambda t: t if t is None else t.to(device)) if device is not None else (lambda t: t)
     masks = {k: move(m) for k, m in shard["masks"].items()}
     edge_attrs = {k: move(v) for k, v in shard.get("edge_attrs", {}).items()}
-    loaded = (part, move(shard["edge_index"]), move(shard["x"]), move(shard["y"]), masks, edge_attrs,
-              move(shard["node_ids"]))
+    loaded = (
+        part,
+        move(shard["edge_index"]),
+        move(shard["x"]),
+        move(shard["y"]),
+        masks,
+        edge_attrs,
+        move(shard["node_ids"]),
+    )
     return loaded, meta

@@ -106,8 +106,10 @@ def to_onnx(model, args, path, **kw):
     """
     exportable = (torch.nn.Module, torch.export.ExportedProgram, torch.jit.ScriptFunction)
     if not isinstance(model, exportable):
-        raise TypeError(f"to_onnx: model must be a torch.nn.Module (or an ExportedProgram or a TorchScript "
-                        f"function), got {type(model).__name__}")
+        raise TypeError(
+            f"to_onnx: model must be a torch.nn.Module (or an ExportedProgram or a TorchScript "
+            f"function), got {type(model).__name__}"
+        )
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"to_onnx: path must be a str or an os.PathLike, got {type(path).__name__}")
     table = onnx_translation_table()

@@ -41,13 +41,20 @@ from onnxscript import opset18 as op
 _INT64 = ir.DataType.INT64
 _HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 _INTEGER_RANGE = {
-    ir.DataType.INT8: torch.iinfo(torch.int8), ir.DataType.INT16: torch.iinfo(torch.int16),
-    ir.DataType.INT32: torch.iinfo(torch.int32), ir.DataType.INT64: torch.iinfo(torch.int64),
+    ir.DataType.INT8: torch.iinfo(torch.int8),
+    ir.DataType.INT16: torch.iinfo(torch.int16),
+    ir.DataType.INT32: torch.iinfo(torch.int32),
+    ir.DataType.INT64: torch.iinfo(torch.int64),
     ir.DataType.UINT8: torch.iinfo(torch.uint8),
 }
 #: ScatterElements' reduction and the start value of each reduction; mean is a sum divided afterwards
-_SCATTER = {"sum": ("add", 0.0), "mean": ("add", 0.0), "prod": ("mul", 1.0), "amax": ("max", -math.inf),
-            "amin": ("min", math.inf)}
+_SCATTER = {
+    "sum": ("add", 0.0),
+    "mean": ("add", 0.0),
+    "prod": ("mul", 1.0),
+    "amax": ("max", -math.inf),
+    "amin": ("min", math.inf),
+}
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
@@ -188,30 +195,38 @@ def _length(x, dim: int = 0):
 
 
 # ---------------------------------------------------------------------------------------------------- the ops
-def index_scatter_reduce(src, index, dim: int, reduce: str, sorted: bool, dim_size: int, base=None,
-                         include_self: bool = True, torch_ties: bool = False):
+def index_scatter_reduce(
+    src,
+    index,
+    dim: int,
+    reduce: str,
+    sorted: bool,
+    dim_size: int,
+    base=None,
+    include_self: bool = True,
+    torch_ties: bool = False,
+):
     """``scatterx::index_scatter_reduce``: any dim (moved to the front and back)."""
     front = _to_front(src, dim)
     rows = _count(dim_size)
     base_front = None if base is None else _to_front(base, dim)
-    return _from_front(_reduce_rows(front, index, rows, reduce, base_front, include_self, _rank(src), src), dim,
-                       _rank(src))
+    return _from_front(
+        _reduce_rows(front, index, rows, reduce, base_front, include_self, _rank(src), src), dim, _rank(src)
+    )
 
 
 def segment_reduce(src, ptr, reduce: str, dim: int):
     """``scatterx::segment_reduce``: CSR segments along ``dim``."""
     front = _to_front(src, dim)
     index = _ptr_to_index(ptr, _length(src, dim))
-    return _from_front(_reduce_rows(front, index, _segments(ptr), reduce, rank=_rank(src), like=src), dim,
-                       _rank(src))
+    return _from_front(_reduce_rows(front, index, _segments(ptr), reduce, rank=_rank(src), like=src), dim, _rank(src))
 
 
 def gather_segment_reduce(src, ptr, index, reduce: str, dim: int, ptr_t=None, index_t=None):
     """``scatterx::gather_segment_reduce``: the rows ``index`` names, reduced per CSR segment."""
     front = op.Gather(_to_front(src, dim), op.Cast(index, to=_INT64), axis=0)
     segment = _ptr_to_index(ptr, op.Shape(index))
-    return _from_front(_reduce_rows(front, segment, _segments(ptr), reduce, rank=_rank(src), like=src), dim,
-                       _rank(src))
+    return _from_front(_reduce_rows(front, segment, _segments(ptr), reduce, rank=_rank(src), like=src), dim, _rank(src))
 
 
 def weighted_gather_segment_reduce(src, ptr, index, weight, reduce: str):
@@ -295,23 +310,33 @@ def _members(src, ptr, perm, dim: int):
     return x, rows, segment, _segments(ptr)
 
 
-def segment_arg_reduce(src, ptr, perm=None, base=None, reduce: str = "amax", dim: int = 0, finite_start: bool = False,
-                       fill: str = "unselected"):
+def segment_arg_reduce(
+    src,
+    ptr,
+    perm=None,
+    base=None,
+    reduce: str = "amax",
+    dim: int = 0,
+    finite_start: bool = False,
+    fill: str = "unselected",
+):
     """``scatterx::segment_arg_reduce``: the strict selection as two scatters -- the best member that is not NaN
     (``max``/``min``), then the first position holding it (``min`` of positions) -- kept only where it strictly
     beats the start value (``base`` or the start); ``(values, arg)``."""
     if src.dtype in _HALF:  # selected in float32 (exact for half values), written back once
         wide_base = None if base is None else op.Cast(base, to=ir.DataType.FLOAT)
-        values, arg = segment_arg_reduce(op.Cast(src, to=ir.DataType.FLOAT), ptr, perm, wide_base, reduce, dim,
-                                         finite_start, fill)
+        values, arg = segment_arg_reduce(
+            op.Cast(src, to=ir.DataType.FLOAT), ptr, perm, wide_base, reduce, dim, finite_start, fill
+        )
         return op.CastLike(values, src), arg
     rank = _rank(src)
     maximum = reduce in ("amax", "max")
     x, rows, segment, S = _members(src, ptr, perm, dim)
     worst = -math.inf if maximum else math.inf
     if finite_start:
-        info = _INTEGER_RANGE.get(src.dtype) or torch.finfo(torch.float64 if src.dtype == ir.DataType.DOUBLE
-                                                            else torch.float32)
+        info = _INTEGER_RANGE.get(src.dtype) or torch.finfo(
+            torch.float64 if src.dtype == ir.DataType.DOUBLE else torch.float32
+        )
         start = _scalar_like(float(info.min if maximum else info.max), src)
     else:
         start = _scalar_like(worst, src)

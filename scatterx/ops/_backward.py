@@ -141,8 +141,9 @@ def nonlinear_backward(
         if graph:
             product = reduce_op(nonzero, index, dim, "prod", sorted, dim_size, nonzero_base, True, False)
         else:
-            product = backend.index_scatter_reduce(nonzero.contiguous(), index, dim, _PROD, sorted, dim_size,
-                                                   base=nonzero_base)
+            product = backend.index_scatter_reduce(
+                nonzero.contiguous(), index, dim, _PROD, sorted, dim_size, base=nonzero_base
+            )
         grad_rows = _product_of_others(
             rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), grad.index_select(dim, idx)
         )

@@ -49,7 +49,9 @@ def check_src(src, name: str = "src") -> None:
 def check_device(t: torch.Tensor, name: str) -> None:
     if t.device.type == "cuda":
         if not triton_available():
-            raise NotImplementedError("scatterx runs CUDA tensors on Triton kernels: install triton (pip install triton)")
+            raise NotImplementedError(
+                "scatterx runs CUDA tensors on Triton kernels: install triton (pip install triton)"
+            )
     elif t.device.type != "cpu":
         raise NotImplementedError(f"scatterx has no kernel for {name} on device {t.device} (CPU and CUDA only)")
 

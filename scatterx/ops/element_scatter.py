@@ -24,7 +24,11 @@ from ._checks import INDEX_DTYPES, check_src, check_tensor, plain_index
 
 
 def element_scatter(
-    index: torch.Tensor, src: torch.Tensor, base: torch.Tensor, reduce: str, include_self: bool,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    base: torch.Tensor,
+    reduce: str,
+    include_self: bool,
     dim: Optional[int] = None,
 ) -> torch.Tensor:
     """A new tensor: ``base`` with ``src[u]`` reduced into its target for every ``u``, in ``u``'s row-major order.
@@ -39,8 +43,9 @@ def element_scatter(
     check_src(src)
     check_tensor(base, "base")
     if base.dtype != src.dtype or base.device != src.device:
-        raise ValueError(f"base must have src's dtype and device; got {base.dtype} on {base.device}, src "
-                         f"{src.dtype} on {src.device}")
+        raise ValueError(
+            f"base must have src's dtype and device; got {base.dtype} on {base.device}, src {src.dtype} on {src.device}"
+        )
     index = plain_index(check_tensor(index, "index"))
     dim = _check_index(index, base, dim)
     expected = tuple(index.shape) if dim is not None else tuple(index.shape[:-1])
@@ -66,12 +71,15 @@ def _check_index(index, data: torch.Tensor, dim: Optional[int]) -> Optional[int]
         raise ValueError(f"index is on {index.device} but the data is on {data.device}")
     if dim is None:
         if index.dim() == 0 or index.size(-1) != data.dim() or data.dim() == 0:
-            raise ValueError(f"index of shape {tuple(index.shape)} must end with a coordinate vector of the data's "
-                             f"rank {data.dim()} (>= 1)")
+            raise ValueError(
+                f"index of shape {tuple(index.shape)} must end with a coordinate vector of the data's "
+                f"rank {data.dim()} (>= 1)"
+            )
         return None
     if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < data.dim():
         raise ValueError(f"dim must be an int in [0, {data.dim()}), got {dim!r}")
     if index.dim() != data.dim() or any(index.size(d) != data.size(d) for d in range(data.dim()) if d != dim):
-        raise ValueError(f"index of shape {tuple(index.shape)} must have the data's shape {tuple(data.shape)} "
-                         f"except along dim {dim}")
+        raise ValueError(
+            f"index of shape {tuple(index.shape)} must have the data's shape {tuple(data.shape)} except along dim {dim}"
+        )
     return dim

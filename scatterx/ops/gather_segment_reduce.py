@@ -224,7 +224,7 @@ def _weighted(src: Tensor, ptr: Tensor, index: Tensor, red, dim: int, weight, tr
     lead = (dim, dim + 1)[: weight.dim()]
     moved = src.movedim(lead, tuple(range(len(lead))))
     channels = 1
-    for size in moved.shape[len(lead):]:
+    for size in moved.shape[len(lead) :]:
         channels *= size
     rows = moved.reshape(moved.size(0), heads, channels)
     weight = weight.reshape(index.numel(), heads)

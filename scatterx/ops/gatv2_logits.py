@@ -114,7 +114,7 @@ def _checked(ptr, index, a, b, att, negative_slope):
         )
     features = tuple(a.shape[1:])
     lead = att.shape[: att.dim() - len(features)]
-    if tuple(att.shape[att.dim() - len(features):]) != features or any(size != 1 for size in lead):
+    if tuple(att.shape[att.dim() - len(features) :]) != features or any(size != 1 for size in lead):
         raise ValueError(f"att must have shape {features} (leading 1s allowed), got {tuple(att.shape)}")
     if isinstance(negative_slope, bool) or not isinstance(negative_slope, (int, float)):
         raise TypeError(f"negative_slope must be a number, got {type(negative_slope).__name__}")
@@ -136,7 +136,9 @@ def _checked(ptr, index, a, b, att, negative_slope):
 
 
 # ------------------------------------------------------------------------------------------------------ the ops
-def gatv2_logits_forward(ptr: Tensor, index: Tensor, a: Tensor, b: Tensor, att: Tensor, negative_slope: float) -> Tensor:
+def gatv2_logits_forward(
+    ptr: Tensor, index: Tensor, a: Tensor, b: Tensor, att: Tensor, negative_slope: float
+) -> Tensor:
     """What the op runs on ``(rows, heads, channels)`` views: the value checks, then the kernel. ``(E, H)``."""
     backend = backend_for(a)
     ptr = backend.check_ptr(ptr, index.numel(), "index.numel()")
@@ -152,7 +154,13 @@ gatv2_logits_op = define_op("gatv2_logits", gatv2_logits_forward, _logits_fake)
 
 
 def gatv2_logits_grad(
-    seg: Tensor, other: Tensor, att: Tensor, ptr: Tensor, index: Tensor, grad: Tensor, negative_slope: float,
+    seg: Tensor,
+    other: Tensor,
+    att: Tensor,
+    ptr: Tensor,
+    index: Tensor,
+    grad: Tensor,
+    negative_slope: float,
     want_att: bool,
 ) -> Tuple[Tensor, Tensor]:
     """``(grad_seg, grad_att)``: the logits' gradient for the rows of the side whose segments ``ptr`` are (each

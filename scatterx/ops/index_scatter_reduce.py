@@ -3,6 +3,10 @@
 The public function, its argument checks, and the ops ``scatterx::index_scatter_reduce`` (functional: ``base``, the
 values of the user's ``out``, is read, never written) and ``scatterx::index_scatter_reduce_backward`` (the kernels
 behind the prod/amax/amin gradient), with their fakes and autograd. The formulas are in ``_backward.py``.
+
+Why this module is long: the core op has two public entry points (the 1-D-index call and the ``out=``/``base``
+form the frontends use), a fast path for small calls that must agree with the op on every check, and a backward op
+of its own; they share one set of checks, kept in one file so that none of them can drift from the others.
 """
 
 from __future__ import annotations
@@ -108,8 +112,9 @@ def index_scatter_reduce(
         if src.requires_grad and torch.is_grad_enabled() and not torch.compiler.is_compiling():
             # the eager autograd twin takes the caller's arguments: its forward (``_forward``) checks them, and
             # takes the serial kernel for a small call, as below
-            return index_scatter_reduce_differentiable.eager(src, index, dim, reduce, sorted, dim_size, None, True,
-                                                             False)
+            return index_scatter_reduce_differentiable.eager(
+                src, index, dim, reduce, sorted, dim_size, None, True, False
+            )
         result = _small_call(dim, index, src, reduce, sorted, dim_size)
         if result is not None:
             return result
@@ -132,8 +137,15 @@ def index_scatter_reduce(
 
 
 def index_scatter_reduce_from(
-    dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, sorted: Optional[bool],
-    base: Optional[torch.Tensor], include_self: bool = True, torch_ties: bool = False, *,
+    dim: int,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    reduce: str,
+    sorted: Optional[bool],
+    base: Optional[torch.Tensor],
+    include_self: bool = True,
+    torch_ties: bool = False,
+    *,
     dim_size: Optional[int] = None,
 ) -> torch.Tensor:
     """Functional ``index_scatter_reduce(..., out=base.clone())``: a new tensor, ``base`` untouched, and no copy
@@ -222,8 +234,16 @@ class _Call:
     def run(self, out=None, base=None, include_self: bool = True) -> torch.Tensor:
         """The backend's kernels on the checked arguments (into ``out``, or a new tensor from ``base``)."""
         return backend_for(self.src).index_scatter_reduce(
-            self.src, self.index, self.dim, self.red, self.sorted, self.num_segments, base=base, out=out,
-            include_self=include_self, index_checked=self.index_checked,
+            self.src,
+            self.index,
+            self.dim,
+            self.red,
+            self.sorted,
+            self.num_segments,
+            base=base,
+            out=out,
+            include_self=include_self,
+            index_checked=self.index_checked,
         )
 
 
@@ -310,8 +330,18 @@ def _autograd_backward(ctx, grad):
         )
     elif torch.is_grad_enabled():  # create_graph=True: differentiable ops, so that a double backward works
         grad_src, grad_base = _backward.nonlinear_backward(
-            grad, src, index, result, base, ctx.dim, ctx.red.name, ctx.sorted, ctx.include_self,
-            count_base=ctx.include_self or ctx.torch_ties, graph=True, reduce_op=index_scatter_reduce_op,
+            grad,
+            src,
+            index,
+            result,
+            base,
+            ctx.dim,
+            ctx.red.name,
+            ctx.sorted,
+            ctx.include_self,
+            count_base=ctx.include_self or ctx.torch_ties,
+            graph=True,
+            reduce_op=index_scatter_reduce_op,
         )
     else:
         grad_src, grad_base = index_scatter_reduce_backward_op(

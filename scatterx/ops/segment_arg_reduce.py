@@ -32,8 +32,14 @@ FILLS = {"none": 0, "unselected": 1, "empty": 2}
 
 
 def segment_arg_reduce(
-    src: torch.Tensor, ptr: torch.Tensor, reduce: str = "amax", dim: int = 0, *,
-    perm: Optional[torch.Tensor] = None, base: Optional[torch.Tensor] = None, finite_start: bool = False,
+    src: torch.Tensor,
+    ptr: torch.Tensor,
+    reduce: str = "amax",
+    dim: int = 0,
+    *,
+    perm: Optional[torch.Tensor] = None,
+    base: Optional[torch.Tensor] = None,
+    finite_start: bool = False,
     fill: str = "unselected",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(values, arg)``: per segment ``s`` (positions ``ptr[s]:ptr[s+1]`` along ``dim``, rows ``perm[...]`` when
@@ -84,8 +90,14 @@ def _checked(src, ptr, reduce, dim, perm, base, fill):
 
 
 def _forward(
-    src: Tensor, ptr: Tensor, perm: Optional[Tensor], base: Optional[Tensor], reduce: str, dim: int,
-    finite_start: bool, fill: str,
+    src: Tensor,
+    ptr: Tensor,
+    perm: Optional[Tensor],
+    base: Optional[Tensor],
+    reduce: str,
+    dim: int,
+    finite_start: bool,
+    fill: str,
 ) -> Tuple[Tensor, Tensor]:
     """What ``torch.ops.scatterx.segment_arg_reduce`` runs: every check (values included), then the kernel."""
     red, src, ptr, perm, base, dim = _checked(src, ptr, reduce, dim, perm, base, fill)
@@ -94,8 +106,9 @@ def _forward(
     if perm is not None:
         backend.check_index(perm, n, "perm", f"src.size({dim})")
         perm = perm.to(torch.int64).contiguous()
-    ptr = backend.check_ptr(ptr, n if perm is None else perm.numel(), f"src.size({dim})" if perm is None else
-                            "perm.numel()")
+    ptr = backend.check_ptr(
+        ptr, n if perm is None else perm.numel(), f"src.size({dim})" if perm is None else "perm.numel()"
+    )
     if finite_start:
         info = torch.finfo(src.dtype) if src.dtype.is_floating_point else torch.iinfo(src.dtype)
         start = info.min if red.prefers(1, 0) else info.max  # a maximum starts low, a minimum high

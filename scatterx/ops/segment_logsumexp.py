@@ -29,8 +29,13 @@ FLAVOURS = {"logsumexp": 0, "log_softmax": 1}
 
 
 def segment_logsumexp(
-    src: torch.Tensor, ptr: torch.Tensor, dim: int = 0, *, perm: Optional[torch.Tensor] = None,
-    eps: float = 1e-12, flavour: str = "logsumexp",
+    src: torch.Tensor,
+    ptr: torch.Tensor,
+    dim: int = 0,
+    *,
+    perm: Optional[torch.Tensor] = None,
+    eps: float = 1e-12,
+    flavour: str = "logsumexp",
 ) -> torch.Tensor:
     """Per segment ``s`` (positions ``ptr[s]:ptr[s+1]`` along ``dim``, rows ``perm[...]`` when given) and element of
     the other dims: ``top + log(sum exp(x - top) + eps)`` (see the module docstring for ``top`` and NaN). Floating
@@ -71,8 +76,9 @@ def _forward(src: Tensor, ptr: Tensor, perm: Optional[Tensor], dim: int, eps: fl
     if perm is not None:
         backend.check_index(perm, n, "perm", f"src.size({dim})")
         perm = perm.to(torch.int64).contiguous()
-    ptr = backend.check_ptr(ptr, n if perm is None else perm.numel(), "src.size(dim)" if perm is None else
-                            "perm.numel()")
+    ptr = backend.check_ptr(
+        ptr, n if perm is None else perm.numel(), "src.size(dim)" if perm is None else "perm.numel()"
+    )
     return backend.segment_logsumexp(src, ptr, perm, dim, FLAVOURS[flavour], float(eps))
 
 
@@ -130,6 +136,4 @@ def _autograd_backward(ctx, grad):
     return g.reshape(ctx.given_shape), None, None, None, None, None
 
 
-segment_logsumexp_differentiable = register_autograd(
-    segment_logsumexp_op, _forward, _autograd_backward, _setup_context
-)
+segment_logsumexp_differentiable = register_autograd(segment_logsumexp_op, _forward, _autograd_backward, _setup_context)

@@ -102,8 +102,18 @@ def _autograd_backward(ctx, grad):
         grad_src, _ = _backward.linear_backward(grad, ctx.src_shape, index, None, ctx.dim, ctx.red.name, False)
     elif torch.is_grad_enabled():  # create_graph=True: differentiable ops (see index_scatter_reduce)
         grad_src, _ = _backward.nonlinear_backward(
-            grad, src, index, result, None, ctx.dim, ctx.red.name, True, False, False,
-            graph=True, reduce_op=index_scatter_reduce_op,
+            grad,
+            src,
+            index,
+            result,
+            None,
+            ctx.dim,
+            ctx.red.name,
+            True,
+            False,
+            False,
+            graph=True,
+            reduce_op=index_scatter_reduce_op,
         )
     else:
         grad_src, _ = index_scatter_reduce_backward_op(

@@ -107,14 +107,16 @@ def _checked(src, index, ptr, dim, num_segments, sorted):
     if num_segments is None:
         num_segments = backend_for(src).output_size(index, sorted)[0] if n else 0
     if not torch.compiler.is_compiling():  # (traced sizes may be symbolic; the check is for eager calls)
-        what = (f"num_segments={num_segments}" if given is not None
-                else f"the number of groups index.max() + 1 = {num_segments} (no num_segments given)")
+        what = (
+            f"num_segments={num_segments}"
+            if given is not None
+            else f"the number of groups index.max() + 1 = {num_segments} (no num_segments given)"
+        )
         check_allocation(num_segments + 1, 8, src.device, what)  # the groups' offsets
     return src, index, None, dim, num_segments
 
 
-def _structure(src: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int, num_segments: int,
-               sorted: bool):
+def _structure(src: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int, num_segments: int, sorted: bool):
     """``(backend, ptr, perm)`` with the index's or ``ptr``'s values checked."""
     backend = backend_for(src)
     if ptr is not None:
@@ -123,8 +125,9 @@ def _structure(src: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim:
     return backend, ptr, perm
 
 
-def _forward(src: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int, num_segments: int,
-             sorted: bool) -> Tensor:
+def _forward(
+    src: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int, num_segments: int, sorted: bool
+) -> Tensor:
     """What the op runs: every check, then the kernel."""
     src, index, ptr, dim, num_segments = _checked(src, index, ptr, dim, num_segments, sorted)
     backend, ptr, perm = _structure(src, index, ptr, dim, num_segments, sorted)
@@ -138,8 +141,9 @@ def _fake(src, index, ptr, dim, num_segments, sorted):
 segment_softmax_op = define_op("segment_softmax", _forward, _fake)
 
 
-def _backward_kernels(out: Tensor, grad: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int,
-                      num_segments: int, sorted: bool) -> Tensor:
+def _backward_kernels(
+    out: Tensor, grad: Tensor, index: Optional[Tensor], ptr: Optional[Tensor], dim: int, num_segments: int, sorted: bool
+) -> Tensor:
     """``out * (grad - sum over the group of grad * out)``, on the kernels."""
     backend, ptr, perm = _structure(out, index, ptr, dim, num_segments, sorted)
     return backend.segment_softmax_backward(out, grad.contiguous(), ptr, perm, dim)

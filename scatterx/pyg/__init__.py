@@ -78,6 +78,16 @@ FUSED_CONVS = _FUSED_CONVS
 SHARDED_CONVS = _SHARDED_CONVS
 
 __all__ = [
-    "enable", "disable", "enabled", "is_enabled", "clear_cache", "ScatterAggregation", "FUSED_CONVS", "SHARDED_CONVS",
-    "scatter", "segment", "softmax", "spmm",
+    "enable",
+    "disable",
+    "enabled",
+    "is_enabled",
+    "clear_cache",
+    "ScatterAggregation",
+    "FUSED_CONVS",
+    "SHARDED_CONVS",
+    "scatter",
+    "segment",
+    "softmax",
+    "spmm",
 ]

@@ -17,9 +17,7 @@ try:
     import torch_geometric.utils._softmax as pyg_softmax
     import torch_geometric.utils._spmm as pyg_spmm
 except ImportError as e:  # pragma: no cover - exercised by a subprocess test
-    raise ImportError(
-        "scatterx.pyg needs PyTorch Geometric: pip install 'scatterx[pyg]' (or torch_geometric)"
-    ) from e
+    raise ImportError("scatterx.pyg needs PyTorch Geometric: pip install 'scatterx[pyg]' (or torch_geometric)") from e
 
 from .._reductions import SUPPORTED_DTYPES
 from ..kernels.gpu import available as triton_available

@@ -61,11 +61,22 @@ class ScatterAggregation(Aggregation):
             raise ValueError(f"ScatterAggregation: unknown reduce {reduce!r}; one of {sorted(REDUCE) + ['mul']}")
         self.reduce_name = reduce
 
-    def __call__(self, x: Tensor, index: Optional[Tensor] = None, ptr: Optional[Tensor] = None,
-                 dim_size: Optional[int] = None, dim: int = -2, **kwargs) -> Tensor:
+    def __call__(
+        self,
+        x: Tensor,
+        index: Optional[Tensor] = None,
+        ptr: Optional[Tensor] = None,
+        dim_size: Optional[int] = None,
+        dim: int = -2,
+        **kwargs,
+    ) -> Tensor:
         # PyG's __call__ reads x.dim() and index.max() first: a wrong type is refused here, as a TypeError
-        _check_types("ScatterAggregation", {"x": x, "index": index, "ptr": ptr}, optional=("index", "ptr"),
-                     indices=("index", "ptr"))
+        _check_types(
+            "ScatterAggregation",
+            {"x": x, "index": index, "ptr": ptr},
+            optional=("index", "ptr"),
+            indices=("index", "ptr"),
+        )
         return super().__call__(x, index, ptr, dim_size, dim, **kwargs)
 
     def forward(self, x, index=None, ptr=None, dim_size=None, dim: int = -2, max_num_elements=None) -> Tensor:
@@ -89,8 +100,9 @@ class ScatterAggregation(Aggregation):
             return segment_reduce(x, ptr, REDUCE[self.reduce_name], dim)
         self.assert_index_present(index)
         if index.dim() == 1 and index.numel() != x.size(dim):
-            raise ValueError(f"ScatterAggregation: index has {index.numel()} entries but x has {x.size(dim)} rows "
-                             f"along dim {dim}")
+            raise ValueError(
+                f"ScatterAggregation: index has {index.numel()} entries but x has {x.size(dim)} rows along dim {dim}"
+            )
         if self.reduce_name == "mean" and not x.is_floating_point():  # PyG's integer mean divides exactly
             return ORIGINAL["scatter"](x, index, dim, dim_size, "mean")
         return scatter_pyg(x, index, dim, dim_size, self.reduce_name)

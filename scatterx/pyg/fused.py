@@ -92,8 +92,7 @@ def fusable(conv) -> bool:
     cls = type(conv)
     weighted = _weighted_base(cls) is not None
     if not weighted and not any(
-        cls.message is base.message and cls.message_and_aggregate is base.message_and_aggregate
-        for base in PLAIN_CONVS
+        cls.message is base.message and cls.message_and_aggregate is base.message_and_aggregate for base in PLAIN_CONVS
     ):
         return False
     return (conv.fuse or weighted) and _plain_call(conv, _HOOKS)  # conv.fuse: PyG's switch for its own fused path
@@ -162,8 +161,11 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
         return None
     if weight is not None:
         if not (
-            isinstance(weight, Tensor) and runs_here(weight) and weight.dtype == x_j.dtype
-            and weight.dim() == (2 if heads else 1) and weight.size(0) == edge_index.size(-1)
+            isinstance(weight, Tensor)
+            and runs_here(weight)
+            and weight.dtype == x_j.dtype
+            and weight.dim() == (2 if heads else 1)
+            and weight.size(0) == edge_index.size(-1)
             and (not heads or weight.size(1) == x_j.size(1))
         ):
             return None
@@ -195,9 +197,16 @@ def fused_edge_update(conv, edge_index, size, kwargs) -> Optional[Tensor]:
         return None
     x_j, x_i = x
     if not (
-        runs_here(x_j, edge_index) and x_j.is_floating_point() and x_j.dim() == 3 and conv.node_dim % 3 == 0
-        and x_i.dtype == x_j.dtype and x_i.device == x_j.device and x_i.shape[1:] == x_j.shape[1:]
-        and isinstance(att, Tensor) and att.dtype == x_j.dtype and att.device == x_j.device
+        runs_here(x_j, edge_index)
+        and x_j.is_floating_point()
+        and x_j.dim() == 3
+        and conv.node_dim % 3 == 0
+        and x_i.dtype == x_j.dtype
+        and x_i.device == x_j.device
+        and x_i.shape[1:] == x_j.shape[1:]
+        and isinstance(att, Tensor)
+        and att.dtype == x_j.dtype
+        and att.device == x_j.device
         and att.shape[-2:] == x_j.shape[1:]
     ):
         return None
@@ -255,8 +264,7 @@ def prepare_scriptable(self):
         generic = {"__module__": cls.__module__, "_check_input": ORIGINAL_CHECK_INPUT}
         for name in ("propagate", "edge_updater"):
             if getattr(cls, name, None) in WRAPPERS:
-                generic[name] = (getattr(message_passing.MessagePassing, name) if on_request
-                                 else _replaced(cls, name))
+                generic[name] = getattr(message_passing.MessagePassing, name) if on_request else _replaced(cls, name)
         forward = getattr(cls, "forward", None)
         if hasattr(forward, "original"):  # the sharded forward of sharded.py
             generic["forward"] = forward.original
@@ -282,6 +290,8 @@ def _replaced(cls, name: str):
                 if patched is owner and attr == name and original is not ABSENT:
                     return original
             break
-    raise RuntimeError(f"torch.jit.script of {cls.__name__} with scatterx.pyg's switch on needs PyG 2.6 or later, or "
-                       f"a {cls.__name__} built once before scatterx.pyg.enable() (PyG 2.5 compiles its scriptable "
-                       "propagate when a layer class is first built)")
+    raise RuntimeError(
+        f"torch.jit.script of {cls.__name__} with scatterx.pyg's switch on needs PyG 2.6 or later, or "
+        f"a {cls.__name__} built once before scatterx.pyg.enable() (PyG 2.5 compiles its scriptable "
+        "propagate when a layer class is first built)"
+    )

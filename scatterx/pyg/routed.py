@@ -205,8 +205,9 @@ def softmax(
     """
     if torch.jit.is_scripting():
         return _pyg_softmax_fn(src, index, ptr, num_nodes, dim)
-    _check_types("softmax", {"src": src, "index": index, "ptr": ptr}, optional=("index", "ptr"),
-                 indices=("index", "ptr"))
+    _check_types(
+        "softmax", {"src": src, "index": index, "ptr": ptr}, optional=("index", "ptr"), indices=("index", "ptr")
+    )
     if (
         is_enabled()
         and runs_here(src, index, ptr)

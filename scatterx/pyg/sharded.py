@@ -43,8 +43,10 @@ ORIGINAL_CHECK_INPUT = message_passing.MessagePassing._check_input
 
 
 def unsupported(layer) -> TypeError:
-    return TypeError(f"{type(layer).__name__} does not run on a scatterx.distributed.ShardedGraph: the layers that do "
-                     f"are {_NAMES}, with scatterx.pyg's switch on")
+    return TypeError(
+        f"{type(layer).__name__} does not run on a scatterx.distributed.ShardedGraph: the layers that do "
+        f"are {_NAMES}, with scatterx.pyg's switch on"
+    )
 
 
 def active_graph(layer) -> Optional[ShardedGraph]:
@@ -78,8 +80,13 @@ def routed_forward(cls):
         x = args[0] if args else kwargs.get("x")
         extra = list(args[2:]) + [v for k, v in kwargs.items() if k not in ("x", "edge_index")]
         # one agreement per call: what could differ between ranks and make one rank raise or skip an exchange
-        signature = ("sharded layer", type(self).__name__, str(getattr(x, "dtype", None)),
-                     tuple(getattr(x, "shape", (None,))[1:]), tuple(type(v).__name__ for v in extra))
+        signature = (
+            "sharded layer",
+            type(self).__name__,
+            str(getattr(x, "dtype", None)),
+            tuple(getattr(x, "shape", (None,))[1:]),
+            tuple(type(v).__name__ for v in extra),
+        )
         agree(_check_call(self, x, graph, args[2:], kwargs), signature, graph.group)
         if len(args) > 1:
             args = (args[0], graph.edge_index, *args[2:])
@@ -104,11 +111,15 @@ def _check_call(layer, x, graph: ShardedGraph, more_args, kwargs) -> Optional[Ex
     """What is wrong with a layer's call on a ShardedGraph, or None (read, not raised: every rank raises it)."""
     name = type(layer).__name__
     if not isinstance(x, Tensor):
-        return TypeError(f"{name} on a ShardedGraph takes x as one tensor of the owned nodes' rows "
-                         f"(not {type(x).__name__}: bipartite inputs do not run sharded)")
+        return TypeError(
+            f"{name} on a ShardedGraph takes x as one tensor of the owned nodes' rows "
+            f"(not {type(x).__name__}: bipartite inputs do not run sharded)"
+        )
     if x.dim() == 0 or x.size(0) != graph.num_owned:
-        return ValueError(f"x has {x.size(0) if x.dim() else 0} rows but rank {graph.rank} owns {graph.num_owned} "
-                          "nodes: pass the rows of the nodes this rank owns (the shard's x)")
+        return ValueError(
+            f"x has {x.size(0) if x.dim() else 0} rows but rank {graph.rank} owns {graph.num_owned} "
+            "nodes: pass the rows of the nodes this rank owns (the shard's x)"
+        )
     if x.device != graph.edge_index.device:
         return ValueError(f"x is on {x.device} but the ShardedGraph on {graph.edge_index.device}")
     if kwargs.get("size") is not None or any(isinstance(v, (tuple, list)) for v in more_args):
@@ -116,11 +127,16 @@ def _check_call(layer, x, graph: ShardedGraph, more_args, kwargs) -> Optional[Ex
     if kwargs.get("return_attention_weights"):
         return ValueError(f"{name} on a ShardedGraph does not return attention weights")
     for key, value in [*((f"argument {i + 3}", v) for i, v in enumerate(more_args)), *kwargs.items()]:
-        if isinstance(value, Tensor) and key not in ("x", "edge_index") and (
-                value.dim() == 0 or value.size(0) != graph.num_edges):
-            return ValueError(f"{name}'s {key} has {value.size(0) if value.dim() else 0} rows but the ShardedGraph "
-                              f"holds {graph.num_edges} edges on rank {graph.rank}: per-edge values in the shard's "
-                              "edge order")
+        if (
+            isinstance(value, Tensor)
+            and key not in ("x", "edge_index")
+            and (value.dim() == 0 or value.size(0) != graph.num_edges)
+        ):
+            return ValueError(
+                f"{name}'s {key} has {value.size(0) if value.dim() else 0} rows but the ShardedGraph "
+                f"holds {graph.num_edges} edges on rank {graph.rank}: per-edge values in the shard's "
+                "edge order"
+            )
     return None
 
 
@@ -159,12 +175,30 @@ def _gcn_forward(conv, original, x, graph, edge_weight=None, **kwargs):
         # the graph's alone (no weights, no gradient): normalised once per graph, not per call -- which also keeps
         # one edge list, so the fused kernels' CSR of it is built once
         key = ("gcn_norm", conv.improved, conv.add_self_loops, conv.flow, x.dtype)
-        edge_index, edge_weight = graph.cached(key, lambda: sharded_gcn_norm(
-            graph, graph.edge_index, None, x.size(conv.node_dim), conv.improved, conv.add_self_loops, conv.flow,
-            x.dtype))
+        edge_index, edge_weight = graph.cached(
+            key,
+            lambda: sharded_gcn_norm(
+                graph,
+                graph.edge_index,
+                None,
+                x.size(conv.node_dim),
+                conv.improved,
+                conv.add_self_loops,
+                conv.flow,
+                x.dtype,
+            ),
+        )
     else:
-        edge_index, edge_weight = sharded_gcn_norm(graph, graph.edge_index, edge_weight, x.size(conv.node_dim),
-                                                   conv.improved, conv.add_self_loops, conv.flow, x.dtype)
+        edge_index, edge_weight = sharded_gcn_norm(
+            graph,
+            graph.edge_index,
+            edge_weight,
+            x.size(conv.node_dim),
+            conv.improved,
+            conv.add_self_loops,
+            conv.flow,
+            x.dtype,
+        )
     if conv.cached and cache is None:
         conv._cached_edge_index = (edge_index, edge_weight)
     conv.normalize = False
@@ -174,13 +208,22 @@ def _gcn_forward(conv, original, x, graph, edge_weight=None, **kwargs):
         conv.normalize = True
 
 
-def sharded_gcn_norm(graph: ShardedGraph, edge_index, edge_weight=None, num_nodes=None, improved=False,
-                     add_self_loops=True, flow="source_to_target", dtype=None):
+def sharded_gcn_norm(
+    graph: ShardedGraph,
+    edge_index,
+    edge_weight=None,
+    num_nodes=None,
+    improved=False,
+    add_self_loops=True,
+    flow="source_to_target",
+    dtype=None,
+):
     """PyG's ``gcn_norm`` of a ShardedGraph's local edge list, the halo sources' degrees fetched from their owners
     (every edge into a node is on its owner, so each owner has its nodes' whole degrees)."""
     if flow != "source_to_target":
-        raise ValueError("a ShardedGraph holds the edges into the owned nodes: GCNConv runs on it with "
-                         "flow='source_to_target' only")
+        raise ValueError(
+            "a ShardedGraph holds the edges into the owned nodes: GCNConv runs on it with flow='source_to_target' only"
+        )
     fill_value = 2.0 if improved else 1.0
     if add_self_loops:
         edge_index, edge_weight = gcn_conv.add_remaining_self_loops(edge_index, edge_weight, fill_value, num_nodes)

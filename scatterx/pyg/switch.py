@@ -77,8 +77,10 @@ def enable() -> None:
             # a class PyG has not compiled yet: it will take the wrapper for its compiled propagate and skip
             # compiling, so it never records the generic propagate that decomposed layers and explain mode
             # switch an instance to (and the fused one to switch back to): record them as PyG would
-            for attr, value in (("_orig_propagate", message_passing.MessagePassing.propagate),
-                                ("_jinja_propagate", wrapper)):
+            for attr, value in (
+                ("_orig_propagate", message_passing.MessagePassing.propagate),
+                ("_jinja_propagate", wrapper),
+            ):
                 if attr not in vars(cls):
                     _patch(cls, attr, value)
         _patch(cls, "propagate", wrapper)

@@ -29,29 +29,65 @@ import types
 
 from .composite import scatter_log_softmax, scatter_logsumexp, scatter_softmax, scatter_std
 from .scatter import scatter, scatter_add, scatter_max, scatter_mean, scatter_min, scatter_mul, scatter_sum
-from .segment_coo import (gather_coo, segment_add_coo, segment_coo, segment_max_coo, segment_mean_coo,
-                          segment_min_coo, segment_sum_coo)
-from .segment_csr import (gather_csr, segment_add_csr, segment_csr, segment_max_csr, segment_mean_csr,
-                          segment_min_csr, segment_sum_csr)
+from .segment_coo import (
+    gather_coo,
+    segment_add_coo,
+    segment_coo,
+    segment_max_coo,
+    segment_mean_coo,
+    segment_min_coo,
+    segment_sum_coo,
+)
+from .segment_csr import (
+    gather_csr,
+    segment_add_csr,
+    segment_csr,
+    segment_max_csr,
+    segment_mean_csr,
+    segment_min_csr,
+    segment_sum_csr,
+)
 from . import composite, utils
 
 #: the torch_scatter release whose API and semantics this module follows
 __version__ = "2.1.2"
 
 __all__ = [
-    "scatter_sum", "scatter_add", "scatter_mul", "scatter_mean", "scatter_min", "scatter_max", "scatter",
-    "segment_sum_csr", "segment_add_csr", "segment_mean_csr", "segment_min_csr", "segment_max_csr",
-    "segment_csr", "gather_csr",
-    "segment_sum_coo", "segment_add_coo", "segment_mean_coo", "segment_min_coo", "segment_max_coo",
-    "segment_coo", "gather_coo",
-    "scatter_std", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax",
-    "install", "uninstall", "__version__",
+    "scatter_sum",
+    "scatter_add",
+    "scatter_mul",
+    "scatter_mean",
+    "scatter_min",
+    "scatter_max",
+    "scatter",
+    "segment_sum_csr",
+    "segment_add_csr",
+    "segment_mean_csr",
+    "segment_min_csr",
+    "segment_max_csr",
+    "segment_csr",
+    "gather_csr",
+    "segment_sum_coo",
+    "segment_add_coo",
+    "segment_mean_coo",
+    "segment_min_coo",
+    "segment_max_coo",
+    "segment_coo",
+    "gather_coo",
+    "scatter_std",
+    "scatter_logsumexp",
+    "scatter_softmax",
+    "scatter_log_softmax",
+    "install",
+    "uninstall",
+    "__version__",
 ]
 
 # (the functions scatter, segment_csr and segment_coo hide the submodules of those names as attributes, as in
 # torch_scatter itself: the modules are taken from sys.modules)
-_SUBMODULES = {name: sys.modules[f"{__name__}.{name}"]
-               for name in ("scatter", "segment_csr", "segment_coo", "composite", "utils")}
+_SUBMODULES = {
+    name: sys.modules[f"{__name__}.{name}"] for name in ("scatter", "segment_csr", "segment_coo", "composite", "utils")
+}
 _saved = {}
 
 

@@ -74,8 +74,9 @@ def broadcast_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> torch.T
     try:
         full = broadcast(index, src, dim)
     except RuntimeError as e:
-        raise ValueError(f"index of shape {tuple(index.shape)} cannot be broadcast to src's {tuple(src.shape)} "
-                         f"along dim={dim}: {e}") from None
+        raise ValueError(
+            f"index of shape {tuple(index.shape)} cannot be broadcast to src's {tuple(src.shape)} along dim={dim}: {e}"
+        ) from None
     if full.device != src.device:
         raise ValueError(f"index is on {index.device} but src is on {src.device}")
     return full
@@ -151,8 +152,9 @@ class ScatterPlan:
     to a position along ``dim`` (``along``). ``vector``: the index as 1-D along ``dim`` (``vector_along``), whose
     plan is known without the planner: the rows are the index, ``(outer, n, inner)`` split at ``dim``."""
 
-    def __init__(self, src: torch.Tensor, index: torch.Tensor, dim: int, size: int,
-                 vector: Optional[torch.Tensor] = None):
+    def __init__(
+        self, src: torch.Tensor, index: torch.Tensor, dim: int, size: int, vector: Optional[torch.Tensor] = None
+    ):
         shape = list(src.shape)
         shape[dim] = size
         self.out_shape = shape
@@ -192,8 +194,14 @@ def segments(rows: torch.Tensor, size: int) -> Tuple[torch.Tensor, Optional[torc
 
 
 def select(
-    src3: torch.Tensor, rows: torch.Tensor, size: int, reduce: str, base: Optional[torch.Tensor], fill: str,
-    sorted_rows: bool = False, dtype: Optional[torch.dtype] = None,
+    src3: torch.Tensor,
+    rows: torch.Tensor,
+    size: int,
+    reduce: str,
+    base: Optional[torch.Tensor],
+    fill: str,
+    sorted_rows: bool = False,
+    dtype: Optional[torch.dtype] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's min/max of ``src3`` (outer, n, inner) into ``size`` rows: ``(values, arg)`` with ``arg``
     a row of ``n`` (``n`` where nothing was selected). ``base``: out's values as the start values. ``dtype``:
@@ -204,10 +212,13 @@ def select(
         ptr, perm = segments(rows, size)
     if base is None and dtype in SMALL_INT:  # torch_scatter starts from the small dtype's own extreme
         info = torch.iinfo(dtype)
-        start = torch.full((src3.size(0), size, src3.size(2)), info.min if reduce == "amax" else info.max,
-                           dtype=src3.dtype, device=src3.device)
-        values, arg = segment_arg_reduce(src3, ptr, reduce, 1, perm=perm, base=start, finite_start=True,
-                                         fill="none")
+        start = torch.full(
+            (src3.size(0), size, src3.size(2)),
+            info.min if reduce == "amax" else info.max,
+            dtype=src3.dtype,
+            device=src3.device,
+        )
+        values, arg = segment_arg_reduce(src3, ptr, reduce, 1, perm=perm, base=start, finite_start=True, fill="none")
         if fill == "unselected":
             values = values.masked_fill(arg == src3.size(1), 0)
         return values, arg

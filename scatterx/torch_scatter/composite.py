@@ -32,8 +32,7 @@ def _one_dim_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> Optional
 
 
 @torch.jit.ignore
-def _segments_along(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
-                    segments: bool = True):
+def _segments_along(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int], segments: bool = True):
     """``(dim, 1-D index, ptr, perm)`` when the index runs along ``dim`` only (the kernels' case), else None
     (``segments=False``: ptr and perm are not built, None)."""
     if src.dim() == 0 or index.dim() > src.dim() or src.numel() == 0:
@@ -49,8 +48,9 @@ def _segments_along(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: 
     return d, one, ptr, perm
 
 
-def _minus_gathered(src: torch.Tensor, per_group: torch.Tensor, dim: int, index: torch.Tensor,
-                    in_place: bool = False) -> torch.Tensor:
+def _minus_gathered(
+    src: torch.Tensor, per_group: torch.Tensor, dim: int, index: torch.Tensor, in_place: bool = False
+) -> torch.Tensor:
     """``src - per_group[index]`` along ``dim`` (when no gradient is wanted: in place in the gathered buffer, or
     in ``src`` itself with ``in_place``)."""
     gathered = _engine.select_rows(per_group, dim, index)
@@ -82,8 +82,9 @@ def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optiona
     return (shifted / total.gather(d, full)).view(src.shape)
 
 
-def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
-                    dim_size: Optional[int] = None) -> torch.Tensor:
+def scatter_softmax(
+    src: torch.Tensor, index: torch.Tensor, dim: int = -1, dim_size: Optional[int] = None
+) -> torch.Tensor:
     """The softmax of ``src`` within each group of entries that share an ``index`` value along ``dim``.
 
     Each entry ``x`` of a group becomes ``exp(x - max) / sum(exp(x - max))`` over its group, torch_scatter's
@@ -114,8 +115,7 @@ def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
 
 
 @torch.jit.ignore
-def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float,
-                 dim_size: Optional[int]) -> torch.Tensor:
+def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float, dim_size: Optional[int]) -> torch.Tensor:
     _floating(src, "scatter_log_softmax")
     _engine.check_index(index)
     dim = _engine.normalize_dim(dim, src.dim())
@@ -135,8 +135,9 @@ def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float,
     return shifted - total.add(eps).log().gather(dim, full)
 
 
-def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, eps: float = 1e-12,
-                        dim_size: Optional[int] = None) -> torch.Tensor:
+def scatter_log_softmax(
+    src: torch.Tensor, index: torch.Tensor, dim: int = -1, eps: float = 1e-12, dim_size: Optional[int] = None
+) -> torch.Tensor:
     """The log of the softmax of ``src`` within each group of entries that share an ``index`` value along ``dim``.
 
     Each entry ``x`` becomes ``(x - max) - log(sum(exp(x - max)) + eps)`` over its group, as torch_scatter
@@ -168,8 +169,9 @@ def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, e
 
 
 @torch.jit.ignore
-def _logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor],
-               dim_size: Optional[int], eps: float) -> torch.Tensor:
+def _logsumexp(
+    src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int], eps: float
+) -> torch.Tensor:
     _floating(src, "scatter_logsumexp")
     _engine.check_index(index)
     dim = _engine.normalize_dim(dim, src.dim())
@@ -200,8 +202,14 @@ def _logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[t
     return out.copy_(torch.where(result.isfinite(), result, out))  # non-finite rows keep out's value
 
 
-def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                      dim_size: Optional[int] = None, eps: float = 1e-12) -> torch.Tensor:
+def scatter_logsumexp(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+    eps: float = 1e-12,
+) -> torch.Tensor:
     """The log of the sum of the exponentials of the entries of ``src`` that share an ``index`` value along
     ``dim``.
 
@@ -241,16 +249,23 @@ def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out
 
 
 @torch.jit.ignore
-def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int],
-         unbiased: bool) -> torch.Tensor:
+def _std(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int,
+    out: Optional[torch.Tensor],
+    dim_size: Optional[int],
+    unbiased: bool,
+) -> torch.Tensor:
     _engine.check_tensor(src, "src")
     _engine.check_index(index)
     dim = _engine.normalize_dim(dim, src.dim())  # IndexError naming the caller's dim, before it is used
     if out is not None:  # out holds the sum of squares (src's dtype, or the float one of an integer src)
         _engine.check_tensor(out, "out")
         if out.dim() != max(src.dim(), 1):
-            raise ValueError(f"out has shape {tuple(out.shape)}; it must match {tuple(src.shape)} in every "
-                             f"dimension but dim={dim}")
+            raise ValueError(
+                f"out has shape {tuple(out.shape)}; it must match {tuple(src.shape)} in every dimension but dim={dim}"
+            )
         dim_size = out.size(dim)
     fast = _segments_along(src, index, dim, dim_size, segments=False)
     # in place, into buffers on huge pages
@@ -284,8 +299,14 @@ def _std(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.T
     return result.div(count + 1e-6).sqrt()
 
 
-def scatter_std(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                dim_size: Optional[int] = None, unbiased: bool = True) -> torch.Tensor:
+def scatter_std(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+    unbiased: bool = True,
+) -> torch.Tensor:
     """The standard deviation of the entries of ``src`` that share an ``index`` value along ``dim``.
 
     torch_scatter's formula: ``sqrt(sum((x - mean) ** 2) / (n - 1 + 1e-6))`` over the ``n`` members of each row

@@ -29,8 +29,9 @@ from . import _engine
 
 
 @torch.jit.ignore
-def _prepare(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor],
-             dim_size: Optional[int]) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], int, int]:
+def _prepare(
+    src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int]
+) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], int, int]:
     """``(src, broadcast index, its 1-D form or None (_engine.vector_along), dim >= 0, rows out)`` after the
     checks that read no values."""
     _engine.check_tensor(src, "src")
@@ -53,8 +54,9 @@ def _prepare(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[tor
 
 
 @torch.jit.ignore
-def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int],
-            reduce: str) -> torch.Tensor:
+def _reduce(
+    src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str
+) -> torch.Tensor:
     """sum, mul and mean (torch_scatter's rules above): sum and mean of a 1-D index (or one expanded from it)
     into a new tensor on the core op, the rest on the planner's scatter."""
     _engine.check_tensor(src, "src")
@@ -66,8 +68,9 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
     if src.numel() == 0:  # nothing to reduce: torch_scatter's zeros (mul too), or out as it is
         return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
     if vector is not None and out is None and reduce != "mul":  # the core op's form: its sum, its mean
-        return _engine.finish(index_scatter_reduce_from(dim, vector, work, reduce, None, None, dim_size=size),
-                              None, dtype)
+        return _engine.finish(
+            index_scatter_reduce_from(dim, vector, work, reduce, None, None, dim_size=size), None, dtype
+        )
     m = planner.XMap.along_dim(index, shape, dim, op=f"scatter_{reduce}")
     if reduce == "mean" and out is not None:  # out + sum, divided by the members only
         total = planner.scatter(m, _engine.base_of(out, src), work, "sum", include_self=True)
@@ -77,8 +80,9 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
         result = total / count if total.is_floating_point() else torch.div(total, count, rounding_mode="floor")
         return _engine.finish(result, out, dtype)
     if out is not None:
-        result = planner.scatter(m, _engine.base_of(out, src), work, "prod" if reduce == "mul" else reduce,
-                                 include_self=True)
+        result = planner.scatter(
+            m, _engine.base_of(out, src), work, "prod" if reduce == "mul" else reduce, include_self=True
+        )
         return _engine.finish(result, out, dtype)
     if reduce != "mul":  # the core's sum, and its mean (sum / members, integer floor), are torch_scatter's
         return _engine.finish(planner.reduced(m, work, reduce), None, dtype)
@@ -87,8 +91,9 @@ def _reduce(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
 
 
 @torch.jit.ignore
-def _select(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int],
-            reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
+def _select(
+    src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str
+) -> Tuple[torch.Tensor, torch.Tensor]:
     _engine.check_tensor(src, "src")
     dtype = src.dtype
     src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
@@ -100,15 +105,21 @@ def _select(src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torc
         return (_engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)), arg
     plan = _engine.ScatterPlan(work, index, dim, size, vector)
     base = None if out is None else _engine.base_of(out, src).reshape(plan.outer, plan.S, plan.inner)
-    values, arg = _engine.select(plan.src3, plan.rows, plan.S, reduce, base, "unselected" if out is None else "none",
-                                 dtype=dtype)
+    values, arg = _engine.select(
+        plan.src3, plan.rows, plan.S, reduce, base, "unselected" if out is None else "none", dtype=dtype
+    )
     values = values.reshape(plan.out_shape)
     arg = plan.along(arg).reshape(plan.out_shape)
     return _engine.finish(values, out, dtype), arg
 
 
-def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                dim_size: Optional[int] = None) -> torch.Tensor:
+def scatter_sum(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+) -> torch.Tensor:
     """Sums the entries of ``src`` that share an ``index`` value along ``dim``.
 
     Row ``i`` of the result (along ``dim``) is the sum of the entries of ``src`` whose index is ``i``; a row that
@@ -158,8 +169,13 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     return _reduce(src, index, dim, out, dim_size, "sum")
 
 
-def scatter_add(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                dim_size: Optional[int] = None) -> torch.Tensor:
+def scatter_add(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+) -> torch.Tensor:
     """The same as :func:`scatter_sum` (torch_scatter's other name for it).
 
     Args:
@@ -186,8 +202,13 @@ def scatter_add(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     return _reduce(src, index, dim, out, dim_size, "sum")
 
 
-def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                dim_size: Optional[int] = None) -> torch.Tensor:
+def scatter_mul(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+) -> torch.Tensor:
     """Multiplies the entries of ``src`` that share an ``index`` value along ``dim``.
 
     A row that receives nothing is 1 (with ``out``: keeps its value), as in torch_scatter; but the result of an
@@ -222,8 +243,13 @@ def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     return _reduce(src, index, dim, out, dim_size, "mul")
 
 
-def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                 dim_size: Optional[int] = None) -> torch.Tensor:
+def scatter_mean(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+) -> torch.Tensor:
     """Averages the entries of ``src`` that share an ``index`` value along ``dim``.
 
     Each row is the sum of its members divided by their number; a row that receives nothing is 0. With ``out``,
@@ -264,8 +290,13 @@ def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opt
     return _reduce(src, index, dim, out, dim_size, "mean")
 
 
-def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def scatter_min(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """The minimum of the entries of ``src`` that share an ``index`` value along ``dim``, and where it is.
 
     torch_scatter's selection: an entry is selected only if it is strictly below the best so far, starting from
@@ -308,8 +339,13 @@ def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     return _select(src, index, dim, out, dim_size, "amin")
 
 
-def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-                dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def scatter_max(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """The maximum of the entries of ``src`` that share an ``index`` value along ``dim``, and where it is.
 
     torch_scatter's selection: an entry is selected only if it is strictly above the best so far, starting from
@@ -352,8 +388,14 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     return _select(src, index, dim, out, dim_size, "amax")
 
 
-def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
-            dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
+def scatter(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int = -1,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+    reduce: str = "sum",
+) -> torch.Tensor:
     """Reduces the entries of ``src`` that share an ``index`` value along ``dim``, by the reduction ``reduce``.
 
     torch_scatter's ``scatter``: :func:`scatter_sum`, :func:`scatter_mul`, :func:`scatter_mean`, or the values

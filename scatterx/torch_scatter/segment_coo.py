@@ -42,8 +42,9 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
     try:
         index = index.expand(lead + [src.size(dim)])
     except RuntimeError as e:
-        raise ValueError(f"index of shape {tuple(index.shape)} does not match src's sizes {list(src.shape)}: {e}") \
-            from None
+        raise ValueError(
+            f"index of shape {tuple(index.shape)} does not match src's sizes {list(src.shape)}: {e}"
+        ) from None
     if out is not None:
         _engine.check_tensor(out, "out")
         size = out.size(dim) if out.dim() == src.dim() else -1
@@ -69,12 +70,11 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
         B *= s
     starts = torch.arange(B, device=src.device, dtype=torch.int64).mul_(size).view(B, 1)
     flat = (index.reshape(B, src.size(dim)).to(torch.int64) + starts).reshape(-1)
-    src2 = src.reshape([B * src.size(dim)] + list(src.shape[dim + 1:]))
+    src2 = src.reshape([B * src.size(dim)] + list(src.shape[dim + 1 :]))
     return src2, flat, dim, size, 0, True, shape
 
 
-def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int],
-             reduce: str):
+def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str):
     _engine.check_tensor(src, "src")
     dtype = src.dtype
     src2, idx, dim, size, rdim, flat, shape = _structure(src, index, out, dim_size)
@@ -99,9 +99,16 @@ def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]
             inner *= work.size(d)
         n = work.size(rdim)
         base3 = None if base is None else base.reshape(outer, S, inner)
-        values, arg = _engine.select(work.reshape(outer, n, inner), idx, S, reduce, base3,
-                                     "unselected" if out is None else "none", sorted_rows=True,
-                                     dtype=dtype)
+        values, arg = _engine.select(
+            work.reshape(outer, n, inner),
+            idx,
+            S,
+            reduce,
+            base3,
+            "unselected" if out is None else "none",
+            sorted_rows=True,
+            dtype=dtype,
+        )
         arg = arg.reshape(base_shape)
         if flat:  # flat rows -> positions in the batch's own rows
             arg = torch.where(arg == n, torch.full_like(arg, E), arg.remainder(max(E, 1)))
@@ -110,31 +117,34 @@ def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]
         # the core's sum, and its mean (sum / members), in one pass into a new tensor
         total = index_scatter_reduce_from(rdim, idx, work, reduce, True, None, dim_size=S)
         return _engine.finish(total.reshape(shape), None, dtype)
-    total = index_scatter_reduce_from(rdim, idx, work, "sum", True, base, include_self=out is not None,
-                                      dim_size=S)
+    total = index_scatter_reduce_from(rdim, idx, work, "sum", True, base, include_self=out is not None, dim_size=S)
     if reduce == "mean":
         ones = torch.ones(idx.numel(), dtype=total.dtype, device=src.device)
-        count = index_scatter_reduce_from(0, idx, ones, "sum", True, torch.zeros(S, dtype=total.dtype,
-                                                                                   device=src.device))
+        count = index_scatter_reduce_from(
+            0, idx, ones, "sum", True, torch.zeros(S, dtype=total.dtype, device=src.device)
+        )
         count = count.clamp_(min=1).view([S] + [1] * (work.dim() - rdim - 1))
         total = torch.div(total, count, rounding_mode=None if total.is_floating_point() else "trunc")
     return _engine.finish(total.reshape(shape), out, dtype)
 
 
 @torch.jit.ignore
-def _reduced(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int],
-              reduce: str) -> torch.Tensor:
+def _reduced(
+    src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str
+) -> torch.Tensor:
     return _segment(src, index, out, dim_size, reduce)
 
 
 @torch.jit.ignore
-def _selected(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int],
-              reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
+def _selected(
+    src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str
+) -> Tuple[torch.Tensor, torch.Tensor]:
     return _segment(src, index, out, dim_size, reduce)
 
 
-def segment_sum_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
-                    dim_size: Optional[int] = None) -> torch.Tensor:
+def segment_sum_coo(
+    src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None, dim_size: Optional[int] = None
+) -> torch.Tensor:
     """Sums the runs of equal values of a sorted ``index`` along dimension ``index.dim() - 1``.
 
     ``index`` is sorted (non-decreasing) along its last dimension, the reduced dimension
@@ -175,8 +185,9 @@ def segment_sum_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.
     return _reduced(src, index, out, dim_size, "sum")
 
 
-def segment_add_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
-                    dim_size: Optional[int] = None) -> torch.Tensor:
+def segment_add_coo(
+    src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None, dim_size: Optional[int] = None
+) -> torch.Tensor:
     """The same as :func:`segment_sum_coo` (torch_scatter's other name for it).
 
     Args:
@@ -202,8 +213,9 @@ def segment_add_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.
     return _reduced(src, index, out, dim_size, "sum")
 
 
-def segment_mean_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
-                     dim_size: Optional[int] = None) -> torch.Tensor:
+def segment_mean_coo(
+    src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None, dim_size: Optional[int] = None
+) -> torch.Tensor:
     """Averages the runs of equal values of a sorted ``index`` along dimension ``index.dim() - 1``.
 
     The rows are those of :func:`segment_sum_coo`; each is the sum of its members divided by their number, and a
@@ -242,8 +254,9 @@ def segment_mean_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch
     return _reduced(src, index, out, dim_size, "mean")
 
 
-def segment_min_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
-                    dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def segment_min_coo(
+    src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None, dim_size: Optional[int] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """The minimum of each run of equal values of a sorted ``index`` along ``index.dim() - 1``, and where it is.
 
     The rows are those of :func:`segment_sum_coo`. torch_scatter's selection: an entry is selected only if it is
@@ -285,8 +298,9 @@ def segment_min_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.
     return _selected(src, index, out, dim_size, "amin")
 
 
-def segment_max_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
-                    dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def segment_max_coo(
+    src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None, dim_size: Optional[int] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """The maximum of each run of equal values of a sorted ``index`` along ``index.dim() - 1``, and where it is.
 
     The rows are those of :func:`segment_sum_coo`. torch_scatter's selection: an entry is selected only if it is
@@ -329,8 +343,13 @@ def segment_max_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.
     return _selected(src, index, out, dim_size, "amax")
 
 
-def segment_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
-                dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
+def segment_coo(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    out: Optional[torch.Tensor] = None,
+    dim_size: Optional[int] = None,
+    reduce: str = "sum",
+) -> torch.Tensor:
     """Reduces the runs of equal values of a sorted ``index`` along ``index.dim() - 1``, by ``reduce``.
 
     torch_scatter's ``segment_coo``: :func:`segment_sum_coo`, :func:`segment_mean_coo`, or the values (without

@@ -46,15 +46,17 @@ def _structure(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
     try:
         indptr = indptr.expand(lead + [indptr.size(-1)])
     except RuntimeError as e:
-        raise ValueError(f"indptr of shape {tuple(indptr.shape)} does not match src's leading sizes {lead}: {e}") \
-            from None
+        raise ValueError(
+            f"indptr of shape {tuple(indptr.shape)} does not match src's leading sizes {lead}: {e}"
+        ) from None
     M = max(indptr.size(-1) - 1, 0)
     N = src.size(dim)
     if indptr.numel() and not torch.compiler.is_compiling():
         low, high = torch.aminmax(indptr)
         if int(low) < 0 or int(high) > N:
-            raise IndexError(f"{name}: indptr holds {int(low) if int(low) < 0 else int(high)}, outside "
-                             f"[0, src.size({dim})={N}]")
+            raise IndexError(
+                f"{name}: indptr holds {int(low) if int(low) < 0 else int(high)}, outside [0, src.size({dim})={N}]"
+            )
         if indptr.size(-1) > 1 and bool((indptr[..., 1:] < indptr[..., :-1]).any()):
             raise ValueError(f"{name}: indptr must be non-decreasing along its last dimension")
     one = _engine.leading_batch(indptr, lead) if dim > 0 else indptr
@@ -70,7 +72,7 @@ def _structure(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
     starts = torch.arange(B, device=src.device, dtype=torch.int64).mul_(N).view(B, 1)
     flat = (indptr.reshape(B, M + 1).to(torch.int64) + starts).reshape(-1)
     ptr = torch.cat([zero, flat, zero + B * N])
-    return src.reshape([B * N] + list(src.shape[dim + 1:])), dim, M, ptr, True, lead
+    return src.reshape([B * N] + list(src.shape[dim + 1 :])), dim, M, ptr, True, lead
 
 
 def _take(result: torch.Tensor, dim: int, M: int, flat: bool, lead, rest) -> torch.Tensor:
@@ -93,7 +95,7 @@ def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
     _engine.check_out(out, src, shape, dim)
     if out is not None and out.size(dim) != M and src.numel():
         raise ValueError(f"out.size({dim}) = {out.size(dim)} but indptr describes {M} segments")
-    rest = list(src.shape[dim + 1:])
+    rest = list(src.shape[dim + 1 :])
     if src.numel() == 0 and out is not None:  # torch_scatter returns out untouched
         out = _engine.untouched(out, src)
         if reduce in ("amax", "amin"):
@@ -110,8 +112,7 @@ def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
             shape_ = list(work.shape)
             shape_[rdim] = ptr.numel() - 1
             info = torch.iinfo(dtype)
-            start = torch.full(shape_, info.min if reduce == "amax" else info.max, dtype=work.dtype,
-                               device=work.device)
+            start = torch.full(shape_, info.min if reduce == "amax" else info.max, dtype=work.dtype, device=work.device)
         values, arg = segment_arg_reduce(work, ptr, reduce, rdim, base=start, finite_start=True, fill="empty")
         values = _take(values, dim, M, flat, lead, rest)
         arg = _take(arg, dim, M, flat, lead, rest)
@@ -126,8 +127,9 @@ def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
             count = count.narrow(0, 1, count.numel() - 1).view(-1, M + 1).narrow(1, 0, M)
         else:
             count = count.narrow(0, 1, M)
-        values = torch.div(total, count.reshape(lead[: dim if flat else 0] + [M] + [1] * len(rest)),
-                           rounding_mode="trunc")
+        values = torch.div(
+            total, count.reshape(lead[: dim if flat else 0] + [M] + [1] * len(rest)), rounding_mode="trunc"
+        )
     else:
         values = _take(segment_reduce(work, ptr, reduce, rdim), dim, M, flat, lead, rest)
     values = _engine.finish(values.contiguous(), out, dtype)
@@ -140,8 +142,9 @@ def _reduced(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
 
 
 @torch.jit.ignore
-def _selected(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor],
-              reduce: str) -> Tuple[torch.Tensor, torch.Tensor]:
+def _selected(
+    src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor], reduce: str
+) -> Tuple[torch.Tensor, torch.Tensor]:
     return _segment(src, indptr, out, reduce)
 
 
@@ -242,8 +245,9 @@ def segment_mean_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torc
     return _reduced(src, indptr, out, "mean")
 
 
-def segment_min_csr(src: torch.Tensor, indptr: torch.Tensor,
-                    out: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def segment_min_csr(
+    src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """The minimum of ``src`` over each range ``indptr[i]:indptr[i + 1]`` along ``indptr.dim() - 1``, and where
     it is.
 
@@ -286,8 +290,9 @@ def segment_min_csr(src: torch.Tensor, indptr: torch.Tensor,
     return _selected(src, indptr, out, "amin")
 
 
-def segment_max_csr(src: torch.Tensor, indptr: torch.Tensor,
-                    out: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def segment_max_csr(
+    src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """The maximum of ``src`` over each range ``indptr[i]:indptr[i + 1]`` along ``indptr.dim() - 1``, and where
     it is.
 
@@ -330,8 +335,9 @@ def segment_max_csr(src: torch.Tensor, indptr: torch.Tensor,
     return _selected(src, indptr, out, "amax")
 
 
-def segment_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None,
-                reduce: str = "sum") -> torch.Tensor:
+def segment_csr(
+    src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None, reduce: str = "sum"
+) -> torch.Tensor:
     """Reduces ``src`` over the ranges ``indptr[i]:indptr[i + 1]`` along ``indptr.dim() - 1``, by ``reduce``.
 
     torch_scatter's ``segment_csr``: :func:`segment_sum_csr`, :func:`segment_mean_csr`, or the values (without
@@ -391,8 +397,9 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
     try:
         indptr = indptr.expand(lead + [indptr.size(-1)])
     except RuntimeError as e:
-        raise ValueError(f"indptr of shape {tuple(indptr.shape)} does not match src's leading sizes {lead}: {e}") \
-            from None
+        raise ValueError(
+            f"indptr of shape {tuple(indptr.shape)} does not match src's leading sizes {lead}: {e}"
+        ) from None
     M = max(indptr.size(-1) - 1, 0)
     if out is not None:
         _engine.check_tensor(out, "out")
@@ -425,11 +432,14 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
         return result if out is None else out.copy_(result)
     positions = torch.arange(E, device=src.device, dtype=torch.int64)
     # the segment of every output position: searchsorted in each batch's offsets
-    seg = torch.searchsorted(indptr.contiguous().to(torch.int64), positions.expand(lead + [E]).contiguous(),
-                             right=True) - 1
+    seg = (
+        torch.searchsorted(indptr.contiguous().to(torch.int64), positions.expand(lead + [E]).contiguous(), right=True)
+        - 1
+    )
     inside = (seg >= 0) & (seg < M)
-    picked = torch.gather(src, dim, seg.clamp(0, max(M - 1, 0)).view(lead + [E] + [1] * (src.dim() - dim - 1))
-                          .expand(shape))
+    picked = torch.gather(
+        src, dim, seg.clamp(0, max(M - 1, 0)).view(lead + [E] + [1] * (src.dim() - dim - 1)).expand(shape)
+    )
     keep = inside.view(lead + [E] + [1] * (src.dim() - dim - 1))
     if out is None:
         return torch.where(keep, picked, torch.zeros((), dtype=src.dtype, device=src.device))

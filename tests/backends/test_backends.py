@@ -16,12 +16,27 @@ from scatterx.backends import _common, cpu
 from scatterx.kernels.gpu import available
 
 INTERFACE = [
-    "output_size", "check_index", "check_ptr", "index_to_ptr", "segments", "index_scatter_reduce",
+    "output_size",
+    "check_index",
+    "check_ptr",
+    "index_to_ptr",
+    "segments",
+    "index_scatter_reduce",
     "small_index_scatter_reduce",
-    "segment_reduce", "segment_arg_reduce", "segment_logsumexp", "gather_segment_reduce", "weighted_gather_segment_reduce", "sddmm", "gatv2_logits", "gatv2_grad",
+    "segment_reduce",
+    "segment_arg_reduce",
+    "segment_logsumexp",
+    "gather_segment_reduce",
+    "weighted_gather_segment_reduce",
+    "sddmm",
+    "gatv2_logits",
+    "gatv2_grad",
     "tie_backward",
-    "csr_transpose", "element_scatter",
-    "element_gather", "segment_softmax", "segment_softmax_backward",
+    "csr_transpose",
+    "element_scatter",
+    "element_gather",
+    "segment_softmax",
+    "segment_softmax_backward",
 ]
 
 
@@ -115,7 +130,8 @@ def test_overlaps_by_address_range():
 def test_explain_bad_index_names_what_the_caller_named():
     err = _common.explain_bad_index(torch.tensor([0, 5]), 3, False, "edge_index[1]", "the number of target nodes")
     assert isinstance(err, IndexError) and str(err) == (
-        "edge_index[1][1]=5 is out of range for the number of target nodes=3 (must be < 3)")
+        "edge_index[1][1]=5 is out of range for the number of target nodes=3 (must be < 3)"
+    )
     err = _common.explain_bad_index(torch.tensor([2, 1]), 3, True, unsorted_hint="")
     assert isinstance(err, ValueError) and str(err).endswith("index[1]=1 < index[0]=2")
     err = _common.explain_bad_index(torch.tensor([-4]), 3, False)

@@ -17,47 +17,61 @@ T = routes.TUNING
 
 
 def choose(sorted=True, into_new=True, outer=1, n=10**6, inner=64, m=None, segments=10**5, itemsize=4, threads=2):
-    return routes.choose_route(sorted=sorted, into_new=into_new, outer=outer, n=n, inner=inner,
-                               m=n if m is None else m, segments=segments, itemsize=itemsize, threads=threads)
+    return routes.choose_route(
+        sorted=sorted,
+        into_new=into_new,
+        outer=outer,
+        n=n,
+        inner=inner,
+        m=n if m is None else m,
+        segments=segments,
+        itemsize=itemsize,
+        threads=threads,
+    )
 
 
-@pytest.mark.parametrize("shape, expected", [
-    # small calls into a new tensor: serial, whatever the order; not with out=
-    (dict(n=100, inner=8, segments=10), Route.SERIAL),
-    (dict(n=100, inner=8, segments=10, sorted=False), Route.SERIAL),
-    (dict(n=100, inner=8, segments=10, into_new=False), Route.SEGMENTS),
-    (dict(n=100, inner=8, segments=10, into_new=False, sorted=False), Route.GATHER),
-    # wide rows are small up to a larger size, shrinking with threads
-    (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=2), Route.SERIAL),
-    (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=16), Route.RUNS),
-    (dict(n=(T.small_call_elements * 2) // 15, inner=15, segments=15, threads=1), Route.RUNS),  # not wide
-    # sorted into a new tensor: runs for rows of one element, and for any row with a position per target
-    (dict(inner=1), Route.RUNS),
-    (dict(inner=1, outer=16), Route.RUNS),
-    (dict(inner=16), Route.RUNS),
-    (dict(inner=8, itemsize=8), Route.RUNS),
-    (dict(inner=2), Route.RUNS),
-    (dict(inner=1, m=10**5, segments=2 * 10**5), Route.RUNS),
-    (dict(inner=16, m=10**5, segments=2 * 10**5), Route.SEGMENTS),  # fewer positions than targets
-    (dict(inner=16, into_new=False), Route.SEGMENTS),
-    # unsorted: serial for narrow rows of one outer slice (inner x threads small), into a new tensor
-    (dict(sorted=False, inner=1), Route.SERIAL),
-    (dict(sorted=False, inner=4, threads=2), Route.SERIAL),
-    (dict(sorted=False, inner=4, threads=4), Route.SLICES if 4 * 4 <= T.slices_max_row_bytes and 1 >= 4 else
-     Route.GATHER),
-    (dict(sorted=False, inner=1, into_new=False), Route.GATHER),
-    # ... slices for tiny rows of many outer slices with a cache-sized accumulator, gather otherwise
-    (dict(sorted=False, outer=64, inner=1, n=10**6, segments=10**5), Route.SLICES),
-    (dict(sorted=False, outer=64, inner=1, segments=10**7), Route.GATHER),  # accumulator beyond the budget
-    (dict(sorted=False, outer=1, inner=64), Route.GATHER),  # rows of 256 bytes: gather them
-    # ... but serial while the output stays in L2 and src is mid-size (the cap shrinking with threads)
-    (dict(sorted=False, n=10**4, inner=64, segments=10**3), Route.SERIAL),
-    (dict(sorted=False, n=10**5, inner=16, segments=10**4), Route.SERIAL),
-    (dict(sorted=False, n=10**5, inner=16, segments=10**4, threads=16), Route.GATHER),
-    (dict(sorted=False, n=2 * 10**4, inner=256, segments=2 * 10**3), Route.GATHER),  # a 2 MB output
-    (dict(sorted=False, n=10**4, inner=64, segments=10**3, into_new=False), Route.GATHER),
-    (dict(sorted=False, outer=2, inner=2, threads=4), Route.GATHER),  # fewer slices than threads
-])
+@pytest.mark.parametrize(
+    "shape, expected",
+    [
+        # small calls into a new tensor: serial, whatever the order; not with out=
+        (dict(n=100, inner=8, segments=10), Route.SERIAL),
+        (dict(n=100, inner=8, segments=10, sorted=False), Route.SERIAL),
+        (dict(n=100, inner=8, segments=10, into_new=False), Route.SEGMENTS),
+        (dict(n=100, inner=8, segments=10, into_new=False, sorted=False), Route.GATHER),
+        # wide rows are small up to a larger size, shrinking with threads
+        (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=2), Route.SERIAL),
+        (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=16), Route.RUNS),
+        (dict(n=(T.small_call_elements * 2) // 15, inner=15, segments=15, threads=1), Route.RUNS),  # not wide
+        # sorted into a new tensor: runs for rows of one element, and for any row with a position per target
+        (dict(inner=1), Route.RUNS),
+        (dict(inner=1, outer=16), Route.RUNS),
+        (dict(inner=16), Route.RUNS),
+        (dict(inner=8, itemsize=8), Route.RUNS),
+        (dict(inner=2), Route.RUNS),
+        (dict(inner=1, m=10**5, segments=2 * 10**5), Route.RUNS),
+        (dict(inner=16, m=10**5, segments=2 * 10**5), Route.SEGMENTS),  # fewer positions than targets
+        (dict(inner=16, into_new=False), Route.SEGMENTS),
+        # unsorted: serial for narrow rows of one outer slice (inner x threads small), into a new tensor
+        (dict(sorted=False, inner=1), Route.SERIAL),
+        (dict(sorted=False, inner=4, threads=2), Route.SERIAL),
+        (
+            dict(sorted=False, inner=4, threads=4),
+            Route.SLICES if 4 * 4 <= T.slices_max_row_bytes and 1 >= 4 else Route.GATHER,
+        ),
+        (dict(sorted=False, inner=1, into_new=False), Route.GATHER),
+        # ... slices for tiny rows of many outer slices with a cache-sized accumulator, gather otherwise
+        (dict(sorted=False, outer=64, inner=1, n=10**6, segments=10**5), Route.SLICES),
+        (dict(sorted=False, outer=64, inner=1, segments=10**7), Route.GATHER),  # accumulator beyond the budget
+        (dict(sorted=False, outer=1, inner=64), Route.GATHER),  # rows of 256 bytes: gather them
+        # ... but serial while the output stays in L2 and src is mid-size (the cap shrinking with threads)
+        (dict(sorted=False, n=10**4, inner=64, segments=10**3), Route.SERIAL),
+        (dict(sorted=False, n=10**5, inner=16, segments=10**4), Route.SERIAL),
+        (dict(sorted=False, n=10**5, inner=16, segments=10**4, threads=16), Route.GATHER),
+        (dict(sorted=False, n=2 * 10**4, inner=256, segments=2 * 10**3), Route.GATHER),  # a 2 MB output
+        (dict(sorted=False, n=10**4, inner=64, segments=10**3, into_new=False), Route.GATHER),
+        (dict(sorted=False, outer=2, inner=2, threads=4), Route.GATHER),  # fewer slices than threads
+    ],
+)
 def test_choose_route(shape, expected):
     assert choose(**shape) is expected
 
@@ -66,8 +80,21 @@ def test_thresholds_change_the_choice_only_within_tuned():
     assert choose(n=100, inner=8, segments=10) is Route.SERIAL
     with routes.tuned(small_call_elements=0, small_wide_factor=0):
         assert routes.tuning().small_call_elements == 0
-        assert routes.choose_route(sorted=True, into_new=True, outer=1, n=100, inner=8, m=100, segments=10,
-                                   itemsize=4, threads=2, t=routes.tuning()) is Route.RUNS
+        assert (
+            routes.choose_route(
+                sorted=True,
+                into_new=True,
+                outer=1,
+                n=100,
+                inner=8,
+                m=100,
+                segments=10,
+                itemsize=4,
+                threads=2,
+                t=routes.tuning(),
+            )
+            is Route.RUNS
+        )
     assert routes.tuning() is routes.TUNING
     with pytest.raises(TypeError):
         with routes.tuned(no_such_threshold=1):
@@ -88,12 +115,13 @@ def test_the_backend_takes_the_chosen_route():
     assert launched(lambda: scatterx.index_scatter_reduce(0, index, big[:, :8], "sum"))[0] == ["runs"]
     spread = torch.arange(100_000) * 2  # fewer positions than targets
     assert launched(lambda: scatterx.index_scatter_reduce(0, spread, big[:, :8], "sum"))[0] == ["segments"]
-    assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big, "sum", sorted=False))[0] == \
-        ["gather"]
-    assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big[:, 0], "amax", sorted=False))[0] \
-        == ["serial"]
-    assert launched(lambda: scatterx.index_scatter_reduce(1, index.flip(0), big.t().contiguous(), "sum",
-                                                          sorted=False))[0] == ["slices"]
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big, "sum", sorted=False))[0] == ["gather"]
+    assert launched(lambda: scatterx.index_scatter_reduce(0, index.flip(0), big[:, 0], "amax", sorted=False))[0] == [
+        "serial"
+    ]
+    assert launched(lambda: scatterx.index_scatter_reduce(1, index.flip(0), big.t().contiguous(), "sum", sorted=False))[
+        0
+    ] == ["slices"]
 
 
 @pytest.mark.parametrize("route", list(Route))
@@ -109,12 +137,15 @@ def test_a_forced_route_is_taken_with_the_same_bits(route):
         assert torch.equal(bits(got), bits(want)), reduce
 
 
-@pytest.mark.parametrize("route, kwargs, why", [
-    (Route.RUNS, dict(out=torch.zeros(4, 2)), "'runs'.*writes a new tensor only"),
-    (Route.SERIAL, dict(out=torch.zeros(4, 2)), "'serial'.*writes a new tensor only"),
-    (Route.RUNS, dict(sorted=False), "'runs'.*needs a sorted index"),
-    (Route.SEGMENTS, dict(sorted=False), "'segments'.*needs a sorted index"),
-])
+@pytest.mark.parametrize(
+    "route, kwargs, why",
+    [
+        (Route.RUNS, dict(out=torch.zeros(4, 2)), "'runs'.*writes a new tensor only"),
+        (Route.SERIAL, dict(out=torch.zeros(4, 2)), "'serial'.*writes a new tensor only"),
+        (Route.RUNS, dict(sorted=False), "'runs'.*needs a sorted index"),
+        (Route.SEGMENTS, dict(sorted=False), "'segments'.*needs a sorted index"),
+    ],
+)
 def test_a_forced_route_that_cannot_serve_the_call_is_refused_by_name(route, kwargs, why):
     with routes.force(route), pytest.raises(ValueError, match=why):
         scatterx.index_scatter_reduce(0, torch.tensor([0, 1, 3]), torch.ones(3, 2), "sum", dim_size=4, **kwargs)
@@ -183,8 +214,14 @@ def test_outputs_are_streamed_only_where_the_aligned_stores_allow_it():
         assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 32, dtype=torch.float16), ptr))[0] is False
         assert _streamed(lambda: scatterx.segment_reduce(torch.ones(200, 256), ptr, "sum"))[0] is False
         shuffled = index[torch.randperm(200, generator=g)]
-        assert _streamed(lambda: scatterx.index_scatter_reduce(0, shuffled, torch.ones(200, 16), "sum",
-                                                               sorted=False, dim_size=40))[0] is False
+        assert (
+            _streamed(
+                lambda: scatterx.index_scatter_reduce(
+                    0, shuffled, torch.ones(200, 16), "sum", sorted=False, dim_size=40
+                )
+            )[0]
+            is False
+        )
 
 
 @pytest.mark.parametrize("reduce", REDUCES)
@@ -197,14 +234,15 @@ def test_out_at_an_address_off_the_64_byte_grid_is_written_without_streaming(red
     start = torch.rand(50, 16, generator=g)
     buffer = torch.zeros(50 * 16 + 32)
     skip = next(k for k in range(1, 17) if (buffer.data_ptr() + 4 * k) % 64 != 0)
-    misaligned = buffer[skip:skip + 50 * 16].view(50, 16).copy_(start)
+    misaligned = buffer[skip : skip + 50 * 16].view(50, 16).copy_(start)
     aligned = start.clone()
     assert aligned.data_ptr() % 64 == 0
     flags = []
     with routes.tuned(stream_min_bytes=0, small_call_elements=-1):
         for out in (aligned, misaligned):
-            flags.append(_streamed(lambda: scatterx.index_scatter_reduce(0, index, src, reduce, out=out,
-                                                                          include_self=True))[0])
+            flags.append(
+                _streamed(lambda: scatterx.index_scatter_reduce(0, index, src, reduce, out=out, include_self=True))[0]
+            )
     assert flags == [True, False]
     assert torch.equal(misaligned, aligned)
 
@@ -227,8 +265,9 @@ def _check_narrow_rows(shape, dim, threads):
     index = torch.randint(0, 400, (3000,), generator=g)
     outer, inner = (1, src[0].numel()) if dim == 0 else (shape[0], shape[2] if len(shape) == 3 else 1)
     for reduce in REDUCES:
-        names, got = launched(lambda: scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False,
-                                                                    dim_size=450))
+        names, got = launched(
+            lambda: scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=450)
+        )
         assert (names == ["serial"]) == (outer == 1 and inner * threads <= T.serial_unsorted_max_work)
         with routes.force(Route.GATHER):
             want = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=450)

@@ -13,8 +13,13 @@ pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed
 @pytest.mark.parametrize(
     "reduce, sorted, expected",
     [
-        ("sum", True, "segments"), ("amax", True, "segments"), ("sum", False, "atomic"), ("mean", False, "atomic"),
-        ("prod", False, "sort"), ("amax", False, "sort"), ("amin", False, "sort"),
+        ("sum", True, "segments"),
+        ("amax", True, "segments"),
+        ("sum", False, "atomic"),
+        ("mean", False, "atomic"),
+        ("prod", False, "sort"),
+        ("amax", False, "sort"),
+        ("amin", False, "sort"),
     ],
 )
 def test_route_per_reduction_and_order(reduce, sorted, expected):

@@ -17,6 +17,10 @@ def careless_kernel(src, index, out, n, inner, BLOCK: tl.constexpr):
     tl.atomic_add(out + offsets, x + total.to(x.dtype), mask=offsets < n)
 
 
-CARELESS = dict(kernel=f"{__name__}.careless_kernel", name="careless_kernel",
-                params=[["src", "*fp32"], ["index", "*i64"], ["out", "*fp32"], ["n", "i32"], ["inner", "i32"]],
-                constexprs=[["BLOCK", 128]], aligned=["inner"])
+CARELESS = dict(
+    kernel=f"{__name__}.careless_kernel",
+    name="careless_kernel",
+    params=[["src", "*fp32"], ["index", "*i64"], ["out", "*fp32"], ["n", "i32"], ["inner", "i32"]],
+    constexprs=[["BLOCK", 128]],
+    aligned=["inner"],
+)

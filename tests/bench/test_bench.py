@@ -29,8 +29,22 @@ def test_graph_is_sorted_and_consistent(degrees):
 
 
 def test_cli_bench_writes_table_csv_json_and_figures(tmp_path, capsys):
-    args = ["bench", "--edges", "3000", "--nodes", "300", "--features", "4", "--repeat", "1", "--warmup", "0",
-            "--no-latency", "--out-dir", str(tmp_path)]
+    args = [
+        "bench",
+        "--edges",
+        "3000",
+        "--nodes",
+        "300",
+        "--features",
+        "4",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--no-latency",
+        "--out-dir",
+        str(tmp_path),
+    ]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "bandwidth probe" in printed and "scatterx.index_scatter_reduce" in printed and "CPU goals" in printed
@@ -40,8 +54,9 @@ def test_cli_bench_writes_table_csv_json_and_figures(tmp_path, capsys):
     cases = {(r["reduce"], r["order"]) for r in data["rows"] if r["implementation"] == "scatterx.index_scatter_reduce"}
     assert cases == {(r, o) for r in REDUCTIONS for o in ("sorted", "shuffled")}
     # what else ran meanwhile: other processes and the hypervisor's steal, as shares of a core
-    assert re.search(r"\d+% of a core, hypervisor steal \d+% of a core", data["environment"]["other processes"]) or \
-        data["environment"]["other processes"].startswith("not measured")
+    assert re.search(
+        r"\d+% of a core, hypervisor steal \d+% of a core", data["environment"]["other processes"]
+    ) or data["environment"]["other processes"].startswith("not measured")
     assert data["environment"]["commit"]  # the commit that ran (or "unknown" outside a git checkout)
     pytest.importorskip("matplotlib")
     for name in ("forward.png", "forward-backward.png", "message-passing.png", "drop-in.png"):
@@ -69,8 +84,13 @@ def test_goals_compare_each_measurement_with_its_limit():
     report = run(Config(reductions=("sum",), orders=("sorted", "shuffled"), **TINY), log=lambda *_: None)
     table = {what: (op, limit, value, ok) for what, op, limit, value, ok in goals(report)}
     op, limit, value, ok = table["sorted sum: time / read probe"]
-    assert value == pytest.approx(next(r.probe_ratio for r in report.rows
-                                       if (r.reduce, r.order, r.implementation) == ("sum", "sorted", "scatterx.index_scatter_reduce")))
+    assert value == pytest.approx(
+        next(
+            r.probe_ratio
+            for r in report.rows
+            if (r.reduce, r.order, r.implementation) == ("sum", "sorted", "scatterx.index_scatter_reduce")
+        )
+    )
     assert ok == (value <= limit)
     assert table["sorted mean: time / read probe"][2] is None  # not measured in this run
 
@@ -86,8 +106,7 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
     if not gpu.interpreted:
         pytest.skip("on a GPU, run `scatterx bench --device cuda` itself")
     # the smallest graph with every code path (its drop-in rows run the frontends' GPU tests' kernels; left out)
-    config = harness.Config(edges=16, nodes=4, features=32, repeat=1, warmup=0, latency=False, peers=True,
-                            dropin=False)
+    config = harness.Config(edges=16, nodes=4, features=32, repeat=1, warmup=0, latency=False, peers=True, dropin=False)
     with gpu:
         result = harness.run(config)
     cases = {(r.reduce, r.order, r.mode) for r in result.rows if r.implementation == harness.SCATTERX.name}
@@ -106,7 +125,8 @@ def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
     ours, pyg = (weighted[p.name] for p in peers.WEIGHTED_IMPLEMENTATIONS)
     table = {what: value for what, op, limit, value, ok in goals(report)}
     assert table["weighted gather-segment sum: forward+backward speedup over PyG's path"] == pytest.approx(
-        pyg.ms / ours.ms)
+        pyg.ms / ours.ms
+    )
     gatv2 = {r.implementation: r for r in report.rows if r.reduce == peers.GATV2}
     ours, pyg = (gatv2[p.name] for p in peers.GATV2_IMPLEMENTATIONS)
     assert table["GATv2 logits: forward+backward speedup over PyG's path"] == pytest.approx(pyg.ms / ours.ms)
@@ -114,14 +134,12 @@ def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
     real_logits = scatterx.gatv2_logits
     monkeypatch.setattr(scatterx, "gatv2_logits", lambda *a, **k: real_logits(*a, **k) * 2)
     with pytest.raises(AssertionError, match="wrong result"):
-        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY),
-            log=lambda *_: None)
+        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY), log=lambda *_: None)
     monkeypatch.setattr(scatterx, "gatv2_logits", real_logits)
     real = scatterx.gather_segment_reduce
     monkeypatch.setattr(scatterx, "gather_segment_reduce", lambda *a, **k: real(*a, **k) * 2)
     with pytest.raises(AssertionError, match="wrong result"):
-        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY),
-            log=lambda *_: None)
+        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY), log=lambda *_: None)
 
 
 def test_dropin_rows_cover_every_function_are_checked_and_tabled(monkeypatch):
@@ -134,8 +152,9 @@ def test_dropin_rows_cover_every_function_are_checked_and_tabled(monkeypatch):
     report = run(Config(reductions=("sum",), orders=("sorted",), **small), log=lambda *_: None)
     rows = [r for r in report.rows if r.mode == "drop-in"]
     ours = {(r.reduce, r.order) for r in rows if r.implementation == dropin.DROP_IN}
-    want = {(f, o) for f in dropin.FUNCTIONS for o in (("sorted",) if f in dropin.SORTED_ONLY else
-                                                         ("sorted", "shuffled"))}
+    want = {
+        (f, o) for f in dropin.FUNCTIONS for o in (("sorted",) if f in dropin.SORTED_ONLY else ("sorted", "shuffled"))
+    }
     assert ours == want
     assert {(r.reduce, r.order) for r in rows if r.implementation != dropin.DROP_IN} == want
     text = table(report)

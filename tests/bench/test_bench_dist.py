@@ -41,8 +41,10 @@ def test_lower_bound_widths_follow_what_each_layer_aggregates():
     assert dist.lower_bound_widths("gcn", c) == 2 * (6 + 3)  # lin(x), lin(h): both with gradients
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(
-    os.path.join(os.path.dirname(sys.executable), "torchrun")), reason="torchrun is not on the PATH")
+@pytest.mark.skipif(
+    shutil.which("torchrun") is None and not os.path.exists(os.path.join(os.path.dirname(sys.executable), "torchrun")),
+    reason="torchrun is not on the PATH",
+)
 def test_the_torchrun_recipe_trains_from_saved_shards(tmp_path, capsys):
     """The README's two commands: partition once, then torchrun the example (2 ranks, gloo)."""
     bindir = os.path.dirname(sys.executable)
@@ -52,9 +54,23 @@ def test_the_torchrun_recipe_trains_from_saved_shards(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "metis partition over 2 ranks" in out and "halo" in out
     assert sorted(os.listdir(shards)) == ["meta.json", "rank-0-of-2.pt", "rank-1-of-2.pt"]
-    run = subprocess.run(["torchrun", "--nproc-per-node", "2", os.path.join(ROOT, "examples", "train_sharded.py"),
-                          shards, "--epochs", "3", "--hidden", "8"], capture_output=True, text=True, env=env,
-                         timeout=300)
+    run = subprocess.run(
+        [
+            "torchrun",
+            "--nproc-per-node",
+            "2",
+            os.path.join(ROOT, "examples", "train_sharded.py"),
+            shards,
+            "--epochs",
+            "3",
+            "--hidden",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     losses = [float(line.split()[-1]) for line in run.stdout.splitlines() if line.startswith("epoch")]
     assert len(losses) == 3 and losses[-1] < losses[0]

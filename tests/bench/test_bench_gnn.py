@@ -41,8 +41,9 @@ def test_both_paths_train_the_same_model_to_the_same_losses(model):
 
 
 def test_loss_check_fails_when_the_paths_differ():
-    result = gnn.ModelResult("sage", {"pyg": [1.0, 1.0], "scatterx": [0.5, 0.5]}, {"pyg": [2.0, 1.0],
-                             "scatterx": [2.0, 1.01]})
+    result = gnn.ModelResult(
+        "sage", {"pyg": [1.0, 1.0], "scatterx": [0.5, 0.5]}, {"pyg": [2.0, 1.0], "scatterx": [2.0, 1.01]}
+    )
     assert not result.losses_agree
     assert result.speedup == 2.0
     report = gnn.GnnReport("g", gnn.GnnConfig(**SMALL), [result], {})
@@ -52,13 +53,19 @@ def test_loss_check_fails_when_the_paths_differ():
 
 
 def test_gat_memory_goal_is_checked_on_arxiv():
-    result = gnn.ModelResult("gat", {"pyg": [1.0, 1.0], "scatterx": [0.4, 0.4]}, {"pyg": [1.0], "scatterx": [1.0]},
-                             {"pyg": 1000, "scatterx": 400})
+    result = gnn.ModelResult(
+        "gat",
+        {"pyg": [1.0, 1.0], "scatterx": [0.4, 0.4]},
+        {"pyg": [1.0], "scatterx": [1.0]},
+        {"pyg": 1000, "scatterx": 400},
+    )
     report = gnn.GnnReport("g", gnn.GnnConfig(), [result], {})
     labels = {label: ok for label, *_, ok in gnn.goals(report)}
-    assert labels == {"gat: epoch speedup over PyG's default path on arxiv": True,
-                      "gat: peak step memory, scatterx / PyG, on arxiv": True,
-                      "gat: max relative loss difference from PyG's path": True}
+    assert labels == {
+        "gat: epoch speedup over PyG's default path on arxiv": True,
+        "gat: peak step memory, scatterx / PyG, on arxiv": True,
+        "gat: max relative loss difference from PyG's path": True,
+    }
     result.peak_bytes["scatterx"] = 600
     labels = {label: ok for label, *_, ok in gnn.goals(report)}
     assert not labels["gat: peak step memory, scatterx / PyG, on arxiv"]
@@ -68,7 +75,8 @@ def test_gat_memory_goal_is_checked_on_arxiv():
 def test_built_in_graph_shapes(graph):
     config = gnn.GnnConfig.for_graph(graph, nodes=None, epochs=2)
     assert (config.nodes, config.edges, config.features, config.classes) == tuple(
-        gnn.GRAPHS[graph][k] for k in ("nodes", "edges", "features", "classes"))
+        gnn.GRAPHS[graph][k] for k in ("nodes", "edges", "features", "classes")
+    )
     assert config.graph == graph and config.epochs == 2
     assert gnn.GnnConfig.for_graph(graph, nodes=50).nodes == 50
 
@@ -87,8 +95,23 @@ def test_peak_step_memory_sees_a_large_temporary():
 
 
 def test_cli_writes_table_csv_json_and_loss_chart(tmp_path, capsys):
-    argv = ["bench-gnn", "--nodes", "300", "--edges", "2000", "--features", "16", "--hidden", "8",
-            "--epochs", "2", "--models", "sage,gin,gcn", "--out-dir", str(tmp_path)]
+    argv = [
+        "bench-gnn",
+        "--nodes",
+        "300",
+        "--edges",
+        "2000",
+        "--features",
+        "16",
+        "--hidden",
+        "8",
+        "--epochs",
+        "2",
+        "--models",
+        "sage,gin,gcn",
+        "--out-dir",
+        str(tmp_path),
+    ]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "sage: epoch speedup over PyG's default path" in out and "gin: max relative loss difference" in out

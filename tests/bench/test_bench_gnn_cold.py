@@ -20,8 +20,10 @@ def test_first_steps_run_in_fresh_processes_and_the_cache_is_reused():
 
 
 def test_table_totals_the_models():
-    rows = [gnn_cold.FirstStep("gcn", 3.0, 0.2, 0.01, 0.004, 0.005),
-            gnn_cold.FirstStep("gat", 2.0, 0.1, 0.02, 0.006, 0.007)]
+    rows = [
+        gnn_cold.FirstStep("gcn", 3.0, 0.2, 0.01, 0.004, 0.005),
+        gnn_cold.FirstStep("gat", 2.0, 0.1, 0.02, 0.006, 0.007),
+    ]
     lines = gnn_cold.table(rows)
     assert lines[2].split()[:4] == ["gcn", "3.00", "0.200", "0.010"]
     assert lines[-1].split() == ["all", "5.00", "0.300", "0.030"]

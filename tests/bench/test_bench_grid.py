@@ -20,15 +20,44 @@ QUIET = dict(log=lambda *_: None)
 
 
 def tiny(**kw):
-    axes = dict(edges=(100, 1000), features=(3,), degrees=(10,), dtypes=("float32",), dims=(0,),
-                reductions=("sum",), orders=("sorted",), backward=False)
+    axes = dict(
+        edges=(100, 1000),
+        features=(3,),
+        degrees=(10,),
+        dtypes=("float32",),
+        dims=(0,),
+        reductions=("sum",),
+        orders=("sorted",),
+        backward=False,
+    )
     return grid.GridSpec(**{**axes, **QUICK, **kw})
 
 
 def test_cli_grid_writes_table_csv_json_and_figure(tmp_path, capsys):
-    argv = ["bench", "--grid", "--grid-edges", "100,1000", "--grid-features", "1,16", "--grid-degrees", "10",
-            "--grid-dtypes", "float32", "--grid-dims", "0", "--reductions", "sum,amax", "--grid-time", "0",
-            "--repeat", "1", "--grid-elements", "none", "--out-dir", str(tmp_path)]
+    argv = [
+        "bench",
+        "--grid",
+        "--grid-edges",
+        "100,1000",
+        "--grid-features",
+        "1,16",
+        "--grid-degrees",
+        "10",
+        "--grid-dtypes",
+        "float32",
+        "--grid-dims",
+        "0",
+        "--reductions",
+        "sum,amax",
+        "--grid-time",
+        "0",
+        "--repeat",
+        "1",
+        "--grid-elements",
+        "none",
+        "--out-dir",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     # 2 E x 2 F x 2 orders x (sum, amax forward + sum forward+backward)
@@ -70,8 +99,13 @@ def test_default_grid_is_the_base_plane_and_one_axis_at_a_time():
             assert c.edges * c.features <= 2**26
         if any(off):
             assert c.mode == "fwd" and c.edges in grid.SIDE_EDGES and c.features in grid.SIDE_FEATURES
-    for axis, values in (("degree", grid.DEGREES), ("dtype", grid.DTYPES), ("dim", grid.DIMS),
-                         ("reduce", grid.REDUCTIONS), ("order", ("sorted", "shuffled"))):
+    for axis, values in (
+        ("degree", grid.DEGREES),
+        ("dtype", grid.DTYPES),
+        ("dim", grid.DIMS),
+        ("reduce", grid.REDUCTIONS),
+        ("order", ("sorted", "shuffled")),
+    ):
         assert {getattr(c, axis) for c in cells} == set(values)
     assert {c.reduce for c in cells if c.mode == "fwd+bwd"} == {"sum", "mean"}
     assert len(cells) < len(grid.cells(grid.GridSpec(full=True))) / 5
@@ -108,15 +142,26 @@ def test_wrong_scatterx_result_aborts_the_grid(monkeypatch, dtype, dim):
 
 def test_wrong_gradient_aborts_the_grid(monkeypatch):
     real = scatterx.index_scatter_reduce
-    monkeypatch.setattr(scatterx, "index_scatter_reduce",
-                        lambda *a, **k: real(*a, **k) * (2.0 if torch.is_grad_enabled() and a[2].requires_grad else 1.0))
+    monkeypatch.setattr(
+        scatterx,
+        "index_scatter_reduce",
+        lambda *a, **k: real(*a, **k) * (2.0 if torch.is_grad_enabled() and a[2].requires_grad else 1.0),
+    )
     with pytest.raises(AssertionError, match="fwd\\+bwd.*wrong result"):
         grid.run(tiny(backward=True), **QUIET)
 
 
 def test_half_types_and_the_last_dim_run_every_reduction_and_pass():
-    spec = tiny(edges=(1000,), features=(5,), degrees=(2, 50), dtypes=("bfloat16", "float32"), dims=(-1, 0),
-                reductions=("sum", "mean", "amax"), orders=("sorted", "shuffled"), backward=True)
+    spec = tiny(
+        edges=(1000,),
+        features=(5,),
+        degrees=(2, 50),
+        dtypes=("bfloat16", "float32"),
+        dims=(-1, 0),
+        reductions=("sum", "mean", "amax"),
+        orders=("sorted", "shuffled"),
+        backward=True,
+    )
     report = grid.run(spec, **QUIET)
     assert len(report.rows) == len(grid.cells(spec)) and all(r.speedup is not None for r in report.rows)
     # the base is the first of each axis: (2, bfloat16, -1); the star changes one of them at a time
@@ -129,24 +174,34 @@ def test_measure_times_each_implementation_and_prunes():
     def slow():
         time.sleep(0.003)
 
-    times, calls, dropped = grid.measure({"fast": lambda: None, "slow": slow}, 0.01, 4,
-                                         prune=lambda first: [n for n, t in first.items() if t > 1e-3])
+    times, calls, dropped = grid.measure(
+        {"fast": lambda: None, "slow": slow}, 0.01, 4, prune=lambda first: [n for n, t in first.items() if t > 1e-3]
+    )
     assert dropped == {"slow"} and calls["slow"] <= 3 and calls["fast"] >= 4
     assert times["slow"] > 2e-3 > times["fast"]
 
 
 def _element_rows(monkeypatch=None):
     notes = []
-    rows = grid_elements.rows(grid.GridSpec(elements=("small",), seconds=0.0, min_calls=1), grid.measure,
-                              lambda it, **kw: it, notes.append)
+    rows = grid_elements.rows(
+        grid.GridSpec(elements=("small",), seconds=0.0, min_calls=1), grid.measure, lambda it, **kw: it, notes.append
+    )
     return rows, notes
 
 
 def test_element_plan_rows_against_torch_and_onnxruntime():
     rows, notes = _element_rows()
     ops = {r.op for r in rows}
-    assert ops == {"scatter_reduce sum", "scatter_reduce amax", "scatter (assign)", "gather",
-                   "onnx ScatterElements add", "onnx GatherElements", "onnx ScatterND add", "onnx GatherND"}
+    assert ops == {
+        "scatter_reduce sum",
+        "scatter_reduce amax",
+        "scatter (assign)",
+        "gather",
+        "onnx ScatterElements add",
+        "onnx GatherElements",
+        "onnx ScatterND add",
+        "onnx GatherND",
+    }
     goals = {(r.op, r.peer): r.goal for r in rows}
     assert goals["gather", "torch.gather"] == 1.5 and goals["scatter (assign)", "torch.scatter"] == 1.0
     assert goals["onnx GatherND", "torch.index_select"] is None
@@ -191,11 +246,15 @@ def test_wrong_element_result_aborts(monkeypatch):
 
 def test_report_counts_every_missed_goal():
     cell = grid.Cell(100_000, 4, 10, "float32", 0, "sorted", "sum", "fwd")
-    rows = [grid.GridRow(cell, 2.0, 1.0, 1.5, "index_add_"),  # 1.5x < 2.0: missed
-            grid.GridRow(cell, 2.0, 1.0, 3.0, "scatter_reduce_"),
-            grid.GridRow(cell, 2.0, skipped="skipped: needs 9.0 GiB")]
-    elements = [grid_elements.ElementRow("gather", "s", "torch.gather", 1.0, 1.2, 1.5, 3),
-                grid_elements.ElementRow("onnx GatherND", "s", "torch.index_select", 1.0, 0.5, None, 3)]
+    rows = [
+        grid.GridRow(cell, 2.0, 1.0, 1.5, "index_add_"),  # 1.5x < 2.0: missed
+        grid.GridRow(cell, 2.0, 1.0, 3.0, "scatter_reduce_"),
+        grid.GridRow(cell, 2.0, skipped="skipped: needs 9.0 GiB"),
+    ]
+    elements = [
+        grid_elements.ElementRow("gather", "s", "torch.gather", 1.0, 1.2, 1.5, 3),
+        grid_elements.ElementRow("onnx GatherND", "s", "torch.index_select", 1.0, 0.5, None, 3),
+    ]
     report = grid.GridReport(grid.GridSpec(), rows, elements, 1.0, 2**30, {})
     assert grid.missed(report) == [rows[0], elements[0]]
     text = grid_report.table(report)
@@ -204,13 +263,16 @@ def test_report_counts_every_missed_goal():
     assert text.count("\n  MISSED ") == 2  # listed at the end
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--grid-dims", "1"], "--grid-dims"),
-    (["--grid-elements", "huge"], "--grid-elements"),
-    (["--grid-edges", "0"], "--grid-edges"),
-    (["--grid-dtypes", "int32"], "--grid-dtypes"),
-    (["--device", "cuda"], "CPU only"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--grid-dims", "1"], "--grid-dims"),
+        (["--grid-elements", "huge"], "--grid-elements"),
+        (["--grid-edges", "0"], "--grid-edges"),
+        (["--grid-dtypes", "int32"], "--grid-dtypes"),
+        (["--device", "cuda"], "CPU only"),
+    ],
+)
 def test_cli_rejects_bad_grid_arguments(args, message):
     with pytest.raises(SystemExit, match=message):
         main(["bench", "--grid", *args])

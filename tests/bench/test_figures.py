@@ -42,8 +42,10 @@ def test_machine_names_the_cpu_and_its_vector_extension():
     env = {"cpu": "AMD EPYC", "numba_cpu_target": "znver3 (avx2, avx, sse4.2)", "torch_threads": "2"}
     assert figures.machine(env) == "AMD EPYC, znver3 (AVX2), 2 threads"
     assert figures.machine({"cpu": "x86_64"}) == "x86_64 CPU (model not recorded)"
-    line = ("environment: scatterx 0.1.0, torch 2.13.0+cpu, cpu AMD EPYC, numba_cpu_target znver3 (avx2, avx, "
-            "sse4.2), torch_threads 2, other processes 0% of a core")
+    line = (
+        "environment: scatterx 0.1.0, torch 2.13.0+cpu, cpu AMD EPYC, numba_cpu_target znver3 (avx2, avx, "
+        "sse4.2), torch_threads 2, other processes 0% of a core"
+    )
     assert figures.environment_line_text(line)["numba_cpu_target"] == "znver3 (avx2, avx, sse4.2)"
 
 

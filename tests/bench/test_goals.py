@@ -70,8 +70,9 @@ def test_the_docs_page_lists_the_goals_of_the_file():
     begin, end = "<!-- goals: generated from scatterx/bench/goals.json -->", "<!-- end of goals -->"
     assert begin in page and end in page
     shown = page.split(begin, 1)[1].split(end, 1)[0].strip()
-    assert shown == markdown_table().strip(), "regenerate the table: python -c 'from scatterx.bench.goals " \
-        "import markdown_table; print(markdown_table())'"
+    assert shown == markdown_table().strip(), (
+        "regenerate the table: python -c 'from scatterx.bench.goals import markdown_table; print(markdown_table())'"
+    )
 
 
 @pytest.mark.parametrize("folder", ["scatterx/bench", "tests/bench"])

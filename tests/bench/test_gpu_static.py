@@ -40,10 +40,13 @@ def test_every_variant_compiles_for_sm80_and_sm90_without_spills_or_misplaced_at
 
 def test_the_checks_catch_a_careless_kernel():
     """A kernel with 32-bit offsets, an atomic and a 64-bit division in a loop fails exactly those checks."""
-    code = ("import json, gpu_static_cases as c; from scatterx.bench import gpu_static as g;"
-            "print(json.dumps([g.failures(r) for r in g.compile_variant(c.CARELESS, (90,))]))")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=gpu_compiling_env(),
-                         timeout=300)
+    code = (
+        "import json, gpu_static_cases as c; from scatterx.bench import gpu_static as g;"
+        "print(json.dumps([g.failures(r) for r in g.compile_variant(c.CARELESS, (90,))]))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=gpu_compiling_env(), timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == [["atomics", "div64", "offsets"]]
 
@@ -132,11 +135,14 @@ def test_spills_count_as_hot_only_inside_a_loop():
     assert hot_spills(sass) == 1  # the LDL at 0x700, inside the loop 0x650..0xfc0; not the ones before and after
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--targets", "70"], "--targets takes comma-separated integers, a subset of 80,90,100"),
-    (["--jobs", "0"], "--jobs must be >= 1"),
-    (["--match", "no_such_kernel"], "no variant's name contains 'no_such_kernel'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--targets", "70"], "--targets takes comma-separated integers, a subset of 80,90,100"),
+        (["--jobs", "0"], "--jobs must be >= 1"),
+        (["--match", "no_such_kernel"], "no variant's name contains 'no_such_kernel'"),
+    ],
+)
 def test_gpu_report_refuses_bad_arguments_before_compiling(args, message, tmp_path):
     from scatterx.cli import main
 

@@ -16,10 +16,13 @@ def test_a_target_s_environment_is_what_numba_reads():
     assert env["PATH"] == "/bin" and env[targets.CHILD] == "1"
     host = targets.env_for(targets.HOST, {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": ""})
     assert "NUMBA_CPU_NAME" not in host and "NUMBA_CPU_FEATURES" not in host
-    code = ("import numba; from scatterx.bench.targets import compiling_for; "
-            "print(numba.config.CPU_NAME, compiling_for('x86-64-v3'), compiling_for('host'))")
-    out = subprocess.run([sys.executable, "-c", code], env=targets.env_for("x86-64-v3"), capture_output=True,
-                         text=True, check=True).stdout.split()
+    code = (
+        "import numba; from scatterx.bench.targets import compiling_for; "
+        "print(numba.config.CPU_NAME, compiling_for('x86-64-v3'), compiling_for('host'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=targets.env_for("x86-64-v3"), capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["x86-64-v3", "True", "False"]
 
 
@@ -36,8 +39,9 @@ def _grid_json(path, speedups_goals, elements):
     path.mkdir(parents=True, exist_ok=True)
     cells = [dict(speedup=s, ok=None if g is None else s >= g) for s, g in speedups_goals]
     rows = [dict(goal=g, ok=None if g is None else s >= g) for s, g in elements]
-    (path / "grid.json").write_text(json.dumps(dict(environment={"numba_cpu_target": "haswell (avx2, avx)"},
-                                                    cells=cells, elements=rows)))
+    (path / "grid.json").write_text(
+        json.dumps(dict(environment={"numba_cpu_target": "haswell (avx2, avx)"}, cells=cells, elements=rows))
+    )
 
 
 def test_each_target_s_counts_are_read_back_and_a_failed_target_is_reported(tmp_path):
@@ -54,8 +58,15 @@ def test_each_target_s_counts_are_read_back_and_a_failed_target_is_reported(tmp_
     rows = targets.run(["bench", "--grid"], ["host", "haswell"], str(tmp_path), call=call)
     assert calls == [("host", None), ("haswell", "haswell")]
     assert rows[0]["target"] == "host" and rows[0]["failed"].startswith("killed by SIGILL (an illegal instruction")
-    assert rows[1] == dict(target="haswell", compiled_for="haswell (avx2, avx)", cells=2, below_1x=1, below_goal=1,
-                           element_rows=1, elements_below_goal=0)
+    assert rows[1] == dict(
+        target="haswell",
+        compiled_for="haswell (avx2, avx)",
+        cells=2,
+        below_1x=1,
+        below_goal=1,
+        element_rows=1,
+        elements_below_goal=0,
+    )
     text = targets.table(rows)
     assert "host             failed: killed by SIGILL" in text and "haswell (avx2, avx)" in text
 

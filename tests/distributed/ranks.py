@@ -33,8 +33,9 @@ else:
 def run_ranks(fn, world: int, *args, timeout: float = 240.0):
     """``fn(rank, world, *args)`` in ``world`` processes with a gloo group; fails on an exception in any of
     them, or when they do not all finish within ``timeout`` (a hang: a collective one rank skipped)."""
-    context = mp.start_processes(_worker, args=(world, free_port(), fn, args), nprocs=world, join=False,
-                                 start_method=_START_METHOD)
+    context = mp.start_processes(
+        _worker, args=(world, free_port(), fn, args), nprocs=world, join=False, start_method=_START_METHOD
+    )
     deadline = time.monotonic() + timeout
     while not context.join(timeout=1.0):
         if time.monotonic() > deadline:

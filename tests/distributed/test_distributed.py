@@ -4,7 +4,6 @@ Every rank builds the same random problem from one seed (all ranks' edges), runs
 sharded op, and compares with the single-process result restricted to its rows (and, for gradients, to its
 edges). A worker collects its mismatches and raises them at the end, so a failure names every wrong case."""
 
-
 import pytest
 import torch
 from ranks import expect_raises, run_ranks
@@ -13,8 +12,12 @@ import scatterx
 from scatterx import distributed as sxd
 
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin"]
-TOLERANCE = {torch.float64: (1e-10, 1e-10), torch.float32: (1e-4, 1e-5), torch.bfloat16: (5e-2, 3e-2),
-             torch.int64: (0, 0)}
+TOLERANCE = {
+    torch.float64: (1e-10, 1e-10),
+    torch.float32: (1e-4, 1e-5),
+    torch.bfloat16: (5e-2, 3e-2),
+    torch.int64: (0, 0),
+}
 
 
 # ---------------------------------------------------------------------------------------------------- problems
@@ -34,8 +37,9 @@ def problem(seed: int, world: int, dtype, features, reduce):
     for r in range(world):
         edges = int(torch.randint(0, 9, (1,), generator=g))
         index = torch.randint(0, num_nodes, (edges,), generator=g)
-        index = torch.where(torch.rand(edges, generator=g) < 0.4, hubs[torch.randint(0, 2, (edges,), generator=g)],
-                            index)
+        index = torch.where(
+            torch.rand(edges, generator=g) < 0.4, hubs[torch.randint(0, 2, (edges,), generator=g)], index
+        )
         if seed % 2:
             index = index.sort().values
         small = torch.randint(-2, 3, (edges, *features), generator=g)
@@ -63,17 +67,22 @@ def check_index_scatter_reduce(rank, world, seeds):
     failures = []
     for seed in seeds:
         for reduce in REDUCTIONS:
-            for dtype, features in ((torch.float64, (3,)), (torch.float32, ()), (torch.bfloat16, (2, 2)),
-                                    (torch.int64, (2,))):
+            for dtype, features in (
+                (torch.float64, (3,)),
+                (torch.float32, ()),
+                (torch.bfloat16, (2, 2)),
+                (torch.int64, (2,)),
+            ):
                 part, indices, sources = problem(seed, world, dtype, features, reduce)
                 start, stop = part.range(rank)
                 all_index, all_src = torch.cat(indices), torch.cat(sources)
-                want = scatterx.index_scatter_reduce(0, all_index, all_src, reduce, False,
-                                                     dim_size=part.num_nodes)[start:stop]
-                got = sxd.index_scatter_reduce(indices[rank], sources[rank], reduce, partition=part,
-                                               sorted=bool(seed % 2))
-                again = sxd.index_scatter_reduce(sxd.plan(indices[rank], part), sources[rank], reduce,
-                                                 partition=part)
+                want = scatterx.index_scatter_reduce(0, all_index, all_src, reduce, False, dim_size=part.num_nodes)[
+                    start:stop
+                ]
+                got = sxd.index_scatter_reduce(
+                    indices[rank], sources[rank], reduce, partition=part, sorted=bool(seed % 2)
+                )
+                again = sxd.index_scatter_reduce(sxd.plan(indices[rank], part), sources[rank], reduce, partition=part)
                 case = f"seed {seed} {reduce} {dtype} {features}"
                 if (problem_ := _close(got, want, dtype)) is not None:
                     failures.append(f"{case}: forward: {problem_}")
@@ -86,11 +95,13 @@ def check_index_scatter_reduce(rank, world, seeds):
 
 def _gradient_failures(case, rank, part, indices, sources, reduce, seed):
     start, stop = part.range(rank)
-    grad_out = torch.randn((part.num_nodes, *sources[0].shape[1:]), dtype=torch.float64,
-                           generator=torch.Generator().manual_seed(seed + 1))
+    grad_out = torch.randn(
+        (part.num_nodes, *sources[0].shape[1:]), dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 1)
+    )
     leaves = [s.clone().requires_grad_() for s in sources]
-    full = scatterx.index_scatter_reduce(0, torch.cat(indices), torch.cat(leaves), reduce, False,
-                                         dim_size=part.num_nodes)
+    full = scatterx.index_scatter_reduce(
+        0, torch.cat(indices), torch.cat(leaves), reduce, False, dim_size=part.num_nodes
+    )
     full.backward(grad_out)
     mine = sources[rank].clone().requires_grad_()
     sxd.index_scatter_reduce(indices[rank], mine, reduce, partition=part).backward(grad_out[start:stop])
@@ -128,25 +139,60 @@ def check_bad_input_raises_everywhere(rank, world):
     index = torch.tensor([0, 5, 2])
     src = torch.ones(3, 2)
     cases = [
-        ("id out of range", IndexError, rf"rank {world - 1}: index holds 6",
-         lambda: sxd.index_scatter_reduce(torch.tensor([0, 6, 2]) if last else index, src, partition=part)),
-        ("negative id", IndexError, rf"rank {world - 1}: index holds -1",
-         lambda: sxd.halo_gather(torch.ones(part.size(rank), 2), torch.tensor([-1]) if last else index,
-                                 partition=part)),
-        ("rows do not match the partition", ValueError, rf"rank {world - 1}: x_local has",
-         lambda: sxd.halo_gather(torch.ones(part.size(rank) + last, 2), index, partition=part)),
-        ("src rows do not match index", ValueError, rf"rank {world - 1}: src has 2 rows",
-         lambda: sxd.index_scatter_reduce(index, src[:2] if last else src, partition=part)),
-        ("partition of another world size", ValueError, "the partition has",
-         lambda: sxd.index_scatter_reduce(index, src, partition=sxd.NodePartition.even(6, world + 1))),
-        ("unknown reduction", ValueError, "reduce",
-         lambda: sxd.index_scatter_reduce(index, src, "median", partition=part)),
-        ("not sorted", ValueError, "non-decreasing",
-         lambda: sxd.index_scatter_reduce(index, src, partition=part, sorted=True)),
+        (
+            "id out of range",
+            IndexError,
+            rf"rank {world - 1}: index holds 6",
+            lambda: sxd.index_scatter_reduce(torch.tensor([0, 6, 2]) if last else index, src, partition=part),
+        ),
+        (
+            "negative id",
+            IndexError,
+            rf"rank {world - 1}: index holds -1",
+            lambda: sxd.halo_gather(
+                torch.ones(part.size(rank), 2), torch.tensor([-1]) if last else index, partition=part
+            ),
+        ),
+        (
+            "rows do not match the partition",
+            ValueError,
+            rf"rank {world - 1}: x_local has",
+            lambda: sxd.halo_gather(torch.ones(part.size(rank) + last, 2), index, partition=part),
+        ),
+        (
+            "src rows do not match index",
+            ValueError,
+            rf"rank {world - 1}: src has 2 rows",
+            lambda: sxd.index_scatter_reduce(index, src[:2] if last else src, partition=part),
+        ),
+        (
+            "partition of another world size",
+            ValueError,
+            "the partition has",
+            lambda: sxd.index_scatter_reduce(index, src, partition=sxd.NodePartition.even(6, world + 1)),
+        ),
+        (
+            "unknown reduction",
+            ValueError,
+            "reduce",
+            lambda: sxd.index_scatter_reduce(index, src, "median", partition=part),
+        ),
+        (
+            "not sorted",
+            ValueError,
+            "non-decreasing",
+            lambda: sxd.index_scatter_reduce(index, src, partition=part, sorted=True),
+        ),
     ]
     if world > 1:
-        cases.append(("dtypes differ between ranks", ValueError, "the ranks disagree",
-                      lambda: sxd.index_scatter_reduce(index, src.double() if last else src, partition=part)))
+        cases.append(
+            (
+                "dtypes differ between ranks",
+                ValueError,
+                "the ranks disagree",
+                lambda: sxd.index_scatter_reduce(index, src.double() if last else src, partition=part),
+            )
+        )
     failures = []
     for name, error, match, call in cases:
         expect_raises(failures, name, error, match, call)
@@ -195,11 +241,15 @@ def test_one_process_without_init_is_the_core_op():
     part = sxd.NodePartition.even(5, 1)
     index, src = torch.tensor([4, 0, 4]), torch.tensor([[1.0], [2.0], [3.0]])
     for reduce in REDUCTIONS:
-        torch.testing.assert_close(sxd.index_scatter_reduce(index, src, reduce, partition=part),
-                                   scatterx.index_scatter_reduce(0, index, src, reduce, False, dim_size=5))
+        torch.testing.assert_close(
+            sxd.index_scatter_reduce(index, src, reduce, partition=part),
+            scatterx.index_scatter_reduce(0, index, src, reduce, False, dim_size=5),
+        )
         ints = torch.tensor([[-3], [2], [4]], dtype=torch.int32)  # int32 mean: floor division, int32 kept
-        torch.testing.assert_close(sxd.index_scatter_reduce(index, ints, reduce, partition=part),
-                                   scatterx.index_scatter_reduce(0, index, ints, reduce, False, dim_size=5))
+        torch.testing.assert_close(
+            sxd.index_scatter_reduce(index, ints, reduce, partition=part),
+            scatterx.index_scatter_reduce(0, index, ints, reduce, False, dim_size=5),
+        )
     assert sxd.halo_gather(torch.arange(5.0), torch.tensor([4, 4, 1]), partition=part).tolist() == [4.0, 4.0, 1.0]
 
 

@@ -36,8 +36,15 @@ def save(tmp_path, world, method):
     data = graph()
     gp = partition_graph(data.edge_index, CONFIG.nodes, world, method)
     out = str(tmp_path / f"{method}-{world}")
-    sxd.save_shards(out, gp, data.edge_index, x=data.x, y=data.y, masks={"train_mask": data.train_mask},
-                    edge_attrs={"edge_weight": edge_weight(data)})
+    sxd.save_shards(
+        out,
+        gp,
+        data.edge_index,
+        x=data.x,
+        y=data.y,
+        masks={"train_mask": data.train_mask},
+        edge_attrs={"edge_weight": edge_weight(data)},
+    )
     return out
 
 
@@ -71,12 +78,21 @@ def check_training(rank, world, dirs, dtype):
                 reference = build_model(name, CONFIG).to(dtype)
                 torch.manual_seed(0)
                 model = build_model(name, CONFIG).to(dtype)
-                want, want_grads = train(reference, torch.optim.Adam(reference.parameters(), lr=0.05),
-                                         data.x.to(dtype), data.edge_index, data.y, data.train_mask, 1.0, EPOCHS)
+                want, want_grads = train(
+                    reference,
+                    torch.optim.Adam(reference.parameters(), lr=0.05),
+                    data.x.to(dtype),
+                    data.edge_index,
+                    data.y,
+                    data.train_mask,
+                    1.0,
+                    EPOCHS,
+                )
                 optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
                 sxd.replicate(model, optimizer, weight=shard.train_share)
-                got, got_grads = train(model, optimizer, x, shard.edge_index, y, shard.train_mask,
-                                       shard.train_share, EPOCHS)
+                got, got_grads = train(
+                    model, optimizer, x, shard.edge_index, y, shard.train_mask, shard.train_share, EPOCHS
+                )
                 case = f"{method} {name} {dtype}"
                 rel = max(abs(a - b) / abs(b) for a, b in zip(got, want))
                 if rel > (1e-12 if dtype is torch.float64 else LOSS_RTOL):
@@ -98,8 +114,10 @@ def check_training(rank, world, dirs, dtype):
                 want = reference(data.x.to(dtype), data.edge_index, edge_weight(data).to(dtype))
                 got = conv(x=x, edge_index=shard.edge_index, edge_weight=shard.edge_weight.to(dtype))
                 if not torch.allclose(got, want[shard.node_ids], rtol=1e-5, atol=1e-6):
-                    failures.append(f"{method} {layer.__name__} with edge weights: differs by "
-                                    f"{(got - want[shard.node_ids]).abs().max():.1e}")
+                    failures.append(
+                        f"{method} {layer.__name__} with edge weights: differs by "
+                        f"{(got - want[shard.node_ids]).abs().max():.1e}"
+                    )
     assert not failures, f"rank {rank} of {world}:\n" + "\n".join(failures)
 
 
@@ -126,39 +144,71 @@ def check_bad_input(rank, world, good, other, missing, corrupt):
     def expect(name, error, match, call):
         expect_raises(failures, name, error, match, call)
 
-    expect("a missing shard file", FileNotFoundError, rf"rank {world - 1}: the shard file .* is missing",
-           lambda: sxd.load_shard(missing))
-    expect("shards of another partition", ValueError, "the ranks disagree",
-           lambda: sxd.load_shard(other if last else good))
-    expect("shards for another world size", ValueError, "shards for 1 ranks, but the process group has",
-           lambda: sxd.load_shard(os.path.join(os.path.dirname(good), "even-1")))
-    expect("a corrupt shard file", ValueError, rf"rank {world - 1}: cannot read the shard of rank {world - 1}",
-           lambda: sxd.load_shard(corrupt))
+    expect(
+        "a missing shard file",
+        FileNotFoundError,
+        rf"rank {world - 1}: the shard file .* is missing",
+        lambda: sxd.load_shard(missing),
+    )
+    expect(
+        "shards of another partition", ValueError, "the ranks disagree", lambda: sxd.load_shard(other if last else good)
+    )
+    expect(
+        "shards for another world size",
+        ValueError,
+        "shards for 1 ranks, but the process group has",
+        lambda: sxd.load_shard(os.path.join(os.path.dirname(good), "even-1")),
+    )
+    expect(
+        "a corrupt shard file",
+        ValueError,
+        rf"rank {world - 1}: cannot read the shard of rank {world - 1}",
+        lambda: sxd.load_shard(corrupt),
+    )
     shard = sxd.load_shard(good)
     from torch_geometric.nn import GINEConv, SAGEConv
 
     torch.manual_seed(1 if last else 0)
     model = SAGEConv(CONFIG.features, 4)
-    expect("parameters differ", ValueError, "parameters differ between rank 0 and rank 1 .first: lin_l.weight",
-           lambda: sxd.replicate(model, torch.optim.SGD(model.parameters(), lr=0.1)))
+    expect(
+        "parameters differ",
+        ValueError,
+        "parameters differ between rank 0 and rank 1 .first: lin_l.weight",
+        lambda: sxd.replicate(model, torch.optim.SGD(model.parameters(), lr=0.1)),
+    )
     with sxpyg.enabled():
         x = shard.x.clone()
         before = x.clone()
-        expect("x of the wrong rows", ValueError, rf"rank {world - 1}: x has \d+ rows but rank {world - 1} owns",
-               lambda: model(x[:-1] if last else x, shard.edge_index))
+        expect(
+            "x of the wrong rows",
+            ValueError,
+            rf"rank {world - 1}: x has \d+ rows but rank {world - 1} owns",
+            lambda: model(x[:-1] if last else x, shard.edge_index),
+        )
         nn = torch.nn.Linear(CONFIG.features, CONFIG.features)
-        expect("a layer that does not run sharded", TypeError,
-               "GINEConv does not run on a scatterx.distributed.ShardedGraph: the layers that do are GCNConv",
-               lambda: GINEConv(nn)(x, shard.edge_index, torch.zeros(shard.edge_index.num_edges, CONFIG.features)))
-        expect("a graph used as a tensor", TypeError, "is not a tensor",
-               lambda: torch.cat([shard.edge_index, shard.edge_index]))
+        expect(
+            "a layer that does not run sharded",
+            TypeError,
+            "GINEConv does not run on a scatterx.distributed.ShardedGraph: the layers that do are GCNConv",
+            lambda: GINEConv(nn)(x, shard.edge_index, torch.zeros(shard.edge_index.num_edges, CONFIG.features)),
+        )
+        expect(
+            "a graph used as a tensor",
+            TypeError,
+            "is not a tensor",
+            lambda: torch.cat([shard.edge_index, shard.edge_index]),
+        )
         expect("a size", ValueError, "takes no size", lambda: model(x, shard.edge_index, size=(3, 3)))
         from torch_geometric.nn import GCNConv
 
         gcn = GCNConv(CONFIG.features, 4)
         weights = torch.ones(shard.edge_index.num_edges - last)
-        expect("edge weights of the wrong rows", ValueError, rf"rank {world - 1}: GCNConv's argument 3 has",
-               lambda: gcn(x, shard.edge_index, weights))
+        expect(
+            "edge weights of the wrong rows",
+            ValueError,
+            rf"rank {world - 1}: GCNConv's argument 3 has",
+            lambda: gcn(x, shard.edge_index, weights),
+        )
         assert torch.equal(x, before)
         # after all that, the group still works
         torch.manual_seed(0)
@@ -204,8 +254,7 @@ def test_metis_finds_the_communities():
     """On a block model METIS cuts about the edges between blocks; the even partition of random ids cuts most."""
     from scatterx.bench.community import make_community_graph
 
-    _, edge_index, _, _ = make_community_graph(2000, 20000, 4, 2, communities=4, mixing=0.1, zipf_exponent=0.8,
-                                               seed=0)
+    _, edge_index, _, _ = make_community_graph(2000, 20000, 4, 2, communities=4, mixing=0.1, zipf_exponent=0.8, seed=0)
     even = cut_stats(edge_index, partition_graph(edge_index, 2000, 4, "even").partition)
     gp = partition_graph(edge_index, 2000, 4, "metis")
     metis = cut_stats(gp.relabel(edge_index), gp.partition)
@@ -220,10 +269,12 @@ def test_the_group_made_from_torchrun_s_environment_is_destroyed_at_exit():
     import sys
 
     port = free_port()
-    script = ("import atexit, torch.distributed as dist\n"
-              "atexit.register(lambda: print('alive at exit:', dist.is_initialized()))\n"
-              "from scatterx.distributed.shards import init_from_environment\n"
-              "print('made:', init_from_environment())\n")
+    script = (
+        "import atexit, torch.distributed as dist\n"
+        "atexit.register(lambda: print('alive at exit:', dist.is_initialized()))\n"
+        "from scatterx.distributed.shards import init_from_environment\n"
+        "print('made:', init_from_environment())\n"
+    )
     env = dict(os.environ, RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -15,8 +15,12 @@ from scatterx.export import onnx_ops, onnx_translation_table, to_onnx  # noqa: E
 
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin"]
 DTYPES = [torch.float32, torch.float64, torch.int64]
-TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12), torch.float16: (1e-2, 1e-2),
-             torch.int64: (0, 0)}
+TOLERANCE = {
+    torch.float32: (1e-5, 1e-5),
+    torch.float64: (1e-12, 1e-12),
+    torch.float16: (1e-2, 1e-2),
+    torch.int64: (0, 0),
+}
 
 
 class Wrap(torch.nn.Module):
@@ -81,8 +85,10 @@ def test_index_scatter_reduce_into_out(include_self, dtype, tmp_path):
     base = values((5, 3), dtype, 4)
 
     def into_out(src, index, base):
-        return tuple(scatterx.index_scatter_reduce(0, index, src, r, False, out=base.clone(),
-                                                   include_self=include_self) for r in REDUCTIONS)
+        return tuple(
+            scatterx.index_scatter_reduce(0, index, src, r, False, out=base.clone(), include_self=include_self)
+            for r in REDUCTIONS
+        )
 
     assert_outputs(run_onnx(Wrap(into_out), [src, index, base], tmp_path / "m.onnx"), into_out(src, index, base))
 
@@ -94,8 +100,10 @@ def test_wide_rows_with_repeated_targets_are_exact_and_deterministic(tmp_path):
     index = repeated_index(3000, 300, 21)
 
     def both(src, index):
-        return (scatterx.index_scatter_reduce(0, index, src, "sum", False, dim_size=300),
-                scatterx.index_scatter_reduce(0, index, src, "amax", False, dim_size=300))
+        return (
+            scatterx.index_scatter_reduce(0, index, src, "sum", False, dim_size=300),
+            scatterx.index_scatter_reduce(0, index, src, "amax", False, dim_size=300),
+        )
 
     path = tmp_path / "m.onnx"
     to_onnx(Wrap(both), (src, index), path)
@@ -138,8 +146,7 @@ def test_segment_and_gather_segment_reduce(dtype, tmp_path):
             outs.append(scatterx.gather_segment_reduce(src, ptr, gather, r))
         return tuple(outs)
 
-    assert_outputs(run_onnx(Wrap(every), [src, wide, PTR, gather], tmp_path / "m.onnx"),
-                   every(src, wide, PTR, gather))
+    assert_outputs(run_onnx(Wrap(every), [src, wide, PTR, gather], tmp_path / "m.onnx"), every(src, wide, PTR, gather))
 
 
 def test_message_passing_ops(tmp_path):
@@ -196,8 +203,11 @@ def test_the_frameworks_frontends_export(tmp_path):
 
 def test_the_table_covers_every_op():
     table = onnx_translation_table()
-    ops = {n for n in dir(torch.ops.scatterx)
-           if isinstance(getattr(torch.ops.scatterx, n), torch._ops.OpOverloadPacket) and not n.endswith("_cpu")}
+    ops = {
+        n
+        for n in dir(torch.ops.scatterx)
+        if isinstance(getattr(torch.ops.scatterx, n), torch._ops.OpOverloadPacket) and not n.endswith("_cpu")
+    }
     # the ops a forward graph holds; gradients' own ops are not exported
     forward_ops = {n for n in ops if not n.endswith(("_grad", "_backward"))}
     assert {"index_scatter_reduce", "gatv2_logits", "segment_softmax"} <= forward_ops
@@ -286,21 +296,26 @@ def test_dynamic_numbers_of_nodes_and_edges(tmp_path):
             self.lin = torch.nn.Linear(4, 4)
 
         def forward(self, x, source, target):
-            mean = scatterx.index_scatter_reduce(0, target, x.index_select(0, source), "mean", False,
-                                                 dim_size=x.size(0))
+            mean = scatterx.index_scatter_reduce(
+                0, target, x.index_select(0, source), "mean", False, dim_size=x.size(0)
+            )
             return self.lin(mean) + x
 
     model = Sage().eval()
     nodes, edges = Dim("nodes", min=2), Dim("edges", min=2)
     x, source, target = torch.randn(10, 4), torch.randint(0, 10, (30,)), torch.randint(0, 10, (30,))
     path = tmp_path / "m.onnx"
-    to_onnx(model, (x, source, target), path,
-            dynamic_shapes={"x": {0: nodes}, "source": {0: edges}, "target": {0: edges}})
+    to_onnx(
+        model, (x, source, target), path, dynamic_shapes={"x": {0: nodes}, "source": {0: edges}, "target": {0: edges}}
+    )
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     for n, e in ((10, 30), (23, 71)):
         g = torch.Generator().manual_seed(n)
-        x, source, target = torch.randn(n, 4, generator=g), torch.randint(0, n, (e,), generator=g), \
-            torch.randint(0, n, (e,), generator=g)
+        x, source, target = (
+            torch.randn(n, 4, generator=g),
+            torch.randint(0, n, (e,), generator=g),
+            torch.randint(0, n, (e,), generator=g),
+        )
         names = [i.name for i in session.get_inputs()]
         assert names == ["x", "source", "target"]  # the model's inputs, in order
         (got,) = session.run(None, dict(zip(names, (x.numpy(), source.numpy(), target.numpy()))))
@@ -317,12 +332,18 @@ def test_torch_export_and_aoti(tmp_path):
         def forward(self, x, ptr, source, weight):
             h = scatterx.gather_segment_reduce(x, ptr, source, "sum", weight=weight)
             return scatterx.segment_softmax(h, ptr=ptr.clamp(max=h.size(0))) + scatterx.segment_reduce(
-                x.index_select(0, source), ptr, "amax")
+                x.index_select(0, source), ptr, "amax"
+            )
 
     def graph(n, e, seed):
         g = torch.Generator().manual_seed(seed)
-        ptr = torch.cat([torch.zeros(1, dtype=torch.long), torch.randint(0, e + 1, (n - 1,), generator=g).sort().values,
-                         torch.tensor([e])])
+        ptr = torch.cat(
+            [
+                torch.zeros(1, dtype=torch.long),
+                torch.randint(0, e + 1, (n - 1,), generator=g).sort().values,
+                torch.tensor([e]),
+            ]
+        )
         return torch.randn(n, 3, generator=g), ptr, torch.randint(0, n, (e,), generator=g), torch.rand(e, generator=g)
 
     model = Gnn()
@@ -354,12 +375,17 @@ def test_segment_arg_reduce_and_logsumexp(dtype, tmp_path):
     base = values((4, 3), dtype, 6)
 
     def every(x, p, q, b):
-        out = [*segment_arg_reduce(x, p, "amax", finite_start=True),
-               *segment_arg_reduce(x, p, "amin", fill="empty", perm=q),
-               *segment_arg_reduce(x, p, "amax", base=b, fill="none")]
+        out = [
+            *segment_arg_reduce(x, p, "amax", finite_start=True),
+            *segment_arg_reduce(x, p, "amin", fill="empty", perm=q),
+            *segment_arg_reduce(x, p, "amax", base=b, fill="none"),
+        ]
         if x.dtype.is_floating_point:
-            out += [segment_logsumexp(x, p, perm=q), segment_logsumexp(x, p, flavour="log_softmax"),
-                    segment_logsumexp(x.t(), p, 1)]
+            out += [
+                segment_logsumexp(x, p, perm=q),
+                segment_logsumexp(x, p, flavour="log_softmax"),
+                segment_logsumexp(x.t(), p, 1),
+            ]
         return tuple(out)
 
     inputs = [src, ptr, perm, base]

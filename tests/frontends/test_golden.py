@@ -46,15 +46,26 @@ def test_frontend_matches_the_framework(framework, case):
             torch.testing.assert_close(got, want, rtol=0, atol=0)
     for before, after in zip(snapshot, args):  # inputs are never written, failed call or not
         if isinstance(before, torch.Tensor):
-            assert torch.equal(before, after) or (before.is_floating_point() and torch.allclose(before, after, equal_nan=True))
+            assert torch.equal(before, after) or (
+                before.is_floating_point() and torch.allclose(before, after, equal_nan=True)
+            )
 
 
 def test_golden_files_cover_every_frontend_function():
     for framework, names in {
-        "tensorflow": ["tensor_scatter_nd_update", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
-                       "tensor_scatter_nd_max", "tensor_scatter_nd_min", "gather_nd", "unsorted_segment_sum",
-                       "unsorted_segment_prod", "unsorted_segment_max", "unsorted_segment_min",
-                       "unsorted_segment_mean"],
+        "tensorflow": [
+            "tensor_scatter_nd_update",
+            "tensor_scatter_nd_add",
+            "tensor_scatter_nd_sub",
+            "tensor_scatter_nd_max",
+            "tensor_scatter_nd_min",
+            "gather_nd",
+            "unsorted_segment_sum",
+            "unsorted_segment_prod",
+            "unsorted_segment_max",
+            "unsorted_segment_min",
+            "unsorted_segment_mean",
+        ],
         "paddle": ["scatter", "put_along_axis"],
     }.items():
         doc = json.loads((GOLDEN / f"{framework}.json").read_text())

@@ -55,25 +55,38 @@ def test_gather_elements(shape, data, dtype, seed):
     check(sxo.gather_elements(torch.from_numpy(x), torch.from_numpy(idx), axis), want)
 
 
-@given(shape=shapes, data=st.data(), dtype=st.sampled_from(DTYPES), reduction=st.sampled_from(REDUCTIONS),
-       seed=st.integers(0, 2**31))
+@given(
+    shape=shapes,
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    reduction=st.sampled_from(REDUCTIONS),
+    seed=st.integers(0, 2**31),
+)
 def test_scatter_elements(shape, data, dtype, reduction, seed):
     rng = np.random.default_rng(seed)
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
-    ishape = [data.draw(st.integers(1, s)) if d != axis % len(shape) else data.draw(st.integers(1, 6))
-              for d, s in enumerate(shape)]
+    ishape = [
+        data.draw(st.integers(1, s)) if d != axis % len(shape) else data.draw(st.integers(1, 6))
+        for d, s in enumerate(shape)
+    ]
     x, upd = values(rng, shape, dtype), values(rng, ishape, dtype)
     idx = indices_for(rng, shape[axis], ishape)
     if data.draw(st.booleans()):  # an index expanded along every dim but axis: the slice path
         sel = [slice(0, 1) if d != axis % len(shape) else slice(None) for d in range(len(shape))]
         idx = np.broadcast_to(idx[tuple(sel)], ishape).copy()
     want = run_onnx("ScatterElements", [x, idx, upd], axis=axis, reduction=reduction)
-    check(sxo.scatter_elements(torch.from_numpy(x), torch.from_numpy(idx), torch.from_numpy(upd), axis, reduction),
-          want)
+    check(
+        sxo.scatter_elements(torch.from_numpy(x), torch.from_numpy(idx), torch.from_numpy(upd), axis, reduction), want
+    )
 
 
-@given(shape=shapes, ishape=st.lists(st.integers(0, 3), max_size=2), data=st.data(),
-       dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**31))
+@given(
+    shape=shapes,
+    ishape=st.lists(st.integers(0, 3), max_size=2),
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    seed=st.integers(0, 2**31),
+)
 def test_gather(shape, ishape, data, dtype, seed):
     rng = np.random.default_rng(seed)
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
@@ -106,7 +119,7 @@ def test_gather_nd(p, dtype):
 def test_scatter_nd(p, dtype, reduction):
     shape, _, idx, rng = p
     x = values(rng, shape, dtype)
-    upd = values(rng, list(idx.shape[:-1]) + shape[idx.shape[-1]:], dtype)
+    upd = values(rng, list(idx.shape[:-1]) + shape[idx.shape[-1] :], dtype)
     want = run_onnx("ScatterND", [x, idx, upd], reduction=reduction)
     check(sxo.scatter_nd(torch.from_numpy(x), torch.from_numpy(idx), torch.from_numpy(upd), reduction), want)
 
@@ -123,14 +136,17 @@ def test_scatter_nd_duplicates_last_write_wins():
     assert got.tolist() == [0.0, 8.0, 7.0]
 
 
-@pytest.mark.parametrize("call", [
-    lambda: sxo.gather_elements(torch.zeros(2, 3), torch.tensor([[0, 3]]), axis=1),
-    lambda: sxo.gather_elements(torch.zeros(2, 3), torch.tensor([[0, -4]]), axis=1),
-    lambda: sxo.gather(torch.zeros(2, 3), torch.tensor([2]), axis=0),
-    lambda: sxo.gather_nd(torch.zeros(2, 3), torch.tensor([[1, 3]])),
-    lambda: sxo.scatter_nd(torch.zeros(2, 3), torch.tensor([[1, -4]]), torch.zeros(1)),
-    lambda: sxo.scatter_elements(torch.zeros(2, 3), torch.tensor([[5]]), torch.zeros(1, 1), reduction="add"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: sxo.gather_elements(torch.zeros(2, 3), torch.tensor([[0, 3]]), axis=1),
+        lambda: sxo.gather_elements(torch.zeros(2, 3), torch.tensor([[0, -4]]), axis=1),
+        lambda: sxo.gather(torch.zeros(2, 3), torch.tensor([2]), axis=0),
+        lambda: sxo.gather_nd(torch.zeros(2, 3), torch.tensor([[1, 3]])),
+        lambda: sxo.scatter_nd(torch.zeros(2, 3), torch.tensor([[1, -4]]), torch.zeros(1)),
+        lambda: sxo.scatter_elements(torch.zeros(2, 3), torch.tensor([[5]]), torch.zeros(1, 1), reduction="add"),
+    ],
+)
 def test_out_of_range_indices_raise_index_error(call):
     with pytest.raises(IndexError, match="out of range"):
         call()

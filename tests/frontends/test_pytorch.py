@@ -104,18 +104,34 @@ ZERO_D_AND_EMPTY = {
     "gather 1-d input, 0-d index": lambda f: f.gather(torch.arange(4.0), 0, torch.tensor(1)),
     "gather 0-d input, dim -1": lambda f: f.gather(torch.tensor(3.0), -1, torch.tensor(0)),
     "gather empty uint8 index": lambda f: f.gather(torch.arange(4.0), 0, torch.tensor([], dtype=torch.uint8)),
-    "gather empty index of another rank": lambda f: f.gather(torch.zeros(3, 3), 1, torch.zeros(0, 5, dtype=torch.uint8)),
+    "gather empty index of another rank": lambda f: f.gather(
+        torch.zeros(3, 3), 1, torch.zeros(0, 5, dtype=torch.uint8)
+    ),
     "gather empty float index": lambda f: f.gather(torch.zeros(3, 3), 0, torch.zeros(0)),
-    "scatter 1-d input, 0-d index": lambda f: f.scatter(torch.arange(4.0), 0, torch.tensor(1), torch.tensor([9.0, 8.0])),
+    "scatter 1-d input, 0-d index": lambda f: f.scatter(
+        torch.arange(4.0), 0, torch.tensor(1), torch.tensor([9.0, 8.0])
+    ),
     "scatter 0-d everything": lambda f: f.scatter(torch.tensor(3.0), 0, torch.tensor(0), torch.tensor(9.0)),
     "scatter a number, 0-d index": lambda f: f.scatter(torch.arange(4.0), 0, torch.tensor(2), 5.0),
-    "scatter empty uint8 index": lambda f: f.scatter(torch.arange(4.0), 0, torch.tensor([], dtype=torch.uint8), torch.ones(2)),
+    "scatter empty uint8 index": lambda f: f.scatter(
+        torch.arange(4.0), 0, torch.tensor([], dtype=torch.uint8), torch.ones(2)
+    ),
     "scatter_add 0-d index": lambda f: f.scatter_add(torch.arange(4.0), 0, torch.tensor(1), torch.tensor([9.0, 8.0])),
-    "scatter_add empty index": lambda f: f.scatter_add(torch.zeros(3, 3), 0, torch.zeros(0, dtype=torch.uint8), torch.ones(2)),
-    "scatter_reduce 0-d index": lambda f: f.scatter_reduce(torch.arange(3.0), 0, torch.tensor(2), torch.tensor([9.0, 8.0]), "amax"),
-    "scatter_reduce 0-d src": lambda f: f.scatter_reduce(torch.arange(3.0), 0, torch.tensor([0]), torch.tensor(9.0), "sum"),
-    "scatter_reduce 0-d input": lambda f: f.scatter_reduce(torch.tensor(3.0), 0, torch.tensor(0), torch.tensor(2.0), "amax", include_self=False),
-    "scatter_reduce empty index": lambda f: f.scatter_reduce(torch.zeros(3, 3), 0, torch.zeros(0, dtype=torch.uint8), torch.zeros(2, 3, 4), "amax"),
+    "scatter_add empty index": lambda f: f.scatter_add(
+        torch.zeros(3, 3), 0, torch.zeros(0, dtype=torch.uint8), torch.ones(2)
+    ),
+    "scatter_reduce 0-d index": lambda f: f.scatter_reduce(
+        torch.arange(3.0), 0, torch.tensor(2), torch.tensor([9.0, 8.0]), "amax"
+    ),
+    "scatter_reduce 0-d src": lambda f: f.scatter_reduce(
+        torch.arange(3.0), 0, torch.tensor([0]), torch.tensor(9.0), "sum"
+    ),
+    "scatter_reduce 0-d input": lambda f: f.scatter_reduce(
+        torch.tensor(3.0), 0, torch.tensor(0), torch.tensor(2.0), "amax", include_self=False
+    ),
+    "scatter_reduce empty index": lambda f: f.scatter_reduce(
+        torch.zeros(3, 3), 0, torch.zeros(0, dtype=torch.uint8), torch.zeros(2, 3, 4), "amax"
+    ),
 }
 
 
@@ -155,7 +171,11 @@ def test_tie_gradient_with_the_input_s_own_value_equals_torch(reduce, kind):
     gradient is split with it, though the input itself gets 0); the torch-compatible frontend does the same."""
     inp = torch.tensor([[5.0, 1.0], [2.0, 7.0]], dtype=torch.float64)
     src = torch.tensor([[5.0, 1.0], [5.0, 7.0], [2.0, 7.0]], dtype=torch.float64)
-    index = torch.tensor([0, 0, 1]).view(-1, 1).expand(3, 2) if kind == "expanded" else torch.tensor([[0, 0], [0, 1], [1, 1]])
+    index = (
+        torch.tensor([0, 0, 1]).view(-1, 1).expand(3, 2)
+        if kind == "expanded"
+        else torch.tensor([[0, 0], [0, 1], [1, 1]])
+    )
     grads = []
     for module in (torch, scatterx):
         a, b = inp.clone().requires_grad_(), src.clone().requires_grad_()
@@ -247,24 +267,70 @@ def test_scatter_and_gather_gradients_equal_torch():
 
 
 # ------------------------------------------------------------------------------------------------------ errors
-@pytest.mark.parametrize("call, error, match", [
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[3]]), torch.ones(1, 1), "sum"), IndexError, "out of range"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[0, 3]]), torch.ones(1, 2), "sum"), IndexError, "out of bounds"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[-1]]), torch.ones(1, 1), "sum"), IndexError, "negative"),
-    (lambda x: scatterx.scatter_reduce(x, 2, torch.tensor([[0]]), torch.ones(1, 1), "sum"), IndexError, "dim"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([0]), torch.ones(1), "sum"), ValueError, "dimension"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 4, dtype=torch.long), torch.ones(1, 4), "sum"), ValueError, "exceeds"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(2, 1, dtype=torch.long), torch.ones(1, 1), "sum"), ValueError, "exceeds src"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1), torch.ones(1, 1), "sum"), TypeError, "int32 or int64"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.float64), "sum"), TypeError, "dtype"),
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1), "max"), ValueError, "reduce"),
-    (lambda x: scatterx.scatter(x, 0, torch.tensor([[0, 5]]), 1.0), IndexError, "out of bounds"),
-    (lambda x: scatterx.gather(x, 1, torch.tensor([[0, 3]])), IndexError, "out of bounds"),
-    # flags of another type: a TypeError, as torch's (not silently taken as true)
-    (lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1), "sum",
-                                       include_self="no"), TypeError, "include_self must be a bool"),
-    (lambda x: scatterx.gather(x, 1, torch.tensor([[0]]), sparse_grad="no"), TypeError, "sparse_grad must be a bool"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (
+            lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[3]]), torch.ones(1, 1), "sum"),
+            IndexError,
+            "out of range",
+        ),
+        (
+            lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[0, 3]]), torch.ones(1, 2), "sum"),
+            IndexError,
+            "out of bounds",
+        ),
+        (
+            lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[-1]]), torch.ones(1, 1), "sum"),
+            IndexError,
+            "negative",
+        ),
+        (lambda x: scatterx.scatter_reduce(x, 2, torch.tensor([[0]]), torch.ones(1, 1), "sum"), IndexError, "dim"),
+        (lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([0]), torch.ones(1), "sum"), ValueError, "dimension"),
+        (
+            lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 4, dtype=torch.long), torch.ones(1, 4), "sum"),
+            ValueError,
+            "exceeds",
+        ),
+        (
+            lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(2, 1, dtype=torch.long), torch.ones(1, 1), "sum"),
+            ValueError,
+            "exceeds src",
+        ),
+        (
+            lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1), torch.ones(1, 1), "sum"),
+            TypeError,
+            "int32 or int64",
+        ),
+        (
+            lambda x: scatterx.scatter_reduce(
+                x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.float64), "sum"
+            ),
+            TypeError,
+            "dtype",
+        ),
+        (
+            lambda x: scatterx.scatter_reduce(x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1), "max"),
+            ValueError,
+            "reduce",
+        ),
+        (lambda x: scatterx.scatter(x, 0, torch.tensor([[0, 5]]), 1.0), IndexError, "out of bounds"),
+        (lambda x: scatterx.gather(x, 1, torch.tensor([[0, 3]])), IndexError, "out of bounds"),
+        # flags of another type: a TypeError, as torch's (not silently taken as true)
+        (
+            lambda x: scatterx.scatter_reduce(
+                x, 0, torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1), "sum", include_self="no"
+            ),
+            TypeError,
+            "include_self must be a bool",
+        ),
+        (
+            lambda x: scatterx.gather(x, 1, torch.tensor([[0]]), sparse_grad="no"),
+            TypeError,
+            "sparse_grad must be a bool",
+        ),
+    ],
+)
 def test_bad_input_raises_and_writes_nothing(call, error, match):
     x = torch.arange(6.0).view(2, 3)
     before = x.clone()
@@ -306,7 +372,9 @@ def test_dtypes_the_kernels_do_not_take_give_torch_s_results(dtype):
                 scatterx.scatter_reduce(inp, 0, index, src, reduce)
             continue
         assert torch.equal(scatterx.scatter_reduce(inp, 0, index, src, reduce), want), reduce
-    assert torch.equal(scatterx.scatter(inp, 0, index, src, reduce="add"), torch.scatter(inp, 0, index, src, reduce="add"))
+    assert torch.equal(
+        scatterx.scatter(inp, 0, index, src, reduce="add"), torch.scatter(inp, 0, index, src, reduce="add")
+    )
     unique = torch.tensor([[0, 1], [1, 0], [2, 2]])  # assign: no duplicate targets, so torch's result is defined
     assert torch.equal(scatterx.scatter(inp, 0, unique, src), torch.scatter(inp, 0, unique, src))
     assert torch.equal(scatterx.gather(inp, 0, index), torch.gather(inp, 0, index))

@@ -97,8 +97,18 @@ def test_scatter_matches_reference(backend):
         check(result.cpu(), expected, p["src"].dtype, p["reduce"])
         if out is not None:
             assert result is out
-        plain = ts.scatter(q["src"], q["index"], q["dim"], None, q["dim_size"] or (q["out"].size(q["dim"]) if q["out"]
-                           is not None else None), p["reduce"]) if backend.name == "cpu" else None
+        plain = (
+            ts.scatter(
+                q["src"],
+                q["index"],
+                q["dim"],
+                None,
+                q["dim_size"] or (q["out"].size(q["dim"]) if q["out"] is not None else None),
+                p["reduce"],
+            )
+            if backend.name == "cpu"
+            else None
+        )
         if plain is not None:
             if p["reduce"] in ("min", "max"):
                 want = reference.ts_scatter(p["src"], p["index"], p["dim"], None, plain.size(p["dim"]), p["reduce"])[0]
@@ -142,8 +152,9 @@ def test_scatter_max_with_out_compares_against_out():
 def test_dim_size_from_index_and_empty_index():
     assert ts.scatter_sum(torch.ones(3), torch.tensor([0, 4, 4])).shape == (5,)
     assert ts.scatter_sum(torch.ones(0, 2), torch.tensor([], dtype=torch.long), 0).shape == (0, 2)
-    assert ts.scatter_max(torch.ones(0, 2), torch.tensor([], dtype=torch.long), 0, dim_size=3)[1].tolist() == \
-        [[0, 0]] * 3
+    assert (
+        ts.scatter_max(torch.ones(0, 2), torch.tensor([], dtype=torch.long), 0, dim_size=3)[1].tolist() == [[0, 0]] * 3
+    )
 
 
 def test_output_size_and_1d_form_of_expanded_and_materialised_indices():
@@ -151,6 +162,7 @@ def test_output_size_and_1d_form_of_expanded_and_materialised_indices():
     distinct value); an index that does not vary off ``dim`` is recognised as 1-D, stored expanded or not."""
     from scatterx.torch_scatter import _engine
     from scatterx.torch_scatter.utils import broadcast
+
     src = torch.randn(2, 5, 3)
     rows = torch.tensor([1, 0, 6, 2, 2])
     for index in (rows, rows.view(1, -1), rows.view(1, -1, 1).expand(2, 5, 3).contiguous()):
@@ -185,8 +197,11 @@ def test_gradcheck(reduce):
     the gradient goes to the selected member (values kept distinct, so that finite differences agree)."""
     g = torch.Generator().manual_seed(0)
     src = (torch.randperm(24, generator=g).to(torch.float64) / 7 + 0.5).view(4, 6).requires_grad_()
-    for index, dim in [(torch.tensor([0, 2, 0, 1, 2, 2]), 1), (torch.randint(0, 3, (4, 6), generator=g), 1),
-                       (torch.tensor([1, 0, 1, 1]), 0)]:
+    for index, dim in [
+        (torch.tensor([0, 2, 0, 1, 2, 2]), 1),
+        (torch.randint(0, 3, (4, 6), generator=g), 1),
+        (torch.tensor([1, 0, 1, 1]), 0),
+    ]:
         assert torch.autograd.gradcheck(lambda x: ts.scatter(x, index, dim, None, None, reduce), (src,))
 
 
@@ -210,8 +225,12 @@ def test_max_gradient_goes_to_the_first_tied_member():
 def test_bad_index_raises_before_out_is_written(fn):
     src = torch.ones(4, 3)
     out = torch.full((3, 3), 7.0)
-    for index, error in [(torch.tensor([0, 1, 3, 0]), IndexError), (torch.tensor([0, -1, 2, 0]), IndexError),
-                         (torch.tensor([0.0, 1, 2, 0]), TypeError), (torch.tensor([0, 1, 2]), ValueError)]:
+    for index, error in [
+        (torch.tensor([0, 1, 3, 0]), IndexError),
+        (torch.tensor([0, -1, 2, 0]), IndexError),
+        (torch.tensor([0.0, 1, 2, 0]), TypeError),
+        (torch.tensor([0, 1, 2]), ValueError),
+    ]:
         with pytest.raises(error):
             fn(src, index, 0, out)
         assert torch.equal(out, torch.full((3, 3), 7.0))
@@ -240,8 +259,9 @@ def test_small_integers_start_from_their_own_extreme(dtype, reduce):
     assert arg.tolist() == expected_arg.tolist() == [4, 2]
 
 
-@pytest.mark.parametrize("fn", [ts.scatter_sum, ts.scatter_mul, ts.scatter_mean,
-                                lambda *a, **k: ts.scatter_max(*a, **k)[0], ts.scatter_std])
+@pytest.mark.parametrize(
+    "fn", [ts.scatter_sum, ts.scatter_mul, ts.scatter_mean, lambda *a, **k: ts.scatter_max(*a, **k)[0], ts.scatter_std]
+)
 def test_out_with_src_requiring_grad(fn):
     """``out`` is overwritten after the reduction; the backward must not see the overwritten values."""
     src = torch.rand(6, 3, dtype=torch.float64, requires_grad=True)
@@ -267,14 +287,39 @@ def test_std_of_integers_is_floating():
 # the whole family, called on a good src with each function's own index form (src is the first argument of all)
 _INDEX = torch.tensor([0, 0, 1, 1])
 _FAMILY = {
-    **{name: (lambda f: lambda src, **k: f(src, _INDEX, **k))(getattr(ts, name))
-       for name in ["scatter", "scatter_sum", "scatter_add", "scatter_mul", "scatter_mean", "scatter_min",
-                    "scatter_max", "scatter_std", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax",
-                    "segment_coo", "segment_sum_coo", "segment_add_coo", "segment_mean_coo", "segment_min_coo",
-                    "segment_max_coo"]},
-    **{name: (lambda f: lambda src, **k: f(src, torch.tensor([0, 2, 4]), **k))(getattr(ts, name))
-       for name in ["segment_csr", "segment_sum_csr", "segment_add_csr", "segment_mean_csr", "segment_min_csr",
-                    "segment_max_csr"]},
+    **{
+        name: (lambda f: lambda src, **k: f(src, _INDEX, **k))(getattr(ts, name))
+        for name in [
+            "scatter",
+            "scatter_sum",
+            "scatter_add",
+            "scatter_mul",
+            "scatter_mean",
+            "scatter_min",
+            "scatter_max",
+            "scatter_std",
+            "scatter_logsumexp",
+            "scatter_softmax",
+            "scatter_log_softmax",
+            "segment_coo",
+            "segment_sum_coo",
+            "segment_add_coo",
+            "segment_mean_coo",
+            "segment_min_coo",
+            "segment_max_coo",
+        ]
+    },
+    **{
+        name: (lambda f: lambda src, **k: f(src, torch.tensor([0, 2, 4]), **k))(getattr(ts, name))
+        for name in [
+            "segment_csr",
+            "segment_sum_csr",
+            "segment_add_csr",
+            "segment_mean_csr",
+            "segment_min_csr",
+            "segment_max_csr",
+        ]
+    },
     "gather_csr": lambda src, **k: ts.gather_csr(src, torch.tensor([0, 1, 2, 3, 4]), **k),
     "gather_coo": lambda src, **k: ts.gather_coo(src, _INDEX, **k),
 }
@@ -302,8 +347,10 @@ def test_list_src_raises_the_same_type_error_as_a_numpy_array():
         ts.segment_csr([1.0, 2.0], torch.tensor([0, 2]))
 
 
-@pytest.mark.parametrize("name", ["scatter_sum", "scatter_max", "scatter_std", "scatter_logsumexp", "segment_coo",
-                                  "segment_max_csr", "gather_csr"])
+@pytest.mark.parametrize(
+    "name",
+    ["scatter_sum", "scatter_max", "scatter_std", "scatter_logsumexp", "segment_coo", "segment_max_csr", "gather_csr"],
+)
 def test_out_that_is_not_a_tensor_raises_type_error(name):
     fn = _FAMILY[name]
     src = torch.tensor([1.0, 2.0, 3.0, 4.0])
@@ -312,9 +359,21 @@ def test_out_that_is_not_a_tensor_raises_type_error(name):
             fn(src, out=bad)
 
 
-@pytest.mark.parametrize("name", ["scatter", "scatter_sum", "scatter_mul", "scatter_mean", "scatter_min",
-                                  "scatter_max", "scatter_std", "scatter_logsumexp", "scatter_softmax",
-                                  "scatter_log_softmax"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "scatter",
+        "scatter_sum",
+        "scatter_mul",
+        "scatter_mean",
+        "scatter_min",
+        "scatter_max",
+        "scatter_std",
+        "scatter_logsumexp",
+        "scatter_softmax",
+        "scatter_log_softmax",
+    ],
+)
 @pytest.mark.parametrize("with_out", [False, True])
 def test_out_of_range_dim_raises_index_error_naming_it(name, with_out):
     """A dim out of range is an IndexError that names the caller's dim, with or without ``out`` (scatter_std
@@ -330,11 +389,30 @@ def test_out_of_range_dim_raises_index_error_naming_it(name, with_out):
                 fn(src, index, dim=dim, **kwargs)
 
 
-@pytest.mark.parametrize("name", ["scatter", "scatter_sum", "scatter_add", "scatter_mul", "scatter_mean",
-                                  "scatter_min", "scatter_max", "scatter_std", "scatter_logsumexp",
-                                  "segment_csr", "segment_sum_csr", "segment_mean_csr", "segment_min_csr",
-                                  "segment_max_csr", "segment_coo", "segment_mean_coo", "segment_max_coo",
-                                  "gather_csr", "gather_coo"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "scatter",
+        "scatter_sum",
+        "scatter_add",
+        "scatter_mul",
+        "scatter_mean",
+        "scatter_min",
+        "scatter_max",
+        "scatter_std",
+        "scatter_logsumexp",
+        "segment_csr",
+        "segment_sum_csr",
+        "segment_mean_csr",
+        "segment_min_csr",
+        "segment_max_csr",
+        "segment_coo",
+        "segment_mean_coo",
+        "segment_max_coo",
+        "gather_csr",
+        "gather_coo",
+    ],
+)
 def test_empty_src_with_out_stays_on_the_graph(name):
     """An empty ``src`` that requires grad, with ``out=``: the result is attached to ``src``'s graph (as with
     ``dim_size=``, and as torch_scatter's in-place ops on ``out`` attach it), out's values unchanged, and a

@@ -63,8 +63,9 @@ def test_logsumexp_and_std_match_reference(backend):
             got = ts.scatter_logsumexp(*backend.put([src, index]), dim, dim_size=size).cpu()
             got_std = ts.scatter_std(*backend.put([finite, index]), dim, dim_size=size, unbiased=unbiased).cpu()
         close(got, reference.ts_softmax_family(src, index, dim, "logsumexp", dim_size=size))
-        close(got_std, reference.ts_softmax_family(finite, index, dim, "std" if unbiased else "std_biased",
-                                                   dim_size=size))
+        close(
+            got_std, reference.ts_softmax_family(finite, index, dim, "std" if unbiased else "std_biased", dim_size=size)
+        )
 
     examples()
 
@@ -108,8 +109,11 @@ def test_gradcheck_with_eps(fn):
     x = torch.tensor([0.3, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
     (grad,) = torch.autograd.grad(fn(x, torch.tensor([0, 1, 1]), 0, eps=0.5).sum(), x)
     S = math.exp(-3) + 1
-    want = ([1.0, math.exp(-3) / (S + 0.5), 1 / (S + 0.5) + 0.5 / (S + 0.5)] if fn is ts.scatter_logsumexp else
-            [0.0, 1 - 2 * math.exp(-3) / (S + 0.5), 1 - 2 * (1 + 0.5) / (S + 0.5)])
+    want = (
+        [1.0, math.exp(-3) / (S + 0.5), 1 / (S + 0.5) + 0.5 / (S + 0.5)]
+        if fn is ts.scatter_logsumexp
+        else [0.0, 1 - 2 * math.exp(-3) / (S + 0.5), 1 - 2 * (1 + 0.5) / (S + 0.5)]
+    )
     torch.testing.assert_close(grad, torch.tensor(want, dtype=torch.float64))
 
 

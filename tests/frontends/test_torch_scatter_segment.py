@@ -29,14 +29,18 @@ def segment_problems(draw):
     varying = draw(st.booleans()) and lead
     batch = lead if varying else [1] * len(lead)
     index = torch.randint(0, size, batch + [n], generator=g).sort(-1).values
-    counts = torch.stack([torch.bincount(row, minlength=size) for row in index.reshape(-1, n)]) if n else \
-        torch.zeros(max(1, torch.Size(batch).numel()), size, dtype=torch.long)
+    counts = (
+        torch.stack([torch.bincount(row, minlength=size) for row in index.reshape(-1, n)])
+        if n
+        else torch.zeros(max(1, torch.Size(batch).numel()), size, dtype=torch.long)
+    )
     indptr = torch.cat([torch.zeros(counts.size(0), 1, dtype=torch.long), counts.cumsum(1)], 1).view(batch + [size + 1])
     if draw(st.booleans()) and not lead:  # offsets that do not start at 0 / end at n: positions in no segment
         lo = draw(st.integers(0, n))
         hi = draw(st.integers(lo, n))
-        indptr = torch.cat([torch.tensor([lo]), torch.randint(lo, hi + 1, (size - 1,), generator=g).sort().values,
-                            torch.tensor([hi])])
+        indptr = torch.cat(
+            [torch.tensor([lo]), torch.randint(lo, hi + 1, (size - 1,), generator=g).sort().values, torch.tensor([hi])]
+        )
     src = values(lead + [n] + rest, dtype, g, reduce, draw(st.booleans()) and reduce in ("min", "max"))
     out = values(lead + [size] + rest, dtype, g, reduce, False) if draw(st.booleans()) else None
     return dict(src=src, index=index, indptr=indptr, out=out, reduce=reduce)
@@ -102,11 +106,18 @@ def test_gathers_match_reference(backend):
             got = _run(ts.gather_csr, backend, rows, p["indptr"])
             torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
         index = p["index"].expand(list(src.shape[:dim]) + [p["index"].size(-1)])
-        table = values(list(src.shape[:dim]) + [5] + list(src.shape[dim + 1:]), src.dtype, torch.Generator(), "sum", True)
+        table = values(
+            list(src.shape[:dim]) + [5] + list(src.shape[dim + 1 :]), src.dtype, torch.Generator(), "sum", True
+        )
         got = _run(ts.gather_coo, backend, table, index)
         if index.numel():
-            expected = torch.gather(table, dim, index.reshape(list(index.shape) + [1] * (table.dim() - dim - 1))
-                                    .expand(list(index.shape) + list(table.shape[dim + 1:])))
+            expected = torch.gather(
+                table,
+                dim,
+                index.reshape(list(index.shape) + [1] * (table.dim() - dim - 1)).expand(
+                    list(index.shape) + list(table.shape[dim + 1 :])
+                ),
+            )
             torch.testing.assert_close(got.cpu(), expected, atol=0, rtol=0, equal_nan=True)
 
     examples()
@@ -142,8 +153,11 @@ def test_gradcheck(reduce):
 def test_bad_offsets_raise_before_out_is_written():
     src = torch.ones(5, 2)
     out = torch.full((3, 2), 7.0)
-    for indptr, error in [(torch.tensor([0, 2, 1, 5]), ValueError), (torch.tensor([0, 2, 3, 6]), IndexError),
-                          (torch.tensor([-1, 2, 3, 5]), IndexError)]:
+    for indptr, error in [
+        (torch.tensor([0, 2, 1, 5]), ValueError),
+        (torch.tensor([0, 2, 3, 6]), IndexError),
+        (torch.tensor([-1, 2, 3, 5]), IndexError),
+    ]:
         with pytest.raises(error):
             ts.segment_csr(src, indptr, out, "max")
         assert torch.equal(out, torch.full((3, 2), 7.0))
@@ -176,7 +190,9 @@ def test_coo_small_integers_start_from_their_own_extreme(dtype):
     assert values_.tolist() == [0, 7] and arg.tolist() == [3, 2]
 
 
-@pytest.mark.parametrize("fn", [ts.segment_sum_coo, ts.segment_mean_coo, lambda *a, **k: ts.segment_max_coo(*a, **k)[0]])
+@pytest.mark.parametrize(
+    "fn", [ts.segment_sum_coo, ts.segment_mean_coo, lambda *a, **k: ts.segment_max_coo(*a, **k)[0]]
+)
 def test_coo_out_with_src_requiring_grad(fn):
     src = torch.rand(6, 3, dtype=torch.float64, requires_grad=True)
     index = torch.tensor([0, 0, 1, 1, 2, 2])

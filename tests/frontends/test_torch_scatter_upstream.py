@@ -27,11 +27,13 @@ TIMEOUT_S = 1200
 def test_torch_scatter_upstream_tests_pass_on_the_drop_in(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed: cannot read torch_scatter's tests from its git source")
-    git_dir = find_git_dir("TORCH_SCATTER_SOURCE", "rusty1s/pytorch_scatter", "run torch_scatter's own tests on "
-                           "scatterx.torch_scatter")
+    git_dir = find_git_dir(
+        "TORCH_SCATTER_SOURCE", "rusty1s/pytorch_scatter", "run torch_scatter's own tests on scatterx.torch_scatter"
+    )
     for path in ("test/test_scatter.py", "torch_scatter/testing.py"):
-        assert git(git_dir, "cat-file", "-e", f"HEAD:{path}").returncode == 0, \
+        assert git(git_dir, "cat-file", "-e", f"HEAD:{path}").returncode == 0, (
             f"{git_dir} lacks {path}: is this torch_scatter's repository?"
+        )
     extract(git_dir, "HEAD", tmp_path, "test", "torch_scatter/testing.py")
     (tmp_path / "torch_scatter" / "testing.py").rename(tmp_path / "torch_scatter_testing.py")
     (tmp_path / "torch_scatter").rmdir()  # nothing of torch_scatter's package may shadow the drop-in
@@ -41,8 +43,22 @@ def test_torch_scatter_upstream_tests_pass_on_the_drop_in(tmp_path):
     for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         env.pop(var, None)
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS_DIR), str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    cmd = [sys.executable, "-m", "pytest", "-q", "-rfE", "--tb=short", "-s", "-p", "torch_scatter_plugin",
-           "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning", "test"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rfE",
+        "--tb=short",
+        "-s",
+        "-p",
+        "torch_scatter_plugin",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::DeprecationWarning",
+        "test",
+    ]
     try:
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as e:

@@ -69,14 +69,19 @@ def test_segment_families(p):
 def test_composites(p, unbiased):
     """softmax, log_softmax and logsumexp with infinities and NaN among the values; std on finite ones."""
     src, index, dim, size = p
-    for name, kwargs in (("scatter_softmax", {}), ("scatter_log_softmax", {}),
-                         ("scatter_logsumexp", {"dim_size": size})):
+    for name, kwargs in (
+        ("scatter_softmax", {}),
+        ("scatter_log_softmax", {}),
+        ("scatter_logsumexp", {"dim_size": size}),
+    ):
         ours = getattr(drop_in, name)(src, index, dim, **kwargs)
         theirs = getattr(real, name)(src, index, dim, **kwargs)
         close(ours, theirs)
     finite = torch.nan_to_num(src, nan=0.5, posinf=3.0, neginf=-3.0)
-    close(drop_in.scatter_std(finite, index, dim, dim_size=size, unbiased=unbiased),
-          real.scatter_std(finite, index, dim, dim_size=size, unbiased=unbiased))
+    close(
+        drop_in.scatter_std(finite, index, dim, dim_size=size, unbiased=unbiased),
+        real.scatter_std(finite, index, dim, dim_size=size, unbiased=unbiased),
+    )
 
 
 def exact(ours, theirs):
@@ -95,5 +100,5 @@ def test_gathers(p):
         exact(drop_in.gather_csr(rows, p["indptr"]), real.gather_csr(rows, p["indptr"]))
     if p["index"].numel():
         index = p["index"].expand(list(src.shape[:dim]) + [p["index"].size(-1)])
-        table = torch.randn(list(src.shape[:dim]) + [5] + list(src.shape[dim + 1:]), dtype=torch.float64)
+        table = torch.randn(list(src.shape[:dim]) + [5] + list(src.shape[dim + 1 :]), dtype=torch.float64)
         exact(drop_in.gather_coo(table, index), real.gather_coo(table, index))

@@ -93,8 +93,11 @@ def test_a_selecting_combine_in_place_stores_unconditionally(red, dtype):
         for row in x[1:]:
             want = np.array([red.combine(a, b) for a, b in zip(want, row)], dtype=dtype)
     np.testing.assert_array_equal(_bits(acc), _bits(want))
-    signature = next(s for s in _combine_in_place.overloads
-                     if s[0].literal_value == red.code and str(s[1].dtype) == np.dtype(dtype).name)
+    signature = next(
+        s
+        for s in _combine_in_place.overloads
+        if s[0].literal_value == red.code and str(s[1].dtype) == np.dtype(dtype).name
+    )
     assert "maskmov" not in _combine_in_place.inspect_asm(signature)
 
 
@@ -111,8 +114,9 @@ def test_identity_is_the_table_s_and_neutral_bit_for_bit(red, dtype):
     np.testing.assert_array_equal(_bits(got), _bits(values))
 
 
-@pytest.mark.parametrize("storage, dtype", [(_codegen.F16, torch.float16), (_codegen.BF16, torch.bfloat16)],
-                         ids=["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "storage, dtype", [(_codegen.F16, torch.float16), (_codegen.BF16, torch.bfloat16)], ids=["float16", "bfloat16"]
+)
 def test_load_widens_every_half_bit_pattern_as_torch_does(storage, dtype):
     bits = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
     got = np.empty(bits.numel(), np.float32)
@@ -121,8 +125,9 @@ def test_load_widens_every_half_bit_pattern_as_torch_does(storage, dtype):
     np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
 
 
-@pytest.mark.parametrize("storage, dtype", [(_codegen.F16, torch.float16), (_codegen.BF16, torch.bfloat16)],
-                         ids=["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "storage, dtype", [(_codegen.F16, torch.float16), (_codegen.BF16, torch.bfloat16)], ids=["float16", "bfloat16"]
+)
 def test_store_rounds_like_torch_bit_for_bit(storage, dtype):
     """Every float32 pattern near each half value (the halfway points: ties to even), inf, NaN, overflow,
     subnormals and both zeros."""
@@ -131,7 +136,9 @@ def test_store_rounds_like_torch_bit_for_bit(storage, dtype):
     around = finite.view(torch.int32).unsqueeze(1) + torch.arange(-3, 4, dtype=torch.int32)  # neighbours in bits
     step = torch.tensor([2**12 if dtype == torch.float16 else 2**15], dtype=torch.int32)  # the halfway points
     halfway = torch.cat([finite.view(torch.int32) + step, finite.view(torch.int32) - step])
-    specials = torch.tensor([math.inf, -math.inf, math.nan, -0.0, 0.0, 1e-45, -1e-45, 65504.0, 65520.0, 3.4e38, -3.4e38])
+    specials = torch.tensor(
+        [math.inf, -math.inf, math.nan, -0.0, 0.0, 1e-45, -1e-45, 65504.0, 65520.0, 3.4e38, -3.4e38]
+    )
     values = torch.cat([around.flatten().view(torch.float32), halfway.view(torch.float32), specials])
     got = np.empty(values.numel(), np.int16)
     _store_all(storage, values.numpy(), got)

@@ -15,10 +15,30 @@ from scatterx.kernels.cpu.element_scatter import TRACK_COUNT, TRACK_FLAG, TRACK_
 
 
 # The kernels on two threads, over the work items the backend gives them (``backends/cpu/element_scatter.py``).
-def along_scatter(index, src, base, out, acc, seen, reduce, storage, assign, include_self, track, nblocks, block,
-                  shift, capacity):
-    return launch(kernels.along_scatter, None, index.shape[0] * nblocks, 2, index, src, base, out, acc, seen, reduce,
-                  storage, assign, include_self, track, nblocks, block, shift, capacity)
+def along_scatter(
+    index, src, base, out, acc, seen, reduce, storage, assign, include_self, track, nblocks, block, shift, capacity
+):
+    return launch(
+        kernels.along_scatter,
+        None,
+        index.shape[0] * nblocks,
+        2,
+        index,
+        src,
+        base,
+        out,
+        acc,
+        seen,
+        reduce,
+        storage,
+        assign,
+        include_self,
+        track,
+        nblocks,
+        block,
+        shift,
+        capacity,
+    )
 
 
 def along_gather(data, index, out, nchunks):
@@ -31,14 +51,28 @@ def row_gather(data, index, out, nchunks):
 
 def coords_scatter(coords, sizes, strides, src, base, out, reduce, storage, assign, include_self, nchunks):
     step = max(1, -(-out.shape[0] // nchunks))
-    return launch(kernels.coords_scatter, None, -(-out.shape[0] // step), 2, coords, sizes, strides, src, base, out,
-                  reduce, storage, assign, include_self, step)
+    return launch(
+        kernels.coords_scatter,
+        None,
+        -(-out.shape[0] // step),
+        2,
+        coords,
+        sizes,
+        strides,
+        src,
+        base,
+        out,
+        reduce,
+        storage,
+        assign,
+        include_self,
+        step,
+    )
 
 
 def coords_gather(data, coords, sizes, strides, out, nchunks):
     step = max(1, -(-coords.shape[0] // nchunks))
-    return launch(kernels.coords_gather, None, -(-coords.shape[0] // step), 2, data, coords, sizes, strides, out,
-                  step)
+    return launch(kernels.coords_gather, None, -(-coords.shape[0] // step), 2, data, coords, sizes, strides, out, step)
 
 
 NAMES = [r.name for r in REDUCTIONS]
@@ -88,17 +122,34 @@ def _run_along(index, src, base, name, include_self, assign, split, storage=NATI
     mean = name == "mean" and not assign
     track = TRACK_COUNT if mean else TRACK_NONE if assign or include_self else TRACK_FLAG
     # the arrays the backend passes: counts of int32, flags of uint8 (each array type is a compiled variant)
-    seen = np.empty(base.shape if track != TRACK_NONE else (base.shape[0], 0, 0),
-                    np.int32 if track == TRACK_COUNT else np.uint8)
-    bad = along_scatter(index, src, base, out, acc, seen, 0 if assign else BY_NAME[name].code, storage, assign,
-                        include_self and not assign, track, *split)
+    seen = np.empty(
+        base.shape if track != TRACK_NONE else (base.shape[0], 0, 0), np.int32 if track == TRACK_COUNT else np.uint8
+    )
+    bad = along_scatter(
+        index,
+        src,
+        base,
+        out,
+        acc,
+        seen,
+        0 if assign else BY_NAME[name].code,
+        storage,
+        assign,
+        include_self and not assign,
+        track,
+        *split,
+    )
     return bad, out
 
 
 @st.composite
 def along_cases(draw):
-    outer, n, inner, size = (draw(st.integers(1, 3)), draw(st.integers(0, 8)), draw(st.integers(1, 5)),
-                             draw(st.integers(1, 7)))
+    outer, n, inner, size = (
+        draw(st.integers(1, 3)),
+        draw(st.integers(0, 8)),
+        draw(st.integers(1, 5)),
+        draw(st.integers(1, 7)),
+    )
     g = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
     index = g.integers(0, size, (outer, n, inner)).astype(np.int64)  # (the backend passes int64 indices)
     if draw(st.booleans()):  # strided index (a view every other element)
@@ -125,8 +176,17 @@ def test_along_scatter_of_half_types_accumulates_in_float32_and_rounds_once(stor
     half = torch.float16 if storage == F16 else torch.bfloat16
     src_h, base_h = torch.from_numpy(src / 3).to(half), torch.from_numpy(base / 3).to(half)  # inexact values
     acc = np.empty(base.shape, np.float32)
-    bad, out = _run_along(index, src_h.view(torch.int16).numpy(), base_h.view(torch.int16).numpy(), name,
-                          include_self, False, split, storage, acc)
+    bad, out = _run_along(
+        index,
+        src_h.view(torch.int16).numpy(),
+        base_h.view(torch.int16).numpy(),
+        name,
+        include_self,
+        False,
+        split,
+        storage,
+        acc,
+    )
     want = _loop(index, src_h.float().numpy(), base_h.float().numpy(), name, include_self, False, np.float32)
     got = torch.from_numpy(out).view(half)
     assert bad == 0 and torch.equal(got, torch.from_numpy(want).to(half))
@@ -141,23 +201,40 @@ def test_along_scatter_is_bit_identical_whatever_the_split(seed, data):
     first = _run_along(index, src, base, "sum", True, False, (1, 6, 62, 1))[1]
     for _ in range(3):
         split = _split(data.draw, 6)
-        assert np.array_equal(_run_along(index, src, base, "sum", True, False, split)[1].view(np.int32),
-                              first.view(np.int32))
+        assert np.array_equal(
+            _run_along(index, src, base, "sum", True, False, split)[1].view(np.int32), first.view(np.int32)
+        )
 
 
 @given(st.lists(st.integers(-3, 9), min_size=1, max_size=24), st.data())
 def test_along_scatter_counts_bad_entries_and_never_writes_them(entries, data):
     index = np.array(entries, dtype=np.int64).reshape(1, -1, 1).repeat(2, axis=2)
     size = 6
-    for name, include_self, assign in [("sum", False, False), ("mean", True, False), ("amax", True, False),
-                                       ("sum", True, True)]:
+    for name, include_self, assign in [
+        ("sum", False, False),
+        ("mean", True, False),
+        ("amax", True, False),
+        ("sum", True, True),
+    ]:
         buffer = np.full(2 * size + 3, -7.0)  # three guard cells after the output
         out = buffer[: 2 * size].reshape(1, size, 2)
         track = TRACK_COUNT if name == "mean" else TRACK_NONE if include_self else TRACK_FLAG
         seen_buffer = np.full(2 * size + 3, 9, np.int32 if track == TRACK_COUNT else np.uint8)
         seen = seen_buffer[: 2 * size].reshape(1, size, 2) if track else np.empty((1, 0, 0), np.uint8)
-        bad = along_scatter(index, np.ones(index.shape), np.zeros((1, size, 2)), out, out, seen,
-                            BY_NAME[name].code, NATIVE, assign, include_self, track, *_split(data.draw, 2))
+        bad = along_scatter(
+            index,
+            np.ones(index.shape),
+            np.zeros((1, size, 2)),
+            out,
+            out,
+            seen,
+            BY_NAME[name].code,
+            NATIVE,
+            assign,
+            include_self,
+            track,
+            *_split(data.draw, 2),
+        )
         assert bad == 2 * sum(not 0 <= e < size for e in entries)
         assert (buffer[2 * size :] == -7.0).all() and (seen_buffer[2 * size :] == 9).all()
 
@@ -215,8 +292,14 @@ def _strides(shape):
     return np.cumprod([1] + list(shape[:0:-1]))[::-1].astype(np.int64).copy()
 
 
-@given(coordinate_cases(), st.integers(1, 5), st.sampled_from(NAMES), st.booleans(), st.booleans(),
-       st.integers(0, 2**31 - 1))
+@given(
+    coordinate_cases(),
+    st.integers(1, 5),
+    st.sampled_from(NAMES),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
 def test_coords_scatter_matches_a_loop(case, nchunks, name, include_self, assign, seed):
     coords, shape = case
     g = np.random.default_rng(seed)
@@ -224,8 +307,19 @@ def test_coords_scatter_matches_a_loop(case, nchunks, name, include_self, assign
     base = g.integers(-4, 5, int(np.prod(shape))).astype(np.float64)
     out = np.empty_like(base)
     include_self = include_self and not assign
-    bad = coords_scatter(coords, np.array(shape, np.int64), _strides(shape), src, base, out,
-                         0 if assign else BY_NAME[name].code, NATIVE, assign, include_self, nchunks)
+    bad = coords_scatter(
+        coords,
+        np.array(shape, np.int64),
+        _strides(shape),
+        src,
+        base,
+        out,
+        0 if assign else BY_NAME[name].code,
+        NATIVE,
+        assign,
+        include_self,
+        nchunks,
+    )
     targets = _flat_targets(coords, shape).reshape(1, -1, 1)
     want = _loop(targets, src.reshape(1, -1, 1), base.reshape(1, -1, 1), name, include_self, assign)
     assert bad == 0
@@ -239,8 +333,19 @@ def test_coordinate_kernels_count_bad_rows_and_never_touch_them(case, nchunks):
     targets = _flat_targets(coords, shape)
     buffer = np.full(size + 3, -7.0)
     out = buffer[:size]
-    bad = coords_scatter(coords, np.array(shape, np.int64), _strides(shape), np.ones(coords.shape[0]),
-                         np.zeros(size), out, 0, NATIVE, False, False, nchunks)
+    bad = coords_scatter(
+        coords,
+        np.array(shape, np.int64),
+        _strides(shape),
+        np.ones(coords.shape[0]),
+        np.zeros(size),
+        out,
+        0,
+        NATIVE,
+        False,
+        False,
+        nchunks,
+    )
     assert bad == (targets < 0).sum() and (buffer[size:] == -7.0).all()
     np.testing.assert_array_equal(out, np.bincount(targets[targets >= 0], minlength=size))
     gathered = np.empty(coords.shape[0])

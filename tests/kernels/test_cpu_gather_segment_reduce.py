@@ -16,9 +16,16 @@ from strategies import REDUCES, random_values
 
 
 @settings(max_examples=60)
-@given(st.sampled_from(REDUCES), st.sampled_from(scatterx.SUPPORTED_DTYPES), st.integers(1, 6), st.integers(1, 3),
-       st.integers(1, 4), st.lists(st.integers(0, 5), max_size=7), st.sampled_from([1, 2]),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(REDUCES),
+    st.sampled_from(scatterx.SUPPORTED_DTYPES),
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.lists(st.integers(0, 5), max_size=7),
+    st.sampled_from([1, 2]),
+    st.integers(0, 2**31 - 1),
+)
 def test_matches_the_reference(reduce, dtype, rows, heads, channels, sizes, threads, seed):
     g = torch.Generator().manual_seed(seed)
     src = random_values((rows, heads, channels), dtype, g, reduce)

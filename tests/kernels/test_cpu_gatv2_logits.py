@@ -24,15 +24,23 @@ def problem(dtype, rows, segments, heads, channels, sizes, seed):
 
 
 @settings(max_examples=40)
-@given(st.sampled_from(FLOATS), st.integers(1, 5), st.integers(1, 3), st.integers(1, 4),
-       st.lists(st.integers(0, 5), min_size=1, max_size=6), st.sampled_from([1, 2]), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(FLOATS),
+    st.integers(1, 5),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.lists(st.integers(0, 5), min_size=1, max_size=6),
+    st.sampled_from([1, 2]),
+    st.integers(0, 2**31 - 1),
+)
 def test_logits_and_gradients_match_the_reference(dtype, rows, heads, channels, sizes, threads, seed):
     ptr, index, a, b, att = problem(dtype, rows, len(sizes), heads, channels, sizes, seed)
     tol = dict(atol=1e-5, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-10, rtol=1e-10)
     with on_threads(threads):
         logits = cpu.gatv2_logits(ptr, index, a, b, att, 0.2)
-        grad = torch.randn(logits.shape, generator=torch.Generator().manual_seed(seed + 1),
-                           dtype=torch.float64).to(dtype)
+        grad = torch.randn(logits.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64).to(
+            dtype
+        )
         grad_b, grad_att = cpu.gatv2_grad(b, a, att, ptr, index, grad, 0.2, True)
     torch.testing.assert_close(logits, reference.gatv2_logits(ptr, index, a, b, att, 0.2), **tol)
     b_ = b.detach().double().requires_grad_()

@@ -14,19 +14,31 @@ from strategies import random_values
 
 
 @settings(max_examples=50)
-@given(st.sampled_from(["amax", "amin"]), st.sampled_from(scatterx.SUPPORTED_DTYPES), st.integers(1, 2),
-       st.integers(0, 10), st.integers(1, 3), st.integers(1, 5), st.booleans(), st.booleans(), st.booleans(),
-       st.sampled_from([1, 2]), st.integers(0, 2**31 - 1))
-def test_ties_split_the_gradient_evenly(reduce, dtype, outer, n, inner, segments, sorted, with_base, count_base,
-                                        threads, seed):
+@given(
+    st.sampled_from(["amax", "amin"]),
+    st.sampled_from(scatterx.SUPPORTED_DTYPES),
+    st.integers(1, 2),
+    st.integers(0, 10),
+    st.integers(1, 3),
+    st.integers(1, 5),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([1, 2]),
+    st.integers(0, 2**31 - 1),
+)
+def test_ties_split_the_gradient_evenly(
+    reduce, dtype, outer, n, inner, segments, sorted, with_base, count_base, threads, seed
+):
     g = torch.Generator().manual_seed(seed)
     src = random_values((outer, n, inner), dtype, g, reduce).clamp(-2, 2).round()  # few values: ties
     index = torch.randint(0, segments, (n,), generator=g)
     if sorted:
         index = index.sort().values
     base = random_values((outer, segments, inner), dtype, g, reduce).clamp(-2, 2).round() if with_base else None
-    result = reference.index_scatter_reduce(1, index, src, reduce, dim_size=segments,
-                                            out=None if base is None else base.clone())
+    result = reference.index_scatter_reduce(
+        1, index, src, reduce, dim_size=segments, out=None if base is None else base.clone()
+    )
     grad = random_values(result.shape, dtype, g, "sum")
     with on_threads(threads):
         grad_src, ties = cpu.tie_backward(grad, src, index, result, base, 1, sorted, count_base)

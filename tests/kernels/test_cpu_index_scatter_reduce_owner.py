@@ -12,34 +12,65 @@ from hypothesis import strategies as st
 from scatterx._reductions import BY_NAME, REDUCTIONS
 from scatterx.kernels.cpu import NATIVE, launch, numpy_view, storage_code
 from scatterx.kernels.cpu.index_scatter_reduce_owner import (
-    AMBIGUOUS, MARKS_EMPTY, NOT_SORTED, OK, OUT_OF_RANGE, index_scatter_reduce_owner,
+    AMBIGUOUS,
+    MARKS_EMPTY,
+    NOT_SORTED,
+    OK,
+    OUT_OF_RANGE,
+    index_scatter_reduce_owner,
 )
 from kernel_calls import SENTINEL, bits, segment_kernel
 from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 
-def run_owner(src3, index, base, reduce, *, sorted=False, include_self=False, fill_empty=True, marks=False,
-              check=True, threads=1):
+def run_owner(
+    src3, index, base, reduce, *, sorted=False, include_self=False, fill_empty=True, marks=False, check=True, threads=1
+):
     """The kernel into a new output (``SENTINEL``-filled): ``(status, out)``. With ``check`` the kernel counts the
     entries itself (one thread); otherwise they are given."""
     out = torch.full_like(base, SENTINEL)
     num_targets = base.size(1)
-    counts = (np.empty(num_targets, np.int64) if check
-              else np.bincount(index.numpy(), minlength=num_targets).astype(np.int64))
-    status = launch(index_scatter_reduce_owner, None, src3.size(0), 1 if check else threads,
-                    numpy_view(src3.contiguous()), index.long().numpy(), counts, numpy_view(base), numpy_view(out),
-                    BY_NAME[reduce].code, storage_code(src3.dtype), check, sorted, include_self, fill_empty, marks)
+    counts = (
+        np.empty(num_targets, np.int64) if check else np.bincount(index.numpy(), minlength=num_targets).astype(np.int64)
+    )
+    status = launch(
+        index_scatter_reduce_owner,
+        None,
+        src3.size(0),
+        1 if check else threads,
+        numpy_view(src3.contiguous()),
+        index.long().numpy(),
+        counts,
+        numpy_view(base),
+        numpy_view(out),
+        BY_NAME[reduce].code,
+        storage_code(src3.dtype),
+        check,
+        sorted,
+        include_self,
+        fill_empty,
+        marks,
+    )
     return status, out
 
 
 @settings(max_examples=80)
 @given(
-    reduce=st.sampled_from(REDUCES), dtype=st.sampled_from(SUPPORTED_DTYPES), n=st.integers(0, 12),
-    num_targets=st.integers(1, 6), outer=st.integers(1, 3), inner=st.integers(1, 4), include_self=st.booleans(),
-    fill_empty=st.booleans(), sorted=st.booleans(), check=st.booleans(), seed=st.integers(0, 2**31 - 1),
+    reduce=st.sampled_from(REDUCES),
+    dtype=st.sampled_from(SUPPORTED_DTYPES),
+    n=st.integers(0, 12),
+    num_targets=st.integers(1, 6),
+    outer=st.integers(1, 3),
+    inner=st.integers(1, 4),
+    include_self=st.booleans(),
+    fill_empty=st.booleans(),
+    sorted=st.booleans(),
+    check=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
 )
-def test_gives_the_segment_kernel_s_bits(reduce, dtype, n, num_targets, outer, inner, include_self, fill_empty,
-                                         sorted, check, seed):
+def test_gives_the_segment_kernel_s_bits(
+    reduce, dtype, n, num_targets, outer, inner, include_self, fill_empty, sorted, check, seed
+):
     g = torch.Generator().manual_seed(seed)
     src = random_values((outer, n, inner), dtype, g, reduce)
     if dtype.is_floating_point and n:
@@ -49,11 +80,21 @@ def test_gives_the_segment_kernel_s_bits(reduce, dtype, n, num_targets, outer, i
     if sorted:
         index = index.sort().values
     fill_empty = fill_empty and not include_self
-    status, got = run_owner(src, index, base, reduce, sorted=sorted, include_self=include_self,
-                            fill_empty=fill_empty, check=check, threads=2)
+    status, got = run_owner(
+        src,
+        index,
+        base,
+        reduce,
+        sorted=sorted,
+        include_self=include_self,
+        fill_empty=fill_empty,
+        check=check,
+        threads=2,
+    )
     assert status == OK
-    want = segment_kernel(src, index, num_targets, reduce, base=None if fill_empty else base,
-                          include_self=include_self, gather=True)
+    want = segment_kernel(
+        src, index, num_targets, reduce, base=None if fill_empty else base, include_self=include_self, gather=True
+    )
     assert torch.equal(bits(got), bits(want))
 
 
@@ -67,8 +108,12 @@ def special_values(dtype):
 
 @settings(max_examples=80)
 @given(
-    reduce=st.sampled_from(sorted(MARKS_EMPTY)), dtype=st.sampled_from(SUPPORTED_DTYPES), n=st.integers(0, 16),
-    num_targets=st.integers(1, 8), inner=st.sampled_from([1, 3]), special=st.floats(0, 1),
+    reduce=st.sampled_from(sorted(MARKS_EMPTY)),
+    dtype=st.sampled_from(SUPPORTED_DTYPES),
+    n=st.integers(0, 16),
+    num_targets=st.integers(1, 8),
+    inner=st.sampled_from([1, 3]),
+    special=st.floats(0, 1),
     seed=st.integers(0, 2**31 - 1),
 )
 def test_empty_targets_told_by_their_bits_or_reported_ambiguous(reduce, dtype, n, num_targets, inner, special, seed):
@@ -94,12 +139,15 @@ def test_empty_targets_told_by_their_bits_or_reported_ambiguous(reduce, dtype, n
         assert torch.equal(bits(got), bits(want)), (src, index)
 
 
-@pytest.mark.parametrize("index, sorted, status", [
-    ([0, 3, 1], False, OUT_OF_RANGE),
-    ([0, -1, 1], False, OUT_OF_RANGE),
-    ([0, 2, 1], True, NOT_SORTED),
-    ([0, 1, 5], True, OUT_OF_RANGE),
-])
+@pytest.mark.parametrize(
+    "index, sorted, status",
+    [
+        ([0, 3, 1], False, OUT_OF_RANGE),
+        ([0, -1, 1], False, OUT_OF_RANGE),
+        ([0, 2, 1], True, NOT_SORTED),
+        ([0, 1, 5], True, OUT_OF_RANGE),
+    ],
+)
 @pytest.mark.parametrize("marks", [False, True])
 def test_a_bad_index_returns_its_status_before_writing(index, sorted, status, marks):
     src = torch.ones(1, 3, 2)
@@ -120,8 +168,14 @@ def _loop(src, rows, base, name, include_self):
     return out
 
 
-@given(st.lists(st.integers(0, 4), max_size=12), st.integers(1, 3), st.integers(1, 3),
-       st.sampled_from([r.name for r in REDUCTIONS]), st.booleans(), st.integers(0, 2**31 - 1))
+@given(
+    st.lists(st.integers(0, 4), max_size=12),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.sampled_from([r.name for r in REDUCTIONS]),
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
 def test_into_out_matches_a_loop(index, outer, inner, name, include_self, seed):
     """The slices route's ``out=``: ``base`` the old values, the accumulators in ``out`` itself."""
     g = np.random.default_rng(seed)
@@ -135,6 +189,22 @@ def test_into_out_matches_a_loop(index, outer, inner, name, include_self, seed):
         for j in range(inner):
             want[o, :, j] = _loop(src[o, : index.size, j], index, out[o, :, j], name, include_self)
     counts = np.bincount(index, minlength=num_targets).astype(np.int64)
-    launch(index_scatter_reduce_owner, None, outer, 2, src, index, counts, out if include_self else base, out,
-           BY_NAME[name].code, NATIVE, False, False, include_self, False, False)
+    launch(
+        index_scatter_reduce_owner,
+        None,
+        outer,
+        2,
+        src,
+        index,
+        counts,
+        out if include_self else base,
+        out,
+        BY_NAME[name].code,
+        NATIVE,
+        False,
+        False,
+        include_self,
+        False,
+        False,
+    )
     np.testing.assert_allclose(out, want)

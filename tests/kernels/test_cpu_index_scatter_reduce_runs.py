@@ -21,9 +21,19 @@ def run_runs(src3, index, num_targets, reduce, nchunks, stream=False, threads=1)
     outer, _, inner = src3.shape
     out, intact = guarded((outer, num_targets, inner), src3.dtype, align=stream)
     m = index.numel()
-    bad = launch(index_scatter_reduce_runs, None, nchunks, threads, numpy_view(src3.contiguous()),
-                 index.long().numpy(), numpy_view(out), -(-m // nchunks), BY_NAME[reduce].code,
-                 storage_code(src3.dtype), stream)
+    bad = launch(
+        index_scatter_reduce_runs,
+        None,
+        nchunks,
+        threads,
+        numpy_view(src3.contiguous()),
+        index.long().numpy(),
+        numpy_view(out),
+        -(-m // nchunks),
+        BY_NAME[reduce].code,
+        storage_code(src3.dtype),
+        stream,
+    )
     return bad, out, intact()
 
 
@@ -37,10 +47,15 @@ def sorted_index(g, n, num_targets, hubs):
 
 @settings(max_examples=60)
 @given(
-    reduce=st.sampled_from(REDUCES), dtype=st.sampled_from(SUPPORTED_DTYPES), n=st.integers(1, 60),
-    num_targets=st.integers(1, 12), shape=st.sampled_from([(1, 1), (2, 1), (9, 1), (17, 1), (2, 3), (5, 16),
-                                                            (1, 33)]),
-    hubs=st.booleans(), stream=st.booleans(), threads=st.sampled_from([1, 2]), data=st.data(),
+    reduce=st.sampled_from(REDUCES),
+    dtype=st.sampled_from(SUPPORTED_DTYPES),
+    n=st.integers(1, 60),
+    num_targets=st.integers(1, 12),
+    shape=st.sampled_from([(1, 1), (2, 1), (9, 1), (17, 1), (2, 3), (5, 16), (1, 33)]),
+    hubs=st.booleans(),
+    stream=st.booleans(),
+    threads=st.sampled_from([1, 2]),
+    data=st.data(),
     seed=st.integers(0, 2**31 - 1),
 )
 def test_gives_the_segment_kernel_s_bits(reduce, dtype, n, num_targets, shape, hubs, stream, threads, data, seed):

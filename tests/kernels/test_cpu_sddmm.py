@@ -15,9 +15,16 @@ from strategies import random_values
 
 
 @settings(max_examples=60)
-@given(st.sampled_from(["add", "mul", "dot"]), st.sampled_from(scatterx.SUPPORTED_DTYPES), st.integers(1, 6),
-       st.integers(1, 3), st.integers(1, 5), st.lists(st.integers(0, 5), max_size=7), st.sampled_from([1, 2]),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(["add", "mul", "dot"]),
+    st.sampled_from(scatterx.SUPPORTED_DTYPES),
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.integers(1, 5),
+    st.lists(st.integers(0, 5), max_size=7),
+    st.sampled_from([1, 2]),
+    st.integers(0, 2**31 - 1),
+)
 def test_matches_the_reference(op, dtype, rows, heads, channels, sizes, threads, seed):
     g = torch.Generator().manual_seed(seed)
     ptr = torch.tensor([0] + sizes).cumsum(0)

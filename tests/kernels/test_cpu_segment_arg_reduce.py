@@ -17,13 +17,22 @@ FILLS = {"none": FILL_NONE, "unselected": FILL_UNSELECTED, "empty": FILL_EMPTY}
 
 
 @settings(max_examples=60)
-@given(segment_problems(reduce="amax"), st.sampled_from(["amax", "amin"]), st.sampled_from(sorted(FILLS)),
-       st.booleans(), st.booleans(), st.sampled_from([1, 2]))
+@given(
+    segment_problems(reduce="amax"),
+    st.sampled_from(["amax", "amin"]),
+    st.sampled_from(sorted(FILLS)),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([1, 2]),
+)
 def test_matches_the_reference(problem, reduce, fill, with_base, finite_start, threads):
     src, ptr, perm = problem
     outer, n, inner = src.shape
-    base = random_values((outer, ptr.numel() - 1, inner), src.dtype, torch.Generator().manual_seed(n), "amax") \
-        if with_base else None
+    base = (
+        random_values((outer, ptr.numel() - 1, inner), src.dtype, torch.Generator().manual_seed(n), "amax")
+        if with_base
+        else None
+    )
     dtype = src.dtype
     if finite_start:
         info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)

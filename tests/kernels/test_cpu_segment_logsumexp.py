@@ -18,8 +18,13 @@ FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
 @settings(max_examples=60)
-@given(segment_problems(dtypes=FLOATS), st.sampled_from(["logsumexp", "log_softmax"]), st.floats(0, 1),
-       st.sampled_from([1, 2]), st.integers(0, 2**31 - 1))
+@given(
+    segment_problems(dtypes=FLOATS),
+    st.sampled_from(["logsumexp", "log_softmax"]),
+    st.floats(0, 1),
+    st.sampled_from([1, 2]),
+    st.integers(0, 2**31 - 1),
+)
 def test_matches_the_reference(problem, flavour, specials, threads, seed):
     src, ptr, perm = problem
     g = torch.Generator().manual_seed(seed)

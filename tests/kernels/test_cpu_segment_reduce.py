@@ -32,18 +32,38 @@ def run_kernel(src, ptr, perm, base, reduce, include_self, fill_empty, stream, i
     initial = out if in_place else base
     bounds = np.array([0, num_segments // 2, num_segments], dtype=np.int64)
     launch(
-        segment_reduce, None, outer * 2, threads, numpy_view(src), np.empty(0, np.int64) if perm is None
-        else perm.numpy(), ptr.numpy(), bounds, numpy_view(initial), numpy_view(out), BY_NAME[reduce].code,
-        storage_code(src.dtype), perm is not None, include_self, fill_empty, 8, stream,
+        segment_reduce,
+        None,
+        outer * 2,
+        threads,
+        numpy_view(src),
+        np.empty(0, np.int64) if perm is None else perm.numpy(),
+        ptr.numpy(),
+        bounds,
+        numpy_view(initial),
+        numpy_view(out),
+        BY_NAME[reduce].code,
+        storage_code(src.dtype),
+        perm is not None,
+        include_self,
+        fill_empty,
+        8,
+        stream,
     )
     return out.clone(), intact()
 
 
 @settings(max_examples=60)
 @given(
-    reduce=st.sampled_from(REDUCES), dtype=st.sampled_from(scatterx.SUPPORTED_DTYPES), outer=st.integers(1, 3),
-    n=st.integers(0, 30), num_segments=st.integers(1, 7), inner=st.integers(1, 3), gather=st.booleans(),
-    mode=st.sampled_from(["fill", "base", "base_self"]), threads=st.sampled_from([1, 2]),
+    reduce=st.sampled_from(REDUCES),
+    dtype=st.sampled_from(scatterx.SUPPORTED_DTYPES),
+    outer=st.integers(1, 3),
+    n=st.integers(0, 30),
+    num_segments=st.integers(1, 7),
+    inner=st.integers(1, 3),
+    gather=st.booleans(),
+    mode=st.sampled_from(["fill", "base", "base_self"]),
+    threads=st.sampled_from([1, 2]),
     seed=st.integers(0, 2**31 - 1),
 )
 def test_matches_the_reference(reduce, dtype, outer, n, num_segments, inner, gather, mode, threads, seed):
@@ -53,23 +73,36 @@ def test_matches_the_reference(reduce, dtype, outer, n, num_segments, inner, gat
     perm = torch.randperm(n, generator=g) if gather else None
     base = random_values((outer, num_segments, inner), dtype, g, reduce)
     include_self, fill_empty = mode == "base_self", mode == "fill"
-    got, intact = run_kernel(src, ptr_of(rows, num_segments), perm, base, reduce, include_self, fill_empty,
-                             False, False, threads)
+    got, intact = run_kernel(
+        src, ptr_of(rows, num_segments), perm, base, reduce, include_self, fill_empty, False, False, threads
+    )
     assert intact
     gathered = src if perm is None else src[:, perm]  # segment s reduces the rows perm[ptr[s]:ptr[s+1]]
-    want = reference.index_scatter_reduce(1, rows, gathered, reduce, dim_size=num_segments,
-                                          out=None if fill_empty else base.clone(), include_self=include_self)
+    want = reference.index_scatter_reduce(
+        1,
+        rows,
+        gathered,
+        reduce,
+        dim_size=num_segments,
+        out=None if fill_empty else base.clone(),
+        include_self=include_self,
+    )
     assert_matches(got, want, reduce)
 
 
 @settings(max_examples=60)
 @given(
-    reduce=st.sampled_from(REDUCES), dtype=st.sampled_from(NATIVE_DTYPES), outer=st.integers(1, 3),
-    n=st.integers(0, 40), num_segments=st.integers(1, 9), blocks=st.integers(1, 3), gather=st.booleans(),
-    mode=st.sampled_from(["fill", "base", "base_self", "in_place_self"]), seed=st.integers(0, 2**31 - 1),
+    reduce=st.sampled_from(REDUCES),
+    dtype=st.sampled_from(NATIVE_DTYPES),
+    outer=st.integers(1, 3),
+    n=st.integers(0, 40),
+    num_segments=st.integers(1, 9),
+    blocks=st.integers(1, 3),
+    gather=st.booleans(),
+    mode=st.sampled_from(["fill", "base", "base_self", "in_place_self"]),
+    seed=st.integers(0, 2**31 - 1),
 )
-def test_streamed_writes_give_the_plain_writes_bits(reduce, dtype, outer, n, num_segments, blocks, gather, mode,
-                                                    seed):
+def test_streamed_writes_give_the_plain_writes_bits(reduce, dtype, outer, n, num_segments, blocks, gather, mode, seed):
     g = torch.Generator().manual_seed(seed)
     inner = blocks * STREAM_ALIGN // dtype.itemsize  # rows of whole 64-byte blocks
     src = random_values((outer, n, inner), dtype, g, reduce)

@@ -10,25 +10,58 @@ from hypothesis import strategies as st
 
 from scatterx.kernels.cpu import launch, numpy_view, storage_code
 from scatterx.kernels.cpu.segment_softmax import EXP_SCRATCH_ELEMENTS, segment_softmax, segment_softmax_backward
-from softmax_cases import (CASES, DTYPES, GRAD_TOLERANCES, TOLERANCES, UNSET, assert_close, backward_problem,
-                           check_special_case, make_ptr, problems, reference, values)
+from softmax_cases import (
+    CASES,
+    DTYPES,
+    GRAD_TOLERANCES,
+    TOLERANCES,
+    UNSET,
+    assert_close,
+    backward_problem,
+    check_special_case,
+    make_ptr,
+    problems,
+    reference,
+    values,
+)
 
 _NO_PERM = np.empty(0, dtype=np.int64)  # what the sorted path passes (never read)
 
 
 def cpu_softmax(src, ptr, perm, bounds, threads=1):
     out = torch.full_like(src, UNSET)
-    launch(segment_softmax, None, src.shape[0] * (len(bounds) - 1), threads, numpy_view(src),
-           _NO_PERM if perm is None else perm.numpy(), ptr.numpy(), bounds, numpy_view(out),
-           storage_code(src.dtype), perm is not None)
+    launch(
+        segment_softmax,
+        None,
+        src.shape[0] * (len(bounds) - 1),
+        threads,
+        numpy_view(src),
+        _NO_PERM if perm is None else perm.numpy(),
+        ptr.numpy(),
+        bounds,
+        numpy_view(out),
+        storage_code(src.dtype),
+        perm is not None,
+    )
     return out
 
 
 def cpu_softmax_backward(y, g, ptr, perm, bounds, threads=1):
     grad = torch.full_like(y, UNSET)
-    launch(segment_softmax_backward, None, y.shape[0] * (len(bounds) - 1), threads, numpy_view(y), numpy_view(g),
-           _NO_PERM if perm is None else perm.numpy(), ptr.numpy(), bounds, numpy_view(grad),
-           storage_code(y.dtype), perm is not None)
+    launch(
+        segment_softmax_backward,
+        None,
+        y.shape[0] * (len(bounds) - 1),
+        threads,
+        numpy_view(y),
+        numpy_view(g),
+        _NO_PERM if perm is None else perm.numpy(),
+        ptr.numpy(),
+        bounds,
+        numpy_view(grad),
+        storage_code(y.dtype),
+        perm is not None,
+    )
     return grad
 
 

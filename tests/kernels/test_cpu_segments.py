@@ -8,7 +8,12 @@ from hypothesis import strategies as st
 
 from scatterx.kernels.cpu import launch
 from scatterx.kernels.cpu.segments import (
-    balanced_bounds, fill_empty_starts, histograms, index_bound, prefix_offsets, sorted_index_to_ptr,
+    balanced_bounds,
+    fill_empty_starts,
+    histograms,
+    index_bound,
+    prefix_offsets,
+    sorted_index_to_ptr,
     stable_positions,
 )
 

@@ -67,8 +67,9 @@ def test_combine_and_reduce_rows_are_the_table_s_combine(red, dtype):
     args = [t.to(DEVICE) for t in (acc, x, out, rows)]
     _combine_kernel[(1,)](*args, n, REDUCE=red.code, BLOCK=triton.next_power_of_2(n))
     with np.errstate(all="ignore"):
-        want = torch.from_numpy(np.array([red.combine(a, b) for a, b in zip(acc.numpy(), x.numpy())],
-                                         dtype=acc.numpy().dtype))
+        want = torch.from_numpy(
+            np.array([red.combine(a, b) for a, b in zip(acc.numpy(), x.numpy())], dtype=acc.numpy().dtype)
+        )
     assert torch.equal(_bits(args[2].cpu()), _bits(want)), red.name
     # a two-row tile reduced over its rows: the same as one combine (up to NaN payloads and the sign of
     # a sum of zeros, which a tree reduction may order either way)

@@ -15,8 +15,14 @@ pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed
 
 
 @settings(max_examples=10)
-@given(st.sampled_from([torch.float32, torch.float64]), st.integers(1, 4), st.integers(1, 2), st.integers(1, 4),
-       st.lists(st.integers(0, 4), min_size=1, max_size=4), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from([torch.float32, torch.float64]),
+    st.integers(1, 4),
+    st.integers(1, 2),
+    st.integers(1, 4),
+    st.lists(st.integers(0, 4), min_size=1, max_size=4),
+    st.integers(0, 2**31 - 1),
+)
 def test_logits_and_gradients_match_the_reference(dtype, rows, heads, channels, sizes, seed):
     g = torch.Generator().manual_seed(seed)
     ptr = torch.tensor([0] + sizes).cumsum(0)
@@ -27,7 +33,7 @@ def test_logits_and_gradients_match_the_reference(dtype, rows, heads, channels, 
     grad = torch.randn(index.numel(), heads, generator=g, dtype=torch.float64).to(dtype)
     tol = dict(atol=1e-5, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-10, rtol=1e-10)
     with on_gpu_backend() as (gpu, device):
-        put = (lambda t: t.to(device))
+        put = lambda t: t.to(device)
         logits = gpu.gatv2_logits(put(ptr), put(index), put(a), put(b), put(att), 0.2)
         grad_b, grad_att = gpu.gatv2_grad(put(b), put(a), put(att), put(ptr), put(index), put(grad), 0.2, True)
     torch.testing.assert_close(logits.cpu(), reference.gatv2_logits(ptr, index, a, b, att, 0.2), **tol)

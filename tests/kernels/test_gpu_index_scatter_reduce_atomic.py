@@ -21,8 +21,15 @@ ATOMIC = [r for r in REDUCTIONS if r.atomic]
 
 
 @settings(max_examples=12)
-@given(st.sampled_from(ATOMIC), st.sampled_from(scatterx.SUPPORTED_DTYPES), st.integers(0, 9), st.integers(1, 4),
-       st.integers(1, 5), st.sampled_from(["new", "base", "base_self"]), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(ATOMIC),
+    st.sampled_from(scatterx.SUPPORTED_DTYPES),
+    st.integers(0, 9),
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.sampled_from(["new", "base", "base_self"]),
+    st.integers(0, 2**31 - 1),
+)
 def test_matches_the_reference(red, dtype, n, inner, segments, mode, seed):
     g = torch.Generator().manual_seed(seed)
     src = random_values((n, inner), dtype, g, red.name)
@@ -30,11 +37,25 @@ def test_matches_the_reference(red, dtype, n, inner, segments, mode, seed):
     base = None if mode == "new" else random_values((segments, inner), dtype, g, red.name)
     with on_gpu_backend() as (gpu, device):
         with gpu.routes.force(gpu.routes.Route.ATOMIC):
-            got = gpu.index_scatter_reduce(src.to(device), index.to(device), 0, red, False, segments,
-                                           base=None if base is None else base.to(device),
-                                           include_self=mode == "base_self")
-    want = reference.index_scatter_reduce(0, index, src, red.name, dim_size=segments,
-                                          out=None if base is None else base.clone(), include_self=mode == "base_self")
+            got = gpu.index_scatter_reduce(
+                src.to(device),
+                index.to(device),
+                0,
+                red,
+                False,
+                segments,
+                base=None if base is None else base.to(device),
+                include_self=mode == "base_self",
+            )
+    want = reference.index_scatter_reduce(
+        0,
+        index,
+        src,
+        red.name,
+        dim_size=segments,
+        out=None if base is None else base.clone(),
+        include_self=mode == "base_self",
+    )
     assert_matches(got, want, red.name)
 
 

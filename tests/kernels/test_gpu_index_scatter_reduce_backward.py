@@ -17,8 +17,17 @@ pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed
 
 
 @settings(max_examples=15)
-@given(st.sampled_from(["amax", "amin"]), st.sampled_from(scatterx.SUPPORTED_DTYPES), st.integers(0, 8),
-       st.integers(1, 3), st.integers(1, 4), st.booleans(), st.booleans(), st.booleans(), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(["amax", "amin"]),
+    st.sampled_from(scatterx.SUPPORTED_DTYPES),
+    st.integers(0, 8),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
 def test_ties_split_the_gradient_evenly(reduce, dtype, n, inner, segments, sorted, with_base, count_base, seed):
     g = torch.Generator().manual_seed(seed)
     src = random_values((1, n, inner), dtype, g, reduce).clamp(-2, 2).round()  # few values: ties
@@ -26,13 +35,15 @@ def test_ties_split_the_gradient_evenly(reduce, dtype, n, inner, segments, sorte
     if sorted:
         index = index.sort().values
     base = random_values((1, segments, inner), dtype, g, reduce).clamp(-2, 2).round() if with_base else None
-    result = reference.index_scatter_reduce(1, index, src, reduce, dim_size=segments,
-                                            out=None if base is None else base.clone())
+    result = reference.index_scatter_reduce(
+        1, index, src, reduce, dim_size=segments, out=None if base is None else base.clone()
+    )
     grad = random_values(result.shape, dtype, g, "sum")
     with on_gpu_backend() as (gpu, device):
-        put = (lambda t: None if t is None else t.to(device))
-        grad_src, ties = gpu.tie_backward(put(grad), put(src), put(index), put(result), put(base), 1, sorted,
-                                          count_base)
+        put = lambda t: None if t is None else t.to(device)
+        grad_src, ties = gpu.tie_backward(
+            put(grad), put(src), put(index), put(result), put(base), 1, sorted, count_base
+        )
     want_grad, want_ties = ties_by_definition(grad, src, index, result, base, count_base)
     assert torch.equal(ties.cpu().double(), want_ties)
     tol = 0 if not dtype.is_floating_point else (1e-2 if dtype.itemsize == 2 else 1e-6)

@@ -17,8 +17,15 @@ pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed
 
 
 @settings(max_examples=15)
-@given(st.sampled_from(["add", "mul", "dot"]), st.sampled_from(scatterx.SUPPORTED_DTYPES), st.integers(1, 5),
-       st.integers(1, 3), st.integers(1, 5), st.lists(st.integers(0, 4), max_size=5), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(["add", "mul", "dot"]),
+    st.sampled_from(scatterx.SUPPORTED_DTYPES),
+    st.integers(1, 5),
+    st.integers(1, 3),
+    st.integers(1, 5),
+    st.lists(st.integers(0, 4), max_size=5),
+    st.integers(0, 2**31 - 1),
+)
 def test_matches_the_reference(op, dtype, rows, heads, channels, sizes, seed):
     g = torch.Generator().manual_seed(seed)
     ptr = torch.tensor([0] + sizes).cumsum(0)

@@ -20,8 +20,12 @@ FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter warns on inf - inf
 @settings(max_examples=15)
-@given(segment_problems(dtypes=FLOATS, max_outer=2, max_segments=5, max_size=5),
-       st.sampled_from(["logsumexp", "log_softmax"]), st.floats(0, 1), st.integers(0, 2**31 - 1))
+@given(
+    segment_problems(dtypes=FLOATS, max_outer=2, max_segments=5, max_size=5),
+    st.sampled_from(["logsumexp", "log_softmax"]),
+    st.floats(0, 1),
+    st.integers(0, 2**31 - 1),
+)
 def test_matches_the_reference(problem, flavour, specials, seed):
     src, ptr, perm = problem
     g = torch.Generator().manual_seed(seed)
@@ -32,6 +36,7 @@ def test_matches_the_reference(problem, flavour, specials, seed):
     src[u >= 0.995] = float("nan")
     code = LOGSUMEXP if flavour == "logsumexp" else LOG_SOFTMAX
     with on_gpu_backend() as (gpu, device):
-        got = gpu.segment_logsumexp(src.to(device), ptr.to(device), None if perm is None else perm.to(device), 1,
-                                    code, 1e-12)
+        got = gpu.segment_logsumexp(
+            src.to(device), ptr.to(device), None if perm is None else perm.to(device), 1, code, 1e-12
+        )
     assert_matches(got, reference.segment_logsumexp(src, ptr, 1, perm, 1e-12, flavour), "sum")

@@ -8,8 +8,20 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from softmax_cases import (CASES, DTYPES, GRAD_TOLERANCES, INF, TOLERANCES, UNSET, assert_close, backward_problem,
-                           check_special_case, make_ptr, problems, reference)
+from softmax_cases import (
+    CASES,
+    DTYPES,
+    GRAD_TOLERANCES,
+    INF,
+    TOLERANCES,
+    UNSET,
+    assert_close,
+    backward_problem,
+    check_special_case,
+    make_ptr,
+    problems,
+    reference,
+)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -21,8 +33,7 @@ def _triton():
     from scatterx.kernels.gpu import segment_softmax as softmax_kernels
     from scatterx.kernels.gpu._tiles import launch_config
 
-    acc = {torch.float32: tl.float32, torch.float64: tl.float64, torch.float16: tl.float32,
-           torch.bfloat16: tl.float32}
+    acc = {torch.float32: tl.float32, torch.float64: tl.float64, torch.float16: tl.float32, torch.bfloat16: tl.float32}
     return softmax_kernels, launch_config, acc
 
 
@@ -38,8 +49,17 @@ def _launch(name, tensors, ptr, perm, blocks):
     if grid[0] == 0:
         return
     getattr(softmax_kernels, name)[grid](
-        *tensors[:-1], ptr if perm is None else perm, ptr, tensors[-1], n, num_segments, inner, perm is not None,
-        ACC=acc[tensors[-1].dtype], BLOCK_E=block_e, BLOCK_F=block_f,
+        *tensors[:-1],
+        ptr if perm is None else perm,
+        ptr,
+        tensors[-1],
+        n,
+        num_segments,
+        inner,
+        perm is not None,
+        ACC=acc[tensors[-1].dtype],
+        BLOCK_E=block_e,
+        BLOCK_F=block_f,
     )
 
 
@@ -99,8 +119,6 @@ def test_running_maximum_grows_across_iterations():
     ptr = make_ptr([len(column)])
     for blocks in ((1, 1), (2, 4), (4, 2), (16, 4)):
         assert_close(triton_softmax(*on_device(src, ptr, None), blocks), reference(src, ptr, None), TOLERANCES)
-
-
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")

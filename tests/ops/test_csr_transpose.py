@@ -19,8 +19,10 @@ def test_matches_a_stable_sort(backend):
         ptr, order = ptr.cpu(), order.cpu()
         assert ptr.dtype == order.dtype == torch.int64
         assert torch.equal(order, torch.sort(index.long(), stable=True).indices)
-        assert torch.equal(ptr, torch.cat([torch.zeros(1, dtype=torch.int64),
-                                           torch.bincount(index.long(), minlength=num_rows).cumsum(0)]))
+        assert torch.equal(
+            ptr,
+            torch.cat([torch.zeros(1, dtype=torch.int64), torch.bincount(index.long(), minlength=num_rows).cumsum(0)]),
+        )
 
     check()
 

@@ -42,8 +42,10 @@ def along_problems(draw, dtype):
     if ndim >= 2 and draw(st.booleans()):  # constant along a dim other than dim, stored with stride 0
         d = (dim + 1) % ndim
         index = index.narrow(d, 0, 1).expand(shape)
-    index = _layout(index.to(draw(st.sampled_from([torch.int32, torch.int64]))),
-                    draw(st.sampled_from(["contiguous", "transposed", "strided"])))
+    index = _layout(
+        index.to(draw(st.sampled_from([torch.int32, torch.int64]))),
+        draw(st.sampled_from(["contiguous", "transposed", "strided"])),
+    )
     src = _layout(random_values(shape, dtype, g, "prod"), draw(st.sampled_from(["contiguous", "transposed"])))
     base = _layout(random_values(base_shape, dtype, g, "prod"), draw(st.sampled_from(["contiguous", "strided"])))
     return index, src, base, dim
@@ -57,8 +59,10 @@ def coordinate_problems(draw, dtype):
     batch = draw(st.lists(st.integers(0, 4), min_size=1, max_size=2))
     g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
     index = torch.stack([torch.randint(0, s, batch, generator=g) for s in base_shape], -1)
-    index = _layout(index.to(draw(st.sampled_from([torch.int32, torch.int64]))),
-                    draw(st.sampled_from(["contiguous", "transposed", "strided"])))
+    index = _layout(
+        index.to(draw(st.sampled_from([torch.int32, torch.int64]))),
+        draw(st.sampled_from(["contiguous", "transposed", "strided"])),
+    )
     src = random_values(batch, dtype, g, "prod")
     base = _layout(random_values(base_shape, dtype, g, "prod"), draw(st.sampled_from(["contiguous", "strided"])))
     return index, src, base
@@ -73,8 +77,9 @@ def test_along_a_dim_matches_the_reference(backend, reduce, dtype):
         index, src, base, dim = problem
         with backend:
             got = element_scatter(*backend.put((index, src, base)), reduce, include_self, dim)
-        want = reference.x_scatter(XMap.along_dim(index, base.shape, dim), base, src, reduce,
-                                   include_self and reduce != "assign")
+        want = reference.x_scatter(
+            XMap.along_dim(index, base.shape, dim), base, src, reduce, include_self and reduce != "assign"
+        )
         assert_matches(got, want, reduce)
 
     check()
@@ -161,8 +166,17 @@ def test_a_coordinate_out_of_its_dim_is_caught_even_when_the_flat_offset_is_in_r
         ((torch.tensor([[0]]), torch.ones(1, 1), torch.zeros(2, 1, dtype=torch.float64), "sum", True, 0), ValueError),
         ((torch.tensor([[0.0]]), torch.ones(1, 1), torch.zeros(2, 1), "sum", True, 0), TypeError),
         (([[0]], torch.ones(1, 1), torch.zeros(2, 1), "sum", True, 0), TypeError),
-        ((torch.tensor([[0]]), torch.ones(1, 1, dtype=torch.bool), torch.zeros(2, 1, dtype=torch.bool), "sum", True, 0),
-         TypeError),
+        (
+            (
+                torch.tensor([[0]]),
+                torch.ones(1, 1, dtype=torch.bool),
+                torch.zeros(2, 1, dtype=torch.bool),
+                "sum",
+                True,
+                0,
+            ),
+            TypeError,
+        ),
     ],
 )
 def test_bad_arguments(args, error):
@@ -191,8 +205,10 @@ def _check_bit_identical_whatever_the_thread_count(reduce):
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            results.append([element_scatter(index, src, base, reduce, include_self, 0) for include_self in (True, False)]
-                           + [element_scatter(index.t(), src.t(), base.t(), reduce, True, 1)])
+            results.append(
+                [element_scatter(index, src, base, reduce, include_self, 0) for include_self in (True, False)]
+                + [element_scatter(index.t(), src.t(), base.t(), reduce, True, 1)]
+            )
     finally:
         torch.set_num_threads(before)
     for one, two in zip(*results):

@@ -186,9 +186,16 @@ def test_bad_arguments():
         scatterx.csr_transpose(ptr, torch.tensor([3]), 2)
 
 
-@pytest.mark.parametrize("reduce, requires_grad, weighted", [
-    ("sum", False, False), ("amax", False, False), ("amax", True, False), ("sum", False, True), ("sum", True, True),
-])
+@pytest.mark.parametrize(
+    "reduce, requires_grad, weighted",
+    [
+        ("sum", False, False),
+        ("amax", False, False),
+        ("amax", True, False),
+        ("sum", False, True),
+        ("sum", True, True),
+    ],
+)
 def test_a_bad_transpose_raises_on_every_path(reduce, requires_grad, weighted):
     """A transpose of the right sizes but bad values is an error whether or not a backward will use it."""
     src = torch.ones(3, 2, requires_grad=requires_grad)

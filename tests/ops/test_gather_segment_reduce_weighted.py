@@ -49,8 +49,9 @@ def test_matches_reference(backend):
     def check(p):
         q = backend.put(p)
         with backend:
-            got = scatterx.gather_segment_reduce(q["src"], q["ptr"], q["index"], q["reduce"], q["dim"],
-                                                 weight=q["weight"])
+            got = scatterx.gather_segment_reduce(
+                q["src"], q["ptr"], q["index"], q["reduce"], q["dim"], weight=q["weight"]
+            )
         want = reference.gather_segment_reduce(p["src"], p["ptr"], p["index"], p["reduce"], p["dim"], p["weight"])
         _compare(got, want, p["reduce"], p["src"].dtype)
 
@@ -76,12 +77,18 @@ def test_hand_written():
     index = torch.tensor([2, 0, 2, 1, 1])
     weight = torch.tensor([0.5, 2.0, -1.0, 3.0, 0.0])
     # segment 0: 0.5*[100,200] + 2*[1,2] - [100,200] = [-48, -96]; segment 2: 3*[10,20] + 0*[10,20]
-    torch.testing.assert_close(scatterx.gather_segment_reduce(src, ptr, index, "sum", weight=weight),
-                               torch.tensor([[-48.0, -96.0], [0.0, 0.0], [30.0, 60.0]]))
-    torch.testing.assert_close(scatterx.gather_segment_reduce(src, ptr, index, "mean", weight=weight),
-                               torch.tensor([[-16.0, -32.0], [0.0, 0.0], [15.0, 30.0]]))
-    torch.testing.assert_close(scatterx.gather_segment_reduce(src, ptr, index, "amax", weight=weight),
-                               torch.tensor([[50.0, 100.0], [0.0, 0.0], [30.0, 60.0]]))
+    torch.testing.assert_close(
+        scatterx.gather_segment_reduce(src, ptr, index, "sum", weight=weight),
+        torch.tensor([[-48.0, -96.0], [0.0, 0.0], [30.0, 60.0]]),
+    )
+    torch.testing.assert_close(
+        scatterx.gather_segment_reduce(src, ptr, index, "mean", weight=weight),
+        torch.tensor([[-16.0, -32.0], [0.0, 0.0], [15.0, 30.0]]),
+    )
+    torch.testing.assert_close(
+        scatterx.gather_segment_reduce(src, ptr, index, "amax", weight=weight),
+        torch.tensor([[50.0, 100.0], [0.0, 0.0], [30.0, 60.0]]),
+    )
     # heads: src (3, 2 heads, 1 channel), weight per head
     per_head = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     got = scatterx.gather_segment_reduce(src.unsqueeze(-1), ptr, index, "sum", weight=per_head)
@@ -89,8 +96,10 @@ def test_hand_written():
     # a weight of ones is the unweighted op
     ones = torch.ones(5)
     for reduce in REDUCES:
-        torch.testing.assert_close(scatterx.gather_segment_reduce(src, ptr, index, reduce, weight=ones),
-                                   scatterx.gather_segment_reduce(src, ptr, index, reduce))
+        torch.testing.assert_close(
+            scatterx.gather_segment_reduce(src, ptr, index, reduce, weight=ones),
+            scatterx.gather_segment_reduce(src, ptr, index, reduce),
+        )
 
 
 @pytest.mark.parametrize("reduce", REDUCES)
@@ -131,8 +140,9 @@ def test_given_transpose_gives_the_same_gradients():
     weight = torch.randn(7, dtype=torch.float64, generator=g, requires_grad=True)
     transpose = scatterx.csr_transpose(ptr, index, 5)
     grads = [
-        torch.autograd.grad(scatterx.gather_segment_reduce(src, ptr, index, weight=weight, transpose=t).sum(),
-                            (src, weight))
+        torch.autograd.grad(
+            scatterx.gather_segment_reduce(src, ptr, index, weight=weight, transpose=t).sum(), (src, weight)
+        )
         for t in (None, transpose)
     ]
     for a, b in zip(*grads):
@@ -158,8 +168,9 @@ def test_opcheck():
     weight = torch.randn(5, 2, dtype=torch.float64, requires_grad=True)
     ptr, index = torch.tensor([0, 2, 5]), torch.tensor([4, 0, 1, 1, 3])
     for reduce in ("sum", "mean"):
-        torch.library.opcheck(torch.ops.scatterx.weighted_gather_segment_reduce.default,
-                              (src, ptr, index, weight, reduce))
+        torch.library.opcheck(
+            torch.ops.scatterx.weighted_gather_segment_reduce.default, (src, ptr, index, weight, reduce)
+        )
 
 
 @pytest.mark.parametrize("requires_grad", [False, True])
@@ -195,5 +206,6 @@ def test_bad_weights_raise(requires_grad):
 def test_bad_structure_raises_before_any_kernel(ptr, index, error, match, requires_grad, reduce):
     src = torch.ones(4, 2, requires_grad=requires_grad)
     with pytest.raises(error, match=match):
-        scatterx.gather_segment_reduce(src, torch.tensor(ptr), torch.tensor(index), reduce,
-                                       weight=torch.ones(len(index)))
+        scatterx.gather_segment_reduce(
+            src, torch.tensor(ptr), torch.tensor(index), reduce, weight=torch.ones(len(index))
+        )

@@ -31,15 +31,24 @@ def gatv2_problems(draw, dtypes=FLOATING):
     index_dtype = draw(st.sampled_from([torch.int32, torch.int64]))
     index = torch.randint(0, sources, (int(ptr[-1]),), generator=g).to(index_dtype)
     if draw(st.booleans()):
+
         def values(shape):
             return torch.randint(-2, 3, shape, generator=g).to(dtype)
     else:
+
         def values(shape):
             return (torch.rand(shape, generator=g, dtype=torch.float64) * 3 - 1.5).to(dtype)
+
     att_shape = draw(st.sampled_from([features, (1, *features)]))
     slope = draw(st.sampled_from([0.2, 0.0, 1.0, 1.5, -0.5]))
-    return dict(ptr=ptr, index=index, a=values((sources, *features)), b=values((len(lengths), *features)),
-                att=values(att_shape), negative_slope=slope)
+    return dict(
+        ptr=ptr,
+        index=index,
+        a=values((sources, *features)),
+        b=values((len(lengths), *features)),
+        att=values(att_shape),
+        negative_slope=slope,
+    )
 
 
 def test_matches_reference(backend):
@@ -88,7 +97,9 @@ def test_hand_written():
     torch.testing.assert_close(got, torch.tensor([[3.0, 8.0], [1.0, -2.0], [-0.5, 8.0]]))
     # the gradient at z == 0 takes the slope, as torch's leaky_relu
     a0 = torch.zeros(1, 1, requires_grad=True)
-    scatterx.gatv2_logits(torch.tensor([0, 1]), torch.tensor([0]), a0, torch.zeros(1, 1), torch.ones(1), 0.25).backward()
+    scatterx.gatv2_logits(
+        torch.tensor([0, 1]), torch.tensor([0]), a0, torch.zeros(1, 1), torch.ones(1), 0.25
+    ).backward()
     assert a0.grad.item() == 0.25
 
 
@@ -134,8 +145,9 @@ def test_rows_without_edges_get_zero_gradient(backend):
     b = torch.ones(2, 1, 2, requires_grad=True)
     a_, b_, att_ = (t.detach().clone().requires_grad_() for t in backend.put((a, b, att)))
     with backend:
-        scatterx.gatv2_logits(backend.put(torch.tensor([0, 1, 1])), backend.put(torch.tensor([0])), a_, b_,
-                              att_).sum().backward()
+        scatterx.gatv2_logits(
+            backend.put(torch.tensor([0, 1, 1])), backend.put(torch.tensor([0])), a_, b_, att_
+        ).sum().backward()
     assert a_.grad[1].tolist() == [[0.0, 0.0]] and b_.grad[1].tolist() == [[0.0, 0.0]]
 
 
@@ -176,8 +188,15 @@ def test_bad_input_raises():
     cases = [
         (dict(b=torch.ones(2, 3, dtype=torch.float64)), TypeError, "b has dtype"),
         (dict(att=torch.ones(3, dtype=torch.float64)), TypeError, "att has dtype"),
-        (dict(a=torch.ones(2, 3, dtype=torch.int64), b=torch.ones(2, 3, dtype=torch.int64),
-              att=torch.ones(3, dtype=torch.int64)), TypeError, "floating point"),
+        (
+            dict(
+                a=torch.ones(2, 3, dtype=torch.int64),
+                b=torch.ones(2, 3, dtype=torch.int64),
+                att=torch.ones(3, dtype=torch.int64),
+            ),
+            TypeError,
+            "floating point",
+        ),
         (dict(b=torch.ones(2, 4)), ValueError, "same feature shape"),
         (dict(att=torch.ones(4)), ValueError, "att must have shape"),
         (dict(att=torch.ones(2, 3)), ValueError, "att must have shape"),

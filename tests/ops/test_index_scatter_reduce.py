@@ -24,15 +24,26 @@ def run(backend, p):
     out = q["out"]
     with backend:
         got = scatterx.index_scatter_reduce(
-            q["dim"], q["index"], q["src"], q["reduce"], q["sorted"], dim_size=q["dim_size"],
-            out=None if out is None else out.clone(), include_self=q["include_self"],
+            q["dim"],
+            q["index"],
+            q["src"],
+            q["reduce"],
+            q["sorted"],
+            dim_size=q["dim_size"],
+            out=None if out is None else out.clone(),
+            include_self=q["include_self"],
         )
     return got.cpu()
 
 
 def run_reference(p):
     return reference.index_scatter_reduce(
-        p["dim"], p["index"], p["src"], p["reduce"], dim_size=p["dim_size"], out=p["out"],
+        p["dim"],
+        p["index"],
+        p["src"],
+        p["reduce"],
+        dim_size=p["dim_size"],
+        out=p["out"],
         include_self=p["include_self"],
     )
 
@@ -57,8 +68,9 @@ def serves(route, reduce, out_mode="none") -> bool:
 MATRIX = [(r, m, red) for r in ROUTES for m in OUT_MODES for red in REDUCES if serves(r, red, m)]
 
 
-@pytest.mark.parametrize("route, out_mode, reduce", MATRIX, indirect=["route"],
-                         ids=[f"{red}-{route_id(r)}-{m}" for r, m, red in MATRIX])
+@pytest.mark.parametrize(
+    "route, out_mode, reduce", MATRIX, indirect=["route"], ids=[f"{red}-{route_id(r)}-{m}" for r, m, red in MATRIX]
+)
 @pytest.mark.parametrize("dtype", scatterx.SUPPORTED_DTYPES, ids=str)
 def test_matches_reference(route, reduce, dtype, out_mode):
     @settings(max_examples=route.examples(10))
@@ -146,7 +158,9 @@ def _hub_problem():
     g = torch.Generator().manual_seed(0)
     num_nodes, num_edges = 3000, 60000
     hubs = torch.randint(0, num_nodes, (5,), generator=g)
-    index = torch.cat([hubs.repeat_interleave(8000), torch.randint(0, num_nodes // 2, (num_edges - 40000,), generator=g)])
+    index = torch.cat(
+        [hubs.repeat_interleave(8000), torch.randint(0, num_nodes // 2, (num_edges - 40000,), generator=g)]
+    )
     index = index[torch.randperm(num_edges, generator=g)]
     return index, torch.randn(num_edges, 3, dtype=torch.float64, generator=g), num_nodes
 
@@ -216,7 +230,9 @@ def test_integer_mean_rounds_down_like_torch(backend):
     src = torch.tensor([-3, 0, 7, 0], dtype=torch.int64)
     got = call(backend, 0, torch.tensor([0, 0, 1, 1]), src, "mean")
     assert got.tolist() == [-2, 3]  # floor(-1.5), floor(3.5)
-    torch_mean = torch.zeros(2, dtype=torch.int64).index_reduce_(0, torch.tensor([0, 0, 1, 1]), src, "mean", include_self=False)
+    torch_mean = torch.zeros(2, dtype=torch.int64).index_reduce_(
+        0, torch.tensor([0, 0, 1, 1]), src, "mean", include_self=False
+    )
     assert got.tolist() == torch_mean.tolist()
 
 
@@ -289,8 +305,9 @@ def test_out_overlapping_src_gives_the_same_as_a_separate_out(backend):
 def test_non_contiguous_out_is_written_in_place(backend):
     out = backend.put(torch.zeros(3, 4)).t()  # (4, 3), not contiguous
     with backend:
-        got = scatterx.index_scatter_reduce(1, backend.put(torch.tensor([0, 1, 1])), backend.put(torch.ones(4, 3)),
-                                            "sum", out=out)
+        got = scatterx.index_scatter_reduce(
+            1, backend.put(torch.tensor([0, 1, 1])), backend.put(torch.ones(4, 3)), "sum", out=out
+        )
     assert got is out
     assert out.cpu().tolist() == [[1.0, 2.0, 0.0]] * 4
 
@@ -304,15 +321,20 @@ def test_zero_dim_src_out_and_index_are_one_slice_as_in_torch(backend):
             out = backend.put(torch.tensor(2.0))
             with backend:
                 result = scatterx.index_scatter_reduce(
-                    -1, backend.put(torch.tensor([0])), backend.put(torch.tensor(5.0)), reduce, out=out,
+                    -1,
+                    backend.put(torch.tensor([0])),
+                    backend.put(torch.tensor(5.0)),
+                    reduce,
+                    out=out,
                     include_self=include_self,
                 )
             assert result is out and out.dim() == 0
             if torch_reduce is None:
                 want = torch.tensor(2.0 if include_self else 0.0).index_add(0, torch.tensor([0]), torch.tensor(5.0))
             else:
-                want = torch.tensor(2.0).index_reduce(0, torch.tensor([0]), torch.tensor(5.0), torch_reduce,
-                                                      include_self=include_self)
+                want = torch.tensor(2.0).index_reduce(
+                    0, torch.tensor([0]), torch.tensor(5.0), torch_reduce, include_self=include_self
+                )
             assert out.item() == want.item(), (reduce, include_self)
 
 
@@ -328,7 +350,9 @@ def test_matches_torch_index_reduce(backend, dtype, reduce, include_self):
     index = torch.randint(0, targets, (rows,), generator=g)
     out = random_values((targets, 5), dtype, g, reduce)
     if reduce == "sum":
-        want = out.clone().index_add_(0, index, src) if include_self else torch.zeros_like(out).index_add_(0, index, src)
+        want = (
+            out.clone().index_add_(0, index, src) if include_self else torch.zeros_like(out).index_add_(0, index, src)
+        )
         received = torch.zeros(targets, dtype=torch.bool).index_fill_(0, index, True)
         want = torch.where(received[:, None], want, out)
     else:
@@ -394,7 +418,9 @@ def _check_unsorted_equals_sorted(dim):
         src = src.t().contiguous()
     for reduce in REDUCES:
         unsorted = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=600)
-        sorted_result = scatterx.index_scatter_reduce(dim, index[order], src.index_select(dim, order), reduce, dim_size=600)
+        sorted_result = scatterx.index_scatter_reduce(
+            dim, index[order], src.index_select(dim, order), reduce, dim_size=600
+        )
         assert torch.equal(unsorted, sorted_result), reduce
         assert torch.equal(unsorted.signbit(), sorted_result.signbit()), reduce
 

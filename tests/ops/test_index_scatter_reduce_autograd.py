@@ -76,8 +76,9 @@ def test_values_and_gradients_match_torch_scatter_reduce_with_ties_and_zeros(red
     ref_src, ref_base = src0.clone().requires_grad_(), base0.clone().requires_grad_(has_base)
     view = [1, 1, 1]
     view[dim % 3] = n
-    ref = torch.scatter_reduce(ref_base, dim, index.view(view).expand_as(src0), ref_src, reduce,
-                               include_self=include_self and has_base)
+    ref = torch.scatter_reduce(
+        ref_base, dim, index.view(view).expand_as(src0), ref_src, reduce, include_self=include_self and has_base
+    )
     if not has_base:
         ref = torch.where(ref == 100.0, torch.zeros_like(ref), ref)  # rows receiving nothing are 0 for us
     ref.backward(grad)
@@ -273,8 +274,7 @@ def test_half_precision_gradients_of_out_match_float64(reduce, dtype):
     grads = []
     for s, b in ((src64, base64), (src64.to(dtype), base64.to(dtype))):
         src, base = s.clone().requires_grad_(), b.clone().requires_grad_()
-        result = scatterx.index_scatter_reduce(0, index, src, reduce, sorted=False, out=base.clone(),
-                                               include_self=True)
+        result = scatterx.index_scatter_reduce(0, index, src, reduce, sorted=False, out=base.clone(), include_self=True)
         result.backward(grad64.to(s.dtype))
         grads.append((src.grad, base.grad))
     for half, wide in zip(grads[1], grads[0]):
@@ -331,7 +331,9 @@ def test_double_backward_of_amax_matches_torch():
             out = scatterx.index_scatter_reduce(0, index, src * src, "amax")
         else:
             expanded = index.view(-1, 1).expand(-1, 2)
-            out = torch.zeros(2, 2, dtype=torch.float64).scatter_reduce(0, expanded, src * src, "amax", include_self=False)
+            out = torch.zeros(2, 2, dtype=torch.float64).scatter_reduce(
+                0, expanded, src * src, "amax", include_self=False
+            )
         (g,) = torch.autograd.grad((out * weight).sum(), src, create_graph=True)
         grads.append(torch.autograd.grad(g.pow(2).sum(), src)[0])
     torch.testing.assert_close(grads[1], grads[0])
@@ -350,22 +352,31 @@ def _backend_grads(backend, reduce, sorted, with_out, include_self):
     b = None if base is None else backend.put(base).requires_grad_()
     with backend:
         out = scatterx.index_scatter_reduce(
-            0, backend.put(index), s, reduce, sorted, dim_size=5, out=None if b is None else b.clone(),
+            0,
+            backend.put(index),
+            s,
+            reduce,
+            sorted,
+            dim_size=5,
+            out=None if b is None else b.clone(),
             include_self=include_self,
         )
         (out * backend.put(weights)).sum().backward()
     return [t.detach().cpu() for t in (out, s.grad, *(() if b is None else (b.grad,)))]
 
 
-@pytest.mark.parametrize("with_out, include_self", [(False, True), (True, True), (True, False)],
-                         ids=["no-out", "out-self", "out-noself"])
+@pytest.mark.parametrize(
+    "with_out, include_self", [(False, True), (True, True), (True, False)], ids=["no-out", "out-self", "out-noself"]
+)
 @pytest.mark.parametrize("sorted", [True, False])
 @pytest.mark.parametrize("reduce", REDUCES)
 def test_gpu_gradients_match_the_cpu_backend(reduce, sorted, with_out, include_self):
     """Planted ties and zeros: amax/amin split among ties, prod with one and with several zeros."""
     gpu = _backend("gpu")
-    for got, want in zip(_backend_grads(gpu, reduce, sorted, with_out, include_self),
-                         _backend_grads(Backend("cpu"), reduce, sorted, with_out, include_self)):
+    for got, want in zip(
+        _backend_grads(gpu, reduce, sorted, with_out, include_self),
+        _backend_grads(Backend("cpu"), reduce, sorted, with_out, include_self),
+    ):
         torch.testing.assert_close(got, want)
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import scatterx
+
 # the op modules (``scatterx.ops`` re-exports functions of the same names, hence import_module)
 gsr_module = importlib.import_module("scatterx.ops.gather_segment_reduce")
 isr_module = importlib.import_module("scatterx.ops.index_scatter_reduce")
@@ -32,12 +33,20 @@ def _cases():
     base = torch.randn(9, 3, dtype=torch.float64)
     for reduce in ("sum", "mean", "prod", "amax", "amin"):
         for b in (None, base):
-            yield (f"index_scatter_reduce-{reduce}-{'base' if b is not None else 'new'}", isr_module,
-                   "index_scatter_reduce", (src, index, 0, reduce, False, 9, b, True, False))
+            yield (
+                f"index_scatter_reduce-{reduce}-{'base' if b is not None else 'new'}",
+                isr_module,
+                "index_scatter_reduce",
+                (src, index, 0, reduce, False, 9, b, True, False),
+            )
         yield f"segment_reduce-{reduce}", sr_module, "segment_reduce", (src[: len(sorted_index)], ptr, reduce, 0)
     for reduce in ("sum", "mean"):
-        yield (f"gather_segment_reduce-{reduce}", gsr_module, "gather_segment_reduce",
-               (src, ptr_rows, rows, reduce, 0, None, None))
+        yield (
+            f"gather_segment_reduce-{reduce}",
+            gsr_module,
+            "gather_segment_reduce",
+            (src, ptr_rows, rows, reduce, 0, None, None),
+        )
     yield "segment_softmax", softmax_module, "segment_softmax", (src, index, None, 0, 9, False)
 
 
@@ -49,8 +58,10 @@ def test_eager_twin_equals_the_op(name, module, op, args):
     differentiable, custom_op = getattr(module, f"{op}_differentiable"), getattr(module, f"{op}_op")
     results = []
     for call in (custom_op, differentiable.eager):
-        leaves = [a.detach().clone().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point()
-                  else a for a in args]
+        leaves = [
+            a.detach().clone().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args
+        ]
         out = call(*leaves)
         weights = torch.linspace(-1.0, 2.0, out.numel(), dtype=out.dtype).reshape(out.shape)
         inputs = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]

@@ -38,9 +38,16 @@ def problems(draw):
     base_shape = list(shape)
     base_shape[dim] = len(lengths)
     base = torch.randint(-3, 4, base_shape, generator=g).to(dtype) if draw(st.booleans()) else None
-    return dict(src=x.to(dtype), ptr=ptr, reduce=draw(st.sampled_from(["amax", "amin", "max", "min"])), dim=dim,
-                perm=perm, base=base, finite_start=draw(st.booleans()),
-                fill=draw(st.sampled_from(["none", "unselected", "empty"])))
+    return dict(
+        src=x.to(dtype),
+        ptr=ptr,
+        reduce=draw(st.sampled_from(["amax", "amin", "max", "min"])),
+        dim=dim,
+        perm=perm,
+        base=base,
+        finite_start=draw(st.booleans()),
+        fill=draw(st.sampled_from(["none", "unselected", "empty"])),
+    )
 
 
 def test_matches_reference(backend):
@@ -61,8 +68,9 @@ def test_first_tie_wins_and_nan_is_never_selected():
     src = torch.tensor([math.nan, 2.0, 2.0, 1.0, -math.inf])
     values, arg = segment_arg_reduce(src, torch.tensor([0, 3, 5]), "max")
     assert values.tolist() == [2.0, 1.0] and arg.tolist() == [1, 3]
-    values, arg = segment_arg_reduce(torch.tensor([math.nan, -math.inf]), torch.tensor([0, 2]), "max",
-                                     finite_start=True)
+    values, arg = segment_arg_reduce(
+        torch.tensor([math.nan, -math.inf]), torch.tensor([0, 2]), "max", finite_start=True
+    )
     assert values.tolist() == [0.0] and arg.tolist() == [2]
 
 
@@ -71,8 +79,10 @@ def test_opcheck():
     src = torch.randn(5, 3, generator=g, requires_grad=True)
     ptr = torch.tensor([0, 2, 2, 5])
     base = torch.randn(3, 3, generator=g, requires_grad=True)
-    for args in [(src, ptr, None, None, "amax", 0, False, "unselected"),
-                 (src, ptr, torch.tensor([4, 0, 1, 1, 3]), base, "amin", 0, True, "none")]:
+    for args in [
+        (src, ptr, None, None, "amax", 0, False, "unselected"),
+        (src, ptr, torch.tensor([4, 0, 1, 1, 3]), base, "amin", 0, True, "none"),
+    ]:
         torch.library.opcheck(segment_arg_reduce_op, args)
 
 

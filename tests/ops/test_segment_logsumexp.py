@@ -31,9 +31,14 @@ def problems(draw):
         x[(pick >= 0.15) & (pick < 0.3)] = -math.inf
         x[(pick >= 0.3) & (pick < 0.35)] = math.inf
     perm = torch.randint(0, n, (sum(lengths),), generator=g) if gather else None
-    return dict(src=x.to(dtype), ptr=torch.tensor([0] + lengths).cumsum(0), dim=dim, perm=perm,
-                eps=draw(st.sampled_from([1e-12, 0.0, 0.5])),
-                flavour=draw(st.sampled_from(["logsumexp", "log_softmax"])))
+    return dict(
+        src=x.to(dtype),
+        ptr=torch.tensor([0] + lengths).cumsum(0),
+        dim=dim,
+        perm=perm,
+        eps=draw(st.sampled_from([1e-12, 0.0, 0.5])),
+        flavour=draw(st.sampled_from(["logsumexp", "log_softmax"])),
+    )
 
 
 def test_matches_reference(backend):
@@ -58,8 +63,13 @@ def test_opcheck_gradients_and_compile():
     torch.library.opcheck(segment_logsumexp_op, (src, ptr, None, 0, 1e-12, "logsumexp"))
     torch.library.opcheck(segment_logsumexp_op, (src, ptr, perm, 0, 0.0, "log_softmax"))
     # eps = 0.5: the member that is ``top`` gets an extra eps / (S + eps) (top is a function of the members)
-    for kw in (dict(), dict(eps=0.5), dict(perm=perm, flavour="log_softmax"),
-               dict(perm=perm, flavour="log_softmax", eps=0.5), dict(flavour="log_softmax", eps=0.0)):
+    for kw in (
+        dict(),
+        dict(eps=0.5),
+        dict(perm=perm, flavour="log_softmax"),
+        dict(perm=perm, flavour="log_softmax", eps=0.5),
+        dict(flavour="log_softmax", eps=0.0),
+    ):
         assert torch.autograd.gradcheck(lambda t: segment_logsumexp(t, ptr, **kw), (src,))
         assert torch.autograd.gradgradcheck(lambda t: segment_logsumexp(t, ptr, **kw), (src,))
     x = torch.randn(9, 4, requires_grad=True)

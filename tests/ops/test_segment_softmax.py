@@ -31,8 +31,13 @@ def softmax_problems(draw, dtype=None):
     if by != "unsorted":
         index = index.sort().values
     src = (torch.randn(shape, generator=g, dtype=torch.float64) * 4).to(dtype)
-    return dict(src=src, index=index.to(draw(st.sampled_from([torch.int32, torch.int64]))), by=by, dim=dim,
-                num_segments=num_segments)
+    return dict(
+        src=src,
+        index=index.to(draw(st.sampled_from([torch.int32, torch.int64]))),
+        by=by,
+        dim=dim,
+        num_segments=num_segments,
+    )
 
 
 def run(backend, p):
@@ -41,8 +46,9 @@ def run(backend, p):
         if p["by"] == "ptr":
             ptr = scatterx.index_to_ptr(index, p["num_segments"])
             return scatterx.segment_softmax(src, ptr=ptr, dim=p["dim"]).cpu()
-        return scatterx.segment_softmax(src, index, dim=p["dim"], num_segments=p["num_segments"],
-                                        sorted=p["by"] == "sorted").cpu()
+        return scatterx.segment_softmax(
+            src, index, dim=p["dim"], num_segments=p["num_segments"], sorted=p["by"] == "sorted"
+        ).cpu()
 
 
 def test_matches_reference(backend):
@@ -135,8 +141,9 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.scatterx.segment_softmax.default, (src, index, None, 0, 3, False))
     torch.library.opcheck(torch.ops.scatterx.segment_softmax.default, (src, None, ptr, 0, 3, False))
     out = scatterx.segment_softmax(src, index).detach()
-    torch.library.opcheck(torch.ops.scatterx.segment_softmax_backward.default,
-                          (out, torch.randn_like(out), index, None, 0, 3, False))
+    torch.library.opcheck(
+        torch.ops.scatterx.segment_softmax_backward.default, (out, torch.randn_like(out), index, None, 0, 3, False)
+    )
 
 
 def test_compiles_without_graph_breaks():
@@ -159,21 +166,38 @@ def test_compiles_without_graph_breaks():
         (lambda x: scatterx.segment_softmax(x, torch.tensor([0, -1, 0])), IndexError, "negative"),
         (lambda x: scatterx.segment_softmax(x, torch.tensor([1, 0, 1]), sorted=True), ValueError, "not sorted"),
         (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0])), ValueError, "every slice needs a group"),
-        (lambda x: scatterx.segment_softmax(x, ptr=torch.tensor([0, 2])), ValueError, r"ptr must end at src.size\(0\)=3"),
+        (
+            lambda x: scatterx.segment_softmax(x, ptr=torch.tensor([0, 2])),
+            ValueError,
+            r"ptr must end at src.size\(0\)=3",
+        ),
         (lambda x: scatterx.segment_softmax(x), ValueError, "either index or ptr"),
-        (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 0]), ptr=torch.tensor([0, 3])), ValueError, "either"),
+        (
+            lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 0]), ptr=torch.tensor([0, 3])),
+            ValueError,
+            "either",
+        ),
         (lambda x: scatterx.segment_softmax(x.long(), torch.tensor([0, 0, 0])), TypeError, "floating-point"),
         (lambda x: scatterx.segment_softmax(x, torch.tensor([0.0, 0, 0])), TypeError, "int32 or int64"),
         (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 0]), dim=2), IndexError, "dim 2"),
         # num_segments with ptr: ptr says how many groups there are, a different number is an error
-        (lambda x: scatterx.segment_softmax(x, ptr=torch.tensor([0, 1, 3]), num_segments=7), ValueError,
-         "num_segments=7 disagrees with ptr"),
+        (
+            lambda x: scatterx.segment_softmax(x, ptr=torch.tensor([0, 1, 3]), num_segments=7),
+            ValueError,
+            "num_segments=7 disagrees with ptr",
+        ),
         # groups whose offsets cannot be allocated: named, before any allocation
-        (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 1]), num_segments=2**40), MemoryError,
-         "num_segments=1099511627776"),
+        (
+            lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 1]), num_segments=2**40),
+            MemoryError,
+            "num_segments=1099511627776",
+        ),
         (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 2**40])), MemoryError, r"index.max\(\) \+ 1"),
-        (lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 1]), num_segments=2**63), ValueError,
-         "num_segments=.* too large"),
+        (
+            lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 1]), num_segments=2**63),
+            ValueError,
+            "num_segments=.* too large",
+        ),
     ],
 )
 def test_bad_input(call, error, match):

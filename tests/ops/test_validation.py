@@ -31,18 +31,33 @@ def call(**overrides):
 BAD_INPUTS = {
     # name: (overrides, exception type, words the message must contain)
     "index_out_of_range": (dict(index=torch.tensor([0, 0, 1, 2, 2, 4])), IndexError, ["index[5]=4", "dim_size=4"]),
-    "index_out_of_range_unsorted": (dict(index=torch.tensor([9, 0, 1, 2, 2, 0]), sorted=False), IndexError, ["index[0]=9"]),
+    "index_out_of_range_unsorted": (
+        dict(index=torch.tensor([9, 0, 1, 2, 2, 0]), sorted=False),
+        IndexError,
+        ["index[0]=9"],
+    ),
     "index_negative": (dict(index=torch.tensor([-1, 0, 1, 2, 2, 3])), IndexError, ["index[0]=-1", "negative"]),
-    "index_negative_unsorted": (dict(index=torch.tensor([0, 3, 1, -2, 2, 3]), sorted=False), IndexError, ["index[3]=-2", "negative"]),
+    "index_negative_unsorted": (
+        dict(index=torch.tensor([0, 3, 1, -2, 2, 3]), sorted=False),
+        IndexError,
+        ["index[3]=-2", "negative"],
+    ),
     "index_float": (dict(index=GOOD_INDEX.float()), TypeError, ["index", "float32"]),
     "index_bool": (dict(index=GOOD_INDEX.bool()), TypeError, ["index", "bool"]),
     "index_2d": (dict(index=GOOD_INDEX.view(2, 3)), ValueError, ["index", "1-D", "(2, 3)"]),
     "index_longer_than_src": (dict(index=torch.zeros(7, dtype=torch.long)), ValueError, ["7", "src.size(0)"]),
-    "index_not_sorted": (dict(index=torch.tensor([0, 2, 1, 2, 2, 3])), ValueError, ["not sorted", "index[2]=1", "sorted=False"]),
+    "index_not_sorted": (
+        dict(index=torch.tensor([0, 2, 1, 2, 2, 3])),
+        ValueError,
+        ["not sorted", "index[2]=1", "sorted=False"],
+    ),
     # without dim_size the size is the last entry + 1, which an earlier entry of an unsorted index may exceed:
     # the broken promise is the error, not the range
-    "index_not_sorted_no_size": (dict(index=torch.tensor([2, 0, 0, 0, 0, 0]), out=None), ValueError,
-                                 ["not sorted", "index[1]=0", "sorted=False"]),
+    "index_not_sorted_no_size": (
+        dict(index=torch.tensor([2, 0, 0, 0, 0, 0]), out=None),
+        ValueError,
+        ["not sorted", "index[1]=0", "sorted=False"],
+    ),
     "index_not_tensor": (dict(index=[0, 1]), TypeError, ["index", "list"]),
     "dim_too_large": (dict(dim=2), IndexError, ["dim 2"]),
     "dim_too_small": (dict(dim=-3), IndexError, ["dim -3"]),
@@ -65,7 +80,11 @@ BAD_INPUTS = {
     "sorted_not_bool": (dict(sorted="yes"), TypeError, ["sorted"]),
     "include_self_not_bool": (dict(include_self="no"), TypeError, ["include_self", "str"]),
     "dim_size_huge": (dict(out=None, dim_size=2**40), MemoryError, ["dim_size=1099511627776", "bytes"]),
-    "dim_size_beyond_int64": (dict(out=None, dim_size=2**63), ValueError, ["dim_size=9223372036854775808", "too large"]),
+    "dim_size_beyond_int64": (
+        dict(out=None, dim_size=2**63),
+        ValueError,
+        ["dim_size=9223372036854775808", "too large"],
+    ),
     "dim_size_float": (dict(out=None, dim_size=4.0), TypeError, ["dim_size", "float"]),
 }
 
@@ -155,8 +174,12 @@ def test_bad_input_raises_the_same_through_the_autograd_path():
         (lambda: scatterx.segment_reduce(torch.ones(2).numpy(), torch.tensor([0, 2])), "src"),
         (lambda: scatterx.gather_segment_reduce(torch.ones(2), [0, 1], torch.tensor([0])), "ptr"),
         (lambda: scatterx.gather_segment_reduce(torch.ones(2), torch.tensor([0, 1]), [0]), "index"),
-        (lambda: scatterx.gather_segment_reduce(torch.ones(2), torch.tensor([0, 1]), torch.tensor([0]),
-                                                transpose=([0, 1, 1], torch.tensor([0]))), "transpose[0]"),
+        (
+            lambda: scatterx.gather_segment_reduce(
+                torch.ones(2), torch.tensor([0, 1]), torch.tensor([0]), transpose=([0, 1, 1], torch.tensor([0]))
+            ),
+            "transpose[0]",
+        ),
         (lambda: scatterx.csr_transpose([0, 1], torch.tensor([0]), 2), "ptr"),
         (lambda: scatterx.csr_transpose(torch.tensor([0, 1]), torch.tensor([0]).numpy(), 2), "index"),
         (lambda: scatterx.index_to_ptr([0, 1], 2), "index"),
@@ -203,8 +226,18 @@ def test_messages_use_the_caller_s_names():
 
 
 # ------------------------------------------------------------------------------------ memory shared with out
-@pytest.mark.parametrize("sorted, route", [(True, None), (True, "segments"), (True, "gather"), (True, "slices"),
-                                           (False, None), (False, "gather"), (False, "slices")])
+@pytest.mark.parametrize(
+    "sorted, route",
+    [
+        (True, None),
+        (True, "segments"),
+        (True, "gather"),
+        (True, "slices"),
+        (False, None),
+        (False, "gather"),
+        (False, "slices"),
+    ],
+)
 def test_out_sharing_memory_with_index_is_computed_from_the_original_index(sorted, route):
     """Found by fuzzing: out viewing the index's memory (a segfault on the slice-owner path)."""
     from scatterx.backends.cpu import routes

@@ -76,7 +76,8 @@ def test_enable_patches_every_bound_name_and_disable_restores_them():
     assert aggr_base.Aggregation.reduce is routed.aggregation_reduce
     for name, fn in ORIGINAL.items():  # nothing in torch_geometric still holds the original
         assert not [
-            m for m_name, m in sys.modules.items()
+            m
+            for m_name, m in sys.modules.items()
             if m_name.startswith("torch_geometric") and m is not None and any(v is fn for v in vars(m).values())
         ], name
     sxpyg.enable()  # twice: a no-op, disable still restores everything
@@ -160,8 +161,12 @@ def test_scatter_matches_pyg(graph, reduce, dim, given_size):
 
 
 @settings(max_examples=40)
-@given(st.lists(st.integers(0, 5), min_size=1, max_size=8), st.sampled_from(["sum", "mean", "min", "max"]),
-       st.integers(1, 4), st.integers(0, 2**31 - 1))
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=8),
+    st.sampled_from(["sum", "mean", "min", "max"]),
+    st.integers(1, 4),
+    st.integers(0, 2**31 - 1),
+)
 def test_segment_matches_pyg(lengths, reduce, features, seed):
     ptr = torch.tensor([0] + lengths).cumsum(0)
     src = torch.randn(int(ptr[-1]), features, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
@@ -194,7 +199,9 @@ def test_softmax_matches_pyg(graph, use_ptr, dim):
 def test_softmax_runs_on_scatterx_segment_softmax(monkeypatch):
     calls = []
     real = routed.segment_softmax
-    monkeypatch.setattr(routed, "segment_softmax", lambda *a, **k: calls.append(k.get("ptr") is not None) or real(*a, **k))
+    monkeypatch.setattr(
+        routed, "segment_softmax", lambda *a, **k: calls.append(k.get("ptr") is not None) or real(*a, **k)
+    )
     index = torch.tensor([0, 0, 1, 3])
     src = torch.randn(4, 2)
     with sxpyg.enabled():
@@ -418,8 +425,9 @@ def test_unsupported_calls_fall_back_to_pyg():
     assert anything[1].tolist() == [3.0, 4.0]
 
 
-@pytest.mark.parametrize("reduce, builtin", [("sum", "sum"), ("mean", "mean"), ("max", "max"), ("min", "min"),
-                                             ("mul", "mul")])
+@pytest.mark.parametrize(
+    "reduce, builtin", [("sum", "sum"), ("mean", "mean"), ("max", "max"), ("min", "min"), ("mul", "mul")]
+)
 @pytest.mark.parametrize("use_ptr", [False, True])
 def test_scatter_aggregation_as_aggr_matches_the_builtin(reduce, builtin, use_ptr):
     g = torch.Generator().manual_seed(0)
@@ -555,13 +563,17 @@ def test_pyg_index_subclasses_are_read_as_plain_indices():
         for sorted_ in (False, True):
             given, plain = (index.sort()[0], edge_index[1].sort()[0]) if sorted_ else (index, edge_index[1])
             for reduce in ("sum", "amax"):
-                torch.testing.assert_close(scatterx.index_scatter_reduce(0, given, src, reduce, sorted=sorted_),
-                                           scatterx.index_scatter_reduce(0, plain, src, reduce, sorted=sorted_))
+                torch.testing.assert_close(
+                    scatterx.index_scatter_reduce(0, given, src, reduce, sorted=sorted_),
+                    scatterx.index_scatter_reduce(0, plain, src, reduce, sorted=sorted_),
+                )
     both = torch.randn(2, edge_index.size(1), generator=g)
     torch.testing.assert_close(
-        scatterx.pytorch.scatter_reduce(torch.zeros(2, 30), 1, EdgeIndex(edge_index, sparse_size=(30, 30)), both,
-                                        "sum"),
-        torch.zeros(2, 30).scatter_reduce(1, edge_index, both, "sum"))
+        scatterx.pytorch.scatter_reduce(
+            torch.zeros(2, 30), 1, EdgeIndex(edge_index, sparse_size=(30, 30)), both, "sum"
+        ),
+        torch.zeros(2, 30).scatter_reduce(1, edge_index, both, "sum"),
+    )
 
 
 def test_ptr_reductions_along_a_later_dim():
@@ -690,8 +702,9 @@ def test_weighted_layers_are_fused_and_match_pyg(name, with_weight, seed, monkey
             inputs.append(kwargs["edge_weight"].requires_grad_())
     calls = []
     real = adjacency.gather_segment_reduce
-    monkeypatch.setattr(adjacency, "gather_segment_reduce",
-                        lambda *a, **k: calls.append(k.get("weight") is not None) or real(*a, **k))
+    monkeypatch.setattr(
+        adjacency, "gather_segment_reduce", lambda *a, **k: calls.append(k.get("weight") is not None) or real(*a, **k)
+    )
     real_scatter = routed.scatter_pyg
 
     def scatter_no_messages(src, *args):
@@ -735,9 +748,15 @@ def test_bipartite_gat_and_graphconv_with_size_match_pyg():
         (GATConv((6, 3), 5, heads=2, add_self_loops=False).double(), {}),
         (GraphConv((6, 3), 5).double(), {"edge_weight": weight}),
     ]:
+
         def run():
-            return value_and_grads(lambda: layer((x_src, x_dst), edge_index, size=(7, 4), **kwargs),
-                                   x_src, x_dst, weight, *layer.parameters())
+            return value_and_grads(
+                lambda: layer((x_src, x_dst), edge_index, size=(7, 4), **kwargs),
+                x_src,
+                x_dst,
+                weight,
+                *layer.parameters(),
+            )
 
         assert_same(*both_paths(run))
 

@@ -152,9 +152,7 @@ def test_pyg_upstream_tests_pass_with_the_switch_on(tmp_path):
     for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         env.pop(var, None)
     # tests/pyg/ for the plugin; the repository root so that the subprocess imports this scatterx.
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(TESTS_DIR), str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS_DIR), str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["FULL_TEST"] = "1"  # PyG's full mode: its TorchScript checks of the aggregations and layers as well
     cmd = [sys.executable, "-m", "pytest", "-q", "-rfEs", "--tb=short"]
     cmd += ["-p", "pyg_switch_plugin", "-p", "no:cacheprovider"]

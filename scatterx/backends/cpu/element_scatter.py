@@ -14,6 +14,7 @@ from ...kernels.cpu import element_scatter as element_kernels
 from .._common import empty, shape3
 from . import routes
 
+
 def element_scatter(
     src: torch.Tensor, index: torch.Tensor, base: torch.Tensor, dim: Optional[int], reduce: str, include_self: bool
 ) -> torch.Tensor:
@@ -44,9 +45,21 @@ def element_scatter(
         size = out.numel()
         step = max(1, -(-size // threads))
         bad = launch(
-            element_kernels.coords_scatter, None, -(-size // step), threads,
-            numpy_view(coords), sizes, strides, _flat(src, False), _flat(base), numpy_view(out).reshape(-1),
-            code, storage, assign, include_self, step,
+            element_kernels.coords_scatter,
+            None,
+            -(-size // step),
+            threads,
+            numpy_view(coords),
+            sizes,
+            strides,
+            _flat(src, False),
+            _flat(base),
+            numpy_view(out).reshape(-1),
+            code,
+            storage,
+            assign,
+            include_self,
+            step,
         )
     if bad:
         raise _explain_element(index, base.shape, dim)
@@ -80,11 +93,27 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
         routes.record("element_gather.along")
         if inner == 1:  # along the last dim: rows
             rows_out = numpy_view(out).reshape(outer, n)
-            bad = launch(element_kernels.row_gather, None, outer * nchunks, threads,
-                         data3[:, :, 0], index3[:, :, 0], rows_out, nchunks)
+            bad = launch(
+                element_kernels.row_gather,
+                None,
+                outer * nchunks,
+                threads,
+                data3[:, :, 0],
+                index3[:, :, 0],
+                rows_out,
+                nchunks,
+            )
         else:
-            bad = launch(element_kernels.along_gather, None, outer * nchunks, threads,
-                         data3, index3, numpy_view(out).reshape(outer, n, inner), nchunks)
+            bad = launch(
+                element_kernels.along_gather,
+                None,
+                outer * nchunks,
+                threads,
+                data3,
+                index3,
+                numpy_view(out).reshape(outer, n, inner),
+                nchunks,
+            )
     else:
         coords, sizes, strides = _coordinates(index, data, None)
         out = empty(index.shape[:-1], data.dtype, "cpu")
@@ -93,8 +122,16 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
         step = max(1, -(-rows // threads))
         routes.record("element_gather.coords")
         bad = launch(
-            element_kernels.coords_gather, None, -(-rows // step), threads,
-            _flat(data), numpy_view(coords), sizes, strides, numpy_view(out).reshape(-1), step,
+            element_kernels.coords_gather,
+            None,
+            -(-rows // step),
+            threads,
+            _flat(data),
+            numpy_view(coords),
+            sizes,
+            strides,
+            numpy_view(out).reshape(-1),
+            step,
         )
     if bad:
         raise _explain_element(index, data.shape, dim)
@@ -132,9 +169,25 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
     else:  # one range: direct updates (the block fits in cache, or the buffers would not pay: then prefetched)
         shift = 62 if ranges == 1 else 63
     return launch(
-        element_kernels.along_scatter, None, outer * nblocks, threads,
-        _strided3(index, outer, n, inner), _strided3(src, outer, n, inner), _strided3(base, outer, S, inner),
-        out_np, acc, seen, code, storage, assign, include_self, track, nblocks, block, shift, capacity,
+        element_kernels.along_scatter,
+        None,
+        outer * nblocks,
+        threads,
+        _strided3(index, outer, n, inner),
+        _strided3(src, outer, n, inner),
+        _strided3(base, outer, S, inner),
+        out_np,
+        acc,
+        seen,
+        code,
+        storage,
+        assign,
+        include_self,
+        track,
+        nblocks,
+        block,
+        shift,
+        capacity,
     )
 
 
@@ -168,6 +221,6 @@ def _explain_element(index: torch.Tensor, shape, dim: Optional[int]) -> IndexErr
         bad = (index < 0) | (index >= sizes)
     where = tuple(int(i) for i in torch.nonzero(bad)[0])
     d = dim if dim is not None else where[-1]
-    return IndexError(f"index{list(where)} = {int(index[where])} is out of bounds for dimension {d} with size "
-                      f"{shape[d]}")
-
+    return IndexError(
+        f"index{list(where)} = {int(index[where])} is out of bounds for dimension {d} with size {shape[d]}"
+    )

@@ -31,8 +31,17 @@ def weighted_gather_segment_reduce(
         bounds, threads = chunks(ptr_np, 1, index.numel(), heads * channels, routes.tuning())
         routes.record("weighted_gather_segment_reduce")
         launch(
-            weighted_kernel, ("weighted", red.code, src.dtype), len(bounds) - 1, threads,
-            numpy_view(src.contiguous()), numpy_view(weight.contiguous()), index64(index), ptr_np, bounds,
-            numpy_view(out), red.code, storage_code(src.dtype),
+            weighted_kernel,
+            ("weighted", red.code, src.dtype),
+            len(bounds) - 1,
+            threads,
+            numpy_view(src.contiguous()),
+            numpy_view(weight.contiguous()),
+            index64(index),
+            ptr_np,
+            bounds,
+            numpy_view(out),
+            red.code,
+            storage_code(src.dtype),
         )
     return out

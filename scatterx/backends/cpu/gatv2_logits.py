@@ -23,9 +23,19 @@ def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
         bounds, threads = chunks(ptr_np, 1, edges, heads * channels, routes.tuning())
         routes.record("gatv2_logits")
         launch(
-            logits_kernel, ("gatv2", a.dtype), len(bounds) - 1, threads,
-            numpy_view(a.contiguous()), numpy_view(b.contiguous()), numpy_view(att.contiguous()), index64(index),
-            ptr_np, bounds, float(slope), numpy_view(out), storage_code(a.dtype),
+            logits_kernel,
+            ("gatv2", a.dtype),
+            len(bounds) - 1,
+            threads,
+            numpy_view(a.contiguous()),
+            numpy_view(b.contiguous()),
+            numpy_view(att.contiguous()),
+            index64(index),
+            ptr_np,
+            bounds,
+            float(slope),
+            numpy_view(out),
+            storage_code(a.dtype),
         )
     return out
 
@@ -42,9 +52,21 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
     if out.numel() > 0:
         routes.record("gatv2_grad")
         launch(
-            grad_kernel, ("gatv2_grad", seg.dtype), len(bounds) - 1, threads,
-            numpy_view(seg.contiguous()), numpy_view(other.contiguous()), numpy_view(att.contiguous()),
-            index64(index), ptr_np, bounds, numpy_view(grad.contiguous()), float(slope),
-            numpy_view(out), parts.numpy(), bool(want_att), storage_code(seg.dtype),
+            grad_kernel,
+            ("gatv2_grad", seg.dtype),
+            len(bounds) - 1,
+            threads,
+            numpy_view(seg.contiguous()),
+            numpy_view(other.contiguous()),
+            numpy_view(att.contiguous()),
+            index64(index),
+            ptr_np,
+            bounds,
+            numpy_view(grad.contiguous()),
+            float(slope),
+            numpy_view(out),
+            parts.numpy(),
+            bool(want_att),
+            storage_code(seg.dtype),
         )
     return out, parts.sum(0).to(seg.dtype)

@@ -32,8 +32,15 @@ _INDEX_DTYPES = (torch.int64, torch.int32)
 
 
 def index_scatter_reduce(
-    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: Optional[bool], num_segments: int,
-    base: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None, include_self: bool = True,
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int,
+    red: Reduction,
+    sorted: Optional[bool],
+    num_segments: int,
+    base: Optional[torch.Tensor] = None,
+    out: Optional[torch.Tensor] = None,
+    include_self: bool = True,
     index_checked: bool = False,
 ) -> torch.Tensor:
     """Reduce ``src``'s first ``index.numel()`` slices along ``dim`` into ``num_segments`` slices.
@@ -57,25 +64,46 @@ def index_scatter_reduce(
     else:
         guess = head_sorted(index) if sorted is None else sorted
         route = routes.choose_route(
-            sorted=guess, into_new=into_new, outer=outer, n=n, inner=inner, m=m, segments=num_segments,
-            itemsize=src.element_size(), threads=torch.get_num_threads(), t=t,
+            sorted=guess,
+            into_new=into_new,
+            outer=outer,
+            n=n,
+            inner=inner,
+            m=m,
+            segments=num_segments,
+            itemsize=src.element_size(),
+            threads=torch.get_num_threads(),
+            t=t,
         )
     if route is Route.SERIAL:
         return _serial(src, index64(index), index, red, bool(sorted), num_segments, outer, n, inner, dim)
     if route in (Route.RUNS, Route.SEGMENTS):
-        result = (_runs(src, index, red, num_segments, outer, n, inner, dim, t) if route is Route.RUNS
-                  else _segments(src, index, dim, red, num_segments, out, base, include_self))
+        result = (
+            _runs(src, index, red, num_segments, outer, n, inner, dim, t)
+            if route is Route.RUNS
+            else _segments(src, index, dim, red, num_segments, out, base, include_self)
+        )
         if result is not None:
             return result
         if sorted:
             raise explain_bad_index(index, num_segments, True)
         if forced is not None:
-            raise ValueError(f"cannot force the CPU route {forced.value!r} of index_scatter_reduce: it needs a sorted "
-                             "index in range, and this one (order not given) is not")
+            raise ValueError(
+                f"cannot force the CPU route {forced.value!r} of index_scatter_reduce: it needs a sorted "
+                "index in range, and this one (order not given) is not"
+            )
         # not known to be sorted, and it is not (or it is bad: the unsorted route explains that)
         route = routes.choose_route(
-            sorted=False, into_new=into_new, outer=outer, n=n, inner=inner, m=m, segments=num_segments,
-            itemsize=src.element_size(), threads=torch.get_num_threads(), t=t,
+            sorted=False,
+            into_new=into_new,
+            outer=outer,
+            n=n,
+            inner=inner,
+            m=m,
+            segments=num_segments,
+            itemsize=src.element_size(),
+            threads=torch.get_num_threads(),
+            t=t,
         )
         if route is Route.SERIAL:
             return _serial(src, index64(index), index, red, False, num_segments, outer, n, inner, dim)
@@ -118,8 +146,9 @@ def small_index_scatter_reduce(
     for size in shape[:dim]:
         outer *= size
     inner = row // outer
-    if forced is None and not routes.small(outer=outer, n=n, inner=inner, segments=num_segments,
-                                           threads=torch.get_num_threads(), t=t):
+    if forced is None and not routes.small(
+        outer=outer, n=n, inner=inner, segments=num_segments, threads=torch.get_num_threads(), t=t
+    ):
         return None
     result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim)
     return result if status == owner.OK else None
@@ -153,9 +182,22 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
         counts = _NO_COUNTS if marks else np.empty(num_segments, np.int64)
         # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
         # (see docs/decisions/small-calls.md)
-        status = owner.index_scatter_reduce_owner.keyed(key, np.array([0, outer], np.int64), src3, index_np, counts,
-                                                        out3, out3, red.code, storage, True, sorted, False, True,
-                                                        marks)
+        status = owner.index_scatter_reduce_owner.keyed(
+            key,
+            np.array([0, outer], np.int64),
+            src3,
+            index_np,
+            counts,
+            out3,
+            out3,
+            red.code,
+            storage,
+            True,
+            sorted,
+            False,
+            True,
+            marks,
+        )
         if status != owner.AMBIGUOUS:
             return result, status
         marks = False  # a value with the identity's bits: count the entries instead
@@ -167,8 +209,12 @@ def _runs(src, index, red, num_segments, outer, n, inner, dim, t):
     result = new_result(src, dim, num_segments)
     if outer * inner * m * num_segments == 0:  # (the kernel needs an entry and a target)
         return result.zero_()
-    threads = routes.threads_for(outer * (m + num_segments) * inner, torch.get_num_threads(), t,
-                                 t.reduce_parallel_min_elements if inner > 1 else None)
+    threads = routes.threads_for(
+        outer * (m + num_segments) * inner,
+        torch.get_num_threads(),
+        t,
+        t.reduce_parallel_min_elements if inner > 1 else None,
+    )
     nchunks = 1 if threads == 1 else t.chunks_per_thread * threads
     if outer > 1 or inner > 1:  # chunks small enough to balance hubs (and, with outer > 1, to keep the index in L2)
         nchunks = max(nchunks, -(-m // CHUNK_POSITIONS))
@@ -176,9 +222,17 @@ def _runs(src, index, red, num_segments, outer, n, inner, dim, t):
     stream = inner > 1 and streams(src, result, inner, t)
     routes.record(Route.RUNS, stream)
     bad = launch(
-        index_scatter_reduce_runs, ("runs", red.code, src.dtype), nchunks, threads,
-        view3(src, outer, n, inner), index64(index), numpy_view(result).reshape(outer, num_segments, inner),
-        -(-m // nchunks), red.code, storage_code(src.dtype), stream,
+        index_scatter_reduce_runs,
+        ("runs", red.code, src.dtype),
+        nchunks,
+        threads,
+        view3(src, outer, n, inner),
+        index64(index),
+        numpy_view(result).reshape(outer, num_segments, inner),
+        -(-m // nchunks),
+        red.code,
+        storage_code(src.dtype),
+        stream,
     )
     return None if bad else result
 
@@ -206,15 +260,29 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
         initial = written
     if outer * inner * num_segments > 0:
         routes.record(Route.SLICES)
-        threads = routes.threads_for(outer * (n + num_segments) * inner, torch.get_num_threads(), t,
-                                     t.reduce_parallel_min_elements if inner > 1 else None)
+        threads = routes.threads_for(
+            outer * (n + num_segments) * inner,
+            torch.get_num_threads(),
+            t,
+            t.reduce_parallel_min_elements if inner > 1 else None,
+        )
         launch(
-            owner.index_scatter_reduce_owner, ("owner", red.code, src.dtype), outer, threads,
-            view3(src, outer, n, inner), index_np, counts,
+            owner.index_scatter_reduce_owner,
+            ("owner", red.code, src.dtype),
+            outer,
+            threads,
+            view3(src, outer, n, inner),
+            index_np,
+            counts,
             numpy_view(initial).reshape(outer, num_segments, inner),
             numpy_view(written).reshape(outer, num_segments, inner),
-            red.code, storage_code(src.dtype), False, False,
-            bool(include_self) and (out is not None or base is not None), out is None and base is None, False,
+            red.code,
+            storage_code(src.dtype),
+            False,
+            False,
+            bool(include_self) and (out is not None or base is not None),
+            out is None and base is None,
+            False,
         )
     return result if out is None else finish(out, written)
 
@@ -234,11 +302,21 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
     ptr_np = ptr.numpy()
     bounds, threads = chunks(ptr_np, outer, n, inner, routes.tuning())
     launch(
-        tie_kernel, None, outer * (len(bounds) - 1), threads,
-        view3(src, outer, n, inner), perm_np(perm), ptr_np, bounds,
-        view3(result, outer, num_segments, inner), view3(grad, outer, num_segments, inner),
+        tie_kernel,
+        None,
+        outer * (len(bounds) - 1),
+        threads,
+        view3(src, outer, n, inner),
+        perm_np(perm),
+        ptr_np,
+        bounds,
+        view3(result, outer, num_segments, inner),
+        view3(grad, outer, num_segments, inner),
         view3(result if base is None else base, outer, num_segments, inner),
-        numpy_view(grad_src).reshape(outer, n, inner), numpy_view(ties).reshape(outer, num_segments, inner),
-        storage_code(src.dtype), perm is not None, base is not None and bool(count_base),
+        numpy_view(grad_src).reshape(outer, n, inner),
+        numpy_view(ties).reshape(outer, num_segments, inner),
+        storage_code(src.dtype),
+        perm is not None,
+        base is not None and bool(count_base),
     )
     return grad_src, ties

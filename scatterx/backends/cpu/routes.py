@@ -115,8 +115,9 @@ def tuned(**changes) -> Iterator[Tuning]:
     """Within the block, the CPU backend uses these thresholds (fields of ``Tuning``)."""
     unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(Tuning)})
     if unknown:
-        raise TypeError(f"unknown CPU threshold(s) {unknown}; Tuning has: "
-                        f"{', '.join(f.name for f in dataclasses.fields(Tuning))}")
+        raise TypeError(
+            f"unknown CPU threshold(s) {unknown}; Tuning has: {', '.join(f.name for f in dataclasses.fields(Tuning))}"
+        )
     token = _TUNING.set(dataclasses.replace(_TUNING.get(), **changes))
     try:
         yield _TUNING.get()
@@ -170,8 +171,17 @@ def threads_for(work: int, threads: int, t: Tuning, minimum: Optional[int] = Non
 
 # ----------------------------------------------------------------------------------------------- the choice
 def choose_route(
-    *, sorted: bool, into_new: bool, outer: int, n: int, inner: int, m: int, segments: int, itemsize: int,
-    threads: int, t: Tuning = TUNING,
+    *,
+    sorted: bool,
+    into_new: bool,
+    outer: int,
+    n: int,
+    inner: int,
+    m: int,
+    segments: int,
+    itemsize: int,
+    threads: int,
+    t: Tuning = TUNING,
 ) -> Route:
     """The route for a call of ``index_scatter_reduce``: ``src`` seen as ``(outer, n, inner)`` of ``itemsize``-byte
     elements, ``m`` index entries, ``segments`` output slices along the dim, ``threads`` torch threads;
@@ -183,10 +193,17 @@ def choose_route(
         if into_new and runs_pay(inner=inner, m=m, segments=segments):
             return Route.RUNS
         return Route.SEGMENTS
-    if into_new and outer == 1 and inner > 0 and (
-        inner * threads <= t.serial_unsorted_max_work
-        or (segments * inner * _acc_bytes(itemsize) <= t.serial_unsorted_max_acc_bytes
-            and m * inner * threads <= t.serial_unsorted_max_thread_elements)
+    if (
+        into_new
+        and outer == 1
+        and inner > 0
+        and (
+            inner * threads <= t.serial_unsorted_max_work
+            or (
+                segments * inner * _acc_bytes(itemsize) <= t.serial_unsorted_max_acc_bytes
+                and m * inner * threads <= t.serial_unsorted_max_thread_elements
+            )
+        )
     ):
         return Route.SERIAL
     if slices_pay(outer=outer, inner=inner, segments=segments, itemsize=itemsize, threads=threads, t=t):

@@ -23,8 +23,17 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
         bounds, threads = chunks(ptr_np, 1, edges, heads * channels, routes.tuning())
         routes.record("sddmm")
         launch(
-            sddmm_kernel, ("sddmm", a.dtype), len(bounds) - 1, threads,
-            numpy_view(a.contiguous()), numpy_view(b.contiguous()), index64(index), ptr_np, bounds,
-            numpy_view(out), SDDMM_OPS[op], storage_code(a.dtype),
+            sddmm_kernel,
+            ("sddmm", a.dtype),
+            len(bounds) - 1,
+            threads,
+            numpy_view(a.contiguous()),
+            numpy_view(b.contiguous()),
+            index64(index),
+            ptr_np,
+            bounds,
+            numpy_view(out),
+            SDDMM_OPS[op],
+            storage_code(a.dtype),
         )
     return out

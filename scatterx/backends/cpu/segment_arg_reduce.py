@@ -16,8 +16,15 @@ from ._launch import chunks, perm_np, view3
 
 
 def segment_arg_reduce(
-    src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int, red: Reduction,
-    base: Optional[torch.Tensor], start: float, fill: int, none: int,
+    src: torch.Tensor,
+    ptr: torch.Tensor,
+    perm: Optional[torch.Tensor],
+    dim: int,
+    red: Reduction,
+    base: Optional[torch.Tensor],
+    start: float,
+    fill: int,
+    none: int,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(values, arg)`` of the selecting reduction ``red`` over the validated segments ``ptr`` (rows ``perm[...]``
     when given), each a new tensor: see ``kernels/cpu/segment_arg_reduce.py`` for ``base``, ``start``, ``fill``,
@@ -33,10 +40,23 @@ def segment_arg_reduce(
         bounds, threads = chunks(ptr_np, outer, n, inner, routes.tuning())
         routes.record("segment_arg_reduce")
         launch(
-            arg_kernel, ("arg", red.code, src.dtype), outer * (len(bounds) - 1), threads,
-            view3(src, outer, n, inner), perm_np(perm), ptr_np, bounds,
-            numpy_view(initial).reshape(outer, num_segments, inner), acc(start),
-            numpy_view(values).reshape(outer, num_segments, inner), arg.numpy().reshape(outer, num_segments, inner),
-            red.code, storage_code(src.dtype), perm is not None, base is not None, fill, none,
+            arg_kernel,
+            ("arg", red.code, src.dtype),
+            outer * (len(bounds) - 1),
+            threads,
+            view3(src, outer, n, inner),
+            perm_np(perm),
+            ptr_np,
+            bounds,
+            numpy_view(initial).reshape(outer, num_segments, inner),
+            acc(start),
+            numpy_view(values).reshape(outer, num_segments, inner),
+            arg.numpy().reshape(outer, num_segments, inner),
+            red.code,
+            storage_code(src.dtype),
+            perm is not None,
+            base is not None,
+            fill,
+            none,
         )
     return values, arg

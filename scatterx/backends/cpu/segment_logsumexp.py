@@ -30,8 +30,19 @@ def segment_logsumexp(
         bounds, threads = chunks(ptr_np, outer, n, inner, routes.tuning())
         routes.record("segment_logsumexp")
         launch(
-            logsumexp_kernel, ("logsumexp", src.dtype), outer * (len(bounds) - 1), threads,
-            view3(src, outer, n, inner), perm_np(perm), ptr_np, bounds, acc(start), acc(eps),
-            numpy_view(out).reshape(outer, num_segments, inner), storage_code(src.dtype), perm is not None, flavour,
+            logsumexp_kernel,
+            ("logsumexp", src.dtype),
+            outer * (len(bounds) - 1),
+            threads,
+            view3(src, outer, n, inner),
+            perm_np(perm),
+            ptr_np,
+            bounds,
+            acc(start),
+            acc(eps),
+            numpy_view(out).reshape(outer, num_segments, inner),
+            storage_code(src.dtype),
+            perm is not None,
+            flavour,
         )
     return out

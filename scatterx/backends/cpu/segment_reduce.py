@@ -18,8 +18,18 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reductio
     return reduce_segments(src, dim, ptr, None, red, None, include_self=False, route="segment_reduce")
 
 
-def reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: bool, base=None, index=None,
-                    route: str = routes.Route.SEGMENTS):
+def reduce_segments(
+    src,
+    dim,
+    ptr,
+    perm,
+    red: Reduction,
+    out,
+    include_self: bool,
+    base=None,
+    index=None,
+    route: str = routes.Route.SEGMENTS,
+):
     """The segment kernel over validated ``ptr`` (rows ``perm[...]`` when given): into ``out`` in place, or a new
     tensor (empty segments 0, or ``base``'s values). ``index``: an input ``out`` must not overlap; ``route``: what
     ``routes.recording`` sees."""
@@ -40,12 +50,21 @@ def reduce_segments(src, dim, ptr, perm, red: Reduction, out, include_self: bool
         bounds, threads = chunks(ptr_np, outer, n, inner, t, t.reduce_parallel_min_elements if inner > 1 else None)
         # every array here is C-contiguous, aligned and writable: the dtypes and literals determine the variant
         launch(
-            segment_kernel, ("segment", red.code, src.dtype, initial.dtype, written.dtype),
-            outer * (len(bounds) - 1), threads,
-            view3(src, outer, n, inner), perm_np(perm), ptr_np, bounds,
+            segment_kernel,
+            ("segment", red.code, src.dtype, initial.dtype, written.dtype),
+            outer * (len(bounds) - 1),
+            threads,
+            view3(src, outer, n, inner),
+            perm_np(perm),
+            ptr_np,
+            bounds,
             numpy_view(initial).reshape(outer, num_segments, inner),
             numpy_view(written).reshape(outer, num_segments, inner),
-            red.code, storage_code(src.dtype), gather, include_self, fill_empty,
+            red.code,
+            storage_code(src.dtype),
+            gather,
+            include_self,
+            fill_empty,
             min(max(t.prefetch_bytes // row_bytes, 8), 32),  # rows of prefetch lookahead
             stream,
         )

@@ -24,9 +24,17 @@ def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.T
         bounds, threads = chunks(ptr_np, outer, n, inner, routes.tuning())
         routes.record("segment_softmax")
         launch(
-            softmax_kernel, ("softmax", src.dtype), outer * (len(bounds) - 1), threads,
-            view3(src, outer, n, inner), perm_np(perm), ptr_np, bounds,
-            numpy_view(out).reshape(outer, n, inner), storage_code(src.dtype), perm is not None,
+            softmax_kernel,
+            ("softmax", src.dtype),
+            outer * (len(bounds) - 1),
+            threads,
+            view3(src, outer, n, inner),
+            perm_np(perm),
+            ptr_np,
+            bounds,
+            numpy_view(out).reshape(outer, n, inner),
+            storage_code(src.dtype),
+            perm is not None,
         )
     return out
 
@@ -42,8 +50,17 @@ def segment_softmax_backward(
         bounds, threads = chunks(ptr_np, outer, n, inner, routes.tuning())
         routes.record("segment_softmax_backward")
         launch(
-            backward_kernel, ("softmax_backward", out.dtype), outer * (len(bounds) - 1), threads,
-            view3(out, outer, n, inner), view3(grad, outer, n, inner), perm_np(perm), ptr_np, bounds,
-            numpy_view(grad_src).reshape(outer, n, inner), storage_code(out.dtype), perm is not None,
+            backward_kernel,
+            ("softmax_backward", out.dtype),
+            outer * (len(bounds) - 1),
+            threads,
+            view3(out, outer, n, inner),
+            view3(grad, outer, n, inner),
+            perm_np(perm),
+            ptr_np,
+            bounds,
+            numpy_view(grad_src).reshape(outer, n, inner),
+            storage_code(out.dtype),
+            perm is not None,
         )
     return grad_src

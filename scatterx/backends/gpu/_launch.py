@@ -29,8 +29,12 @@ except ImportError:  # torch < 2.6: no triton_op either (ops/_library.py), so a 
 
 
 TL_DTYPE = {
-    torch.float32: tl.float32, torch.float64: tl.float64, torch.float16: tl.float16,
-    torch.bfloat16: tl.bfloat16, torch.int32: tl.int32, torch.int64: tl.int64,
+    torch.float32: tl.float32,
+    torch.float64: tl.float64,
+    torch.float16: tl.float16,
+    torch.bfloat16: tl.bfloat16,
+    torch.int32: tl.int32,
+    torch.int64: tl.int64,
 }
 #: the dtypes a kernel's data may have, and the floating ones (softmax, gradients, GNN layers)
 DTYPES = tuple(TL_DTYPE)
@@ -40,8 +44,14 @@ FLOATS = tuple(d for d in DTYPES if d.is_floating_point)
 KERNEL_REDUCTIONS = tuple(r for r in REDUCTIONS if kernel_code(r) == r.code)
 
 #: Triton's signature names: a pointer to each dtype, and the scalars the kernels take
-POINTER = {torch.float32: "*fp32", torch.float64: "*fp64", torch.float16: "*fp16", torch.bfloat16: "*bf16",
-           torch.int32: "*i32", torch.int64: "*i64"}
+POINTER = {
+    torch.float32: "*fp32",
+    torch.float64: "*fp64",
+    torch.float16: "*fp16",
+    torch.bfloat16: "*bf16",
+    torch.int32: "*i32",
+    torch.int64: "*i64",
+}
 INT = "i32"  # an int below 2**31: the signature every variant is compiled in (ints above it pass as i64)
 FLAG = "i1"
 
@@ -83,8 +93,12 @@ class Variant:
     @staticmethod
     def of(kernel, params: Dict[str, str], constexprs: Dict[str, object], aligned=()) -> "Variant":
         fn = getattr(kernel, "fn", kernel)
-        return Variant(f"{fn.__module__}.{fn.__name__}", tuple(params.items()),
-                       tuple((k, _plain(v)) for k, v in constexprs.items()), tuple(aligned))
+        return Variant(
+            f"{fn.__module__}.{fn.__name__}",
+            tuple(params.items()),
+            tuple((k, _plain(v)) for k, v in constexprs.items()),
+            tuple(aligned),
+        )
 
     @property
     def key(self):

@@ -29,8 +29,9 @@ def element_scatter(
         targets = torch.nonzero(last >= 0).view(-1)
         result = flat_base.index_copy(0, targets, flat_src.index_select(0, last[targets]))
     else:
-        result = index_scatter_reduce(flat_src, rows, 0, BY_NAME[reduce], None, size, base=flat_base,
-                                      include_self=include_self)
+        result = index_scatter_reduce(
+            flat_src, rows, 0, BY_NAME[reduce], None, size, base=flat_base, include_self=include_self
+        )
     return result.view(base.shape)
 
 
@@ -51,6 +52,7 @@ def _element_offsets(index: torch.Tensor, shape, dim: Optional[int]) -> torch.Te
     assert_index(index, shape[dim], False, "index", f"size of dim {dim}")
     rows = index.to(torch.int64) * strides[dim]  # a new tensor: the carried coordinates are added in place
     for d in (d for d in range(len(shape)) if d != dim and index.size(d) > 1):
-        rows.add_(torch.arange(index.size(d), device=index.device).view([-1] + [1] * (len(shape) - 1 - d)),
-                  alpha=strides[d])
+        rows.add_(
+            torch.arange(index.size(d), device=index.device).view([-1] + [1] * (len(shape) - 1 - d)), alpha=strides[d]
+        )
     return rows.reshape(-1)

@@ -19,8 +19,9 @@ def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Ten
     outer, n, inner = shape3(src, dim)
     out = new_result(src, dim, ptr.numel() - 1)
     if out.numel() > 0:
-        launch_segments(src.contiguous(), ptr, index.to(torch.int64).contiguous(), red, None, False, out,
-                        (outer, n, inner))
+        launch_segments(
+            src.contiguous(), ptr, index.to(torch.int64).contiguous(), red, None, False, out, (outer, n, inner)
+        )
     return out
 
 
@@ -34,17 +35,36 @@ def weighted_gather_segment_reduce(
     inner = heads * channels
     if out.numel() > 0:
         block_e, block_f = launch_config(inner, weighted_kernels.MAX_ELEMENTS)
-        args = dict(src=src.contiguous(), index=index.to(torch.int64).contiguous(), weight=weight.contiguous(),
-                    ptr=ptr, out=out, S=num_segments, H=heads, C=channels, divide=red.divide_by_count)
-        launch(weighted_kernels.weighted_gather_segment_reduce_kernel, (num_segments * cdiv(inner, block_f),), args,
-               **_weighted_constexprs(red, src.dtype, block_e, block_f))
+        args = dict(
+            src=src.contiguous(),
+            index=index.to(torch.int64).contiguous(),
+            weight=weight.contiguous(),
+            ptr=ptr,
+            out=out,
+            S=num_segments,
+            H=heads,
+            C=channels,
+            divide=red.divide_by_count,
+        )
+        launch(
+            weighted_kernels.weighted_gather_segment_reduce_kernel,
+            (num_segments * cdiv(inner, block_f),),
+            args,
+            **_weighted_constexprs(red, src.dtype, block_e, block_f),
+        )
     return out
 
 
 def _weighted_constexprs(red: Reduction, dtype: torch.dtype, block_e: int, block_f: int) -> dict:
     acc = accumulator_dtype(dtype)
-    return dict(REDUCE=kernel_code(red), IDENTITY=red.identity(acc), ACC=TL_DTYPE[acc],
-                IS_INT=not dtype.is_floating_point, BLOCK_E=block_e, BLOCK_F=block_f)
+    return dict(
+        REDUCE=kernel_code(red),
+        IDENTITY=red.identity(acc),
+        ACC=TL_DTYPE[acc],
+        IS_INT=not dtype.is_floating_point,
+        BLOCK_E=block_e,
+        BLOCK_F=block_f,
+    )
 
 
 def variants():
@@ -55,6 +75,9 @@ def variants():
             data = POINTER[dtype]
             params = dict(src=data, index="*i64", weight=data, ptr="*i64", out=data, S=INT, H=INT, C=INT, divide=FLAG)
             for block_e, block_f in tile_shapes(weighted_kernels.MAX_ELEMENTS):
-                yield Variant.of(weighted_kernels.weighted_gather_segment_reduce_kernel, params,
-                                 _weighted_constexprs(red, dtype, block_e, block_f),
-                                 aligned=("C",) if block_f >= 16 else ())
+                yield Variant.of(
+                    weighted_kernels.weighted_gather_segment_reduce_kernel,
+                    params,
+                    _weighted_constexprs(red, dtype, block_e, block_f),
+                    aligned=("C",) if block_f >= 16 else (),
+                )

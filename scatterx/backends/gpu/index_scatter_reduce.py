@@ -22,15 +22,23 @@ from .segments import assert_index, segments, sorted_ptr
 
 
 def index_scatter_reduce(
-    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: Optional[bool], num_segments: int,
-    base: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None, include_self: bool = True,
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int,
+    red: Reduction,
+    sorted: Optional[bool],
+    num_segments: int,
+    base: Optional[torch.Tensor] = None,
+    out: Optional[torch.Tensor] = None,
+    include_self: bool = True,
     index_checked: bool = False,
 ) -> torch.Tensor:
     """As ``backends.cpu.index_scatter_reduce``. The result is computed into a new tensor and then copied into
     ``out`` (so ``out`` may share memory with anything). ``index_checked``: ``output_size`` validated it."""
     if out is not None:  # base=out: out's values as the initial ones
-        result = index_scatter_reduce(src, index, dim, red, sorted, num_segments, base=out, include_self=include_self,
-                                      index_checked=index_checked)
+        result = index_scatter_reduce(
+            src, index, dim, red, sorted, num_segments, base=out, include_self=include_self, index_checked=index_checked
+        )
         return out.copy_(result)
     index = index.contiguous()  # the kernels read it as a flat array (the planner's rows may be a strided view)
     if sorted is None:  # internal callers (the planner), which sync anyway: one read picks the path
@@ -73,16 +81,29 @@ def _atomic(src, index, red: Reduction, base, include_self: bool, out, outer, n,
     m = index.numel()
     if m > 0:
         block_e, block_f = scatter_kernels.launch_config(inner)
-        args = dict(src=src, index=index.to(torch.int64), acc=acc, counts=counts, n=n, m=m, S=num_segments,
-                    inner=inner)
-        launch(scatter_kernels.atomic_scatter_kernel, (outer * cdiv(m, block_e) * cdiv(inner, block_f),), args,
-               BLOCK_E=block_e, BLOCK_F=block_f)
-    args = dict(acc=acc, counts=counts, base=out if base is None else base, out=out,
-                S=num_segments, inner=inner, total=out.numel(),
-                has_base=base is not None, include_self=bool(include_self) and base is not None,
-                divide=red.divide_by_count)
-    launch(scatter_kernels.finish_kernel, (cdiv(out.numel(), FINISH_BLOCK),), args,
-           **_finish_constexprs(red, src.dtype))
+        args = dict(src=src, index=index.to(torch.int64), acc=acc, counts=counts, n=n, m=m, S=num_segments, inner=inner)
+        launch(
+            scatter_kernels.atomic_scatter_kernel,
+            (outer * cdiv(m, block_e) * cdiv(inner, block_f),),
+            args,
+            BLOCK_E=block_e,
+            BLOCK_F=block_f,
+        )
+    args = dict(
+        acc=acc,
+        counts=counts,
+        base=out if base is None else base,
+        out=out,
+        S=num_segments,
+        inner=inner,
+        total=out.numel(),
+        has_base=base is not None,
+        include_self=bool(include_self) and base is not None,
+        divide=red.divide_by_count,
+    )
+    launch(
+        scatter_kernels.finish_kernel, (cdiv(out.numel(), FINISH_BLOCK),), args, **_finish_constexprs(red, src.dtype)
+    )
     return out
 
 
@@ -99,12 +120,27 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
     ptr, perm = segments(index, num_segments, sorted)
     block_e, block_f = launch_config(inner)
     result = result.contiguous()
-    args = dict(src=src.contiguous(), perm=ptr if perm is None else perm, ptr=ptr, result=result,
-                grad=grad.contiguous(), base=result if base is None else base.contiguous(), grad_src=grad_src,
-                ties=ties, n=n, S=num_segments, inner=inner,
-                gather=perm is not None, include_self=base is not None and bool(count_base))
-    launch(backward_kernels.index_scatter_reduce_backward_kernel, (outer * num_segments * cdiv(inner, block_f),),
-           args, **_tie_constexprs(src.dtype, block_e, block_f))
+    args = dict(
+        src=src.contiguous(),
+        perm=ptr if perm is None else perm,
+        ptr=ptr,
+        result=result,
+        grad=grad.contiguous(),
+        base=result if base is None else base.contiguous(),
+        grad_src=grad_src,
+        ties=ties,
+        n=n,
+        S=num_segments,
+        inner=inner,
+        gather=perm is not None,
+        include_self=base is not None and bool(count_base),
+    )
+    launch(
+        backward_kernels.index_scatter_reduce_backward_kernel,
+        (outer * num_segments * cdiv(inner, block_f),),
+        args,
+        **_tie_constexprs(src.dtype, block_e, block_f),
+    )
     return grad_src, ties
 
 
@@ -126,16 +162,47 @@ def variants():
         data, acc = POINTER[dtype], POINTER[accumulator_dtype(dtype)]
         scatter = dict(src=data, index="*i64", acc=acc, counts="*i32", n=INT, m=INT, S=INT, inner=INT)
         for block_e, block_f in scatter_kernels.tile_shapes():
-            yield Variant.of(scatter_kernels.atomic_scatter_kernel, scatter, dict(BLOCK_E=block_e, BLOCK_F=block_f),
-                             aligned=("inner",) if block_f >= 16 else ())
-        finish = dict(acc=acc, counts="*i32", base=data, out=data, S=INT, inner=INT, total=INT,
-                      has_base=FLAG, include_self=FLAG, divide=FLAG)
+            yield Variant.of(
+                scatter_kernels.atomic_scatter_kernel,
+                scatter,
+                dict(BLOCK_E=block_e, BLOCK_F=block_f),
+                aligned=("inner",) if block_f >= 16 else (),
+            )
+        finish = dict(
+            acc=acc,
+            counts="*i32",
+            base=data,
+            out=data,
+            S=INT,
+            inner=INT,
+            total=INT,
+            has_base=FLAG,
+            include_self=FLAG,
+            divide=FLAG,
+        )
         for red in (r for r in KERNEL_REDUCTIONS if r.atomic):
             yield Variant.of(scatter_kernels.finish_kernel, finish, _finish_constexprs(red, dtype))
     for dtype in DTYPES:
         data = POINTER[dtype]
-        ties = dict(src=data, perm="*i64", ptr="*i64", result=data, grad=data, base=data, grad_src=data, ties=data,
-                    n=INT, S=INT, inner=INT, gather=FLAG, include_self=FLAG)
+        ties = dict(
+            src=data,
+            perm="*i64",
+            ptr="*i64",
+            result=data,
+            grad=data,
+            base=data,
+            grad_src=data,
+            ties=data,
+            n=INT,
+            S=INT,
+            inner=INT,
+            gather=FLAG,
+            include_self=FLAG,
+        )
         for block_e, block_f in tile_shapes():
-            yield Variant.of(backward_kernels.index_scatter_reduce_backward_kernel, ties,
-                             _tie_constexprs(dtype, block_e, block_f), aligned=("inner",) if block_f >= 16 else ())
+            yield Variant.of(
+                backward_kernels.index_scatter_reduce_backward_kernel,
+                ties,
+                _tie_constexprs(dtype, block_e, block_f),
+                aligned=("inner",) if block_f >= 16 else (),
+            )

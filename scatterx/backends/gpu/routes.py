@@ -60,6 +60,8 @@ def route_for(red: Reduction, sorted: bool) -> Route:
     if forced is Route.SEGMENTS and not sorted:
         raise ValueError("cannot force the GPU route 'segments' of index_scatter_reduce: it needs a sorted index")
     if forced is Route.ATOMIC and not red.atomic:
-        raise ValueError(f"cannot force the GPU route 'atomic' of index_scatter_reduce: {red.name} has no atomic "
-                         "form (the table's atomic column)")
+        raise ValueError(
+            f"cannot force the GPU route 'atomic' of index_scatter_reduce: {red.name} has no atomic "
+            "form (the table's atomic column)"
+        )
     return forced

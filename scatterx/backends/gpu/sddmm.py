@@ -11,7 +11,6 @@ from .._common import segment_of_entries
 from ._launch import DTYPES, FLAG, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
 
-
 def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:
     """As ``backends.cpu.sddmm``: ``(E, H, C)``, or ``(E, H, 1)`` for dot."""
     edges = index.numel()
@@ -23,10 +22,23 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
         # programs own blocks of edges, not segments: the tile shape only (up to 32 edges x 128 features)
         block_e, block_f = launch_config(width)
         per_block = heads if op == "dot" else cdiv(heads * channels, block_f)
-        args = dict(a=a.contiguous(), b=b.contiguous(), index=index.to(torch.int64).contiguous(),
-                    targets=targets.to(torch.int64), out=out, E=edges, H=heads, C=channels, mul=op == "mul")
-        launch(sddmm_kernels.sddmm_kernel, (cdiv(edges, block_e) * per_block,), args,
-               **_constexprs(op == "dot", a.dtype, block_e, block_f))
+        args = dict(
+            a=a.contiguous(),
+            b=b.contiguous(),
+            index=index.to(torch.int64).contiguous(),
+            targets=targets.to(torch.int64),
+            out=out,
+            E=edges,
+            H=heads,
+            C=channels,
+            mul=op == "mul",
+        )
+        launch(
+            sddmm_kernels.sddmm_kernel,
+            (cdiv(edges, block_e) * per_block,),
+            args,
+            **_constexprs(op == "dot", a.dtype, block_e, block_f),
+        )
     return out
 
 
@@ -41,5 +53,9 @@ def variants():
             data = POINTER[dtype]
             params = dict(a=data, b=data, index="*i64", targets="*i64", out=data, E=INT, H=INT, C=INT, mul=FLAG)
             for block_e, block_f in tile_shapes():
-                yield Variant.of(sddmm_kernels.sddmm_kernel, params, _constexprs(dot, dtype, block_e, block_f),
-                                 aligned=("C",) if block_f >= 16 else ())
+                yield Variant.of(
+                    sddmm_kernels.sddmm_kernel,
+                    params,
+                    _constexprs(dot, dtype, block_e, block_f),
+                    aligned=("C",) if block_f >= 16 else (),
+                )

@@ -14,8 +14,15 @@ from ._launch import DTYPES, FLAG, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
 
 def segment_arg_reduce(
-    src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int, red: Reduction,
-    base: Optional[torch.Tensor], start: float, fill: int, none: int,
+    src: torch.Tensor,
+    ptr: torch.Tensor,
+    perm: Optional[torch.Tensor],
+    dim: int,
+    red: Reduction,
+    base: Optional[torch.Tensor],
+    start: float,
+    fill: int,
+    none: int,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """As ``backends.cpu.segment_arg_reduce``: ``(values, arg)``, new tensors."""
     outer, n, inner = shape3(src, dim)
@@ -25,13 +32,28 @@ def segment_arg_reduce(
     if values.numel() > 0:
         acc = accumulator_dtype(src.dtype)
         block_e, block_f = launch_config(inner)
-        args = dict(src=src.contiguous(), perm=ptr if perm is None else perm.to(torch.int64).contiguous(), ptr=ptr,
-                    base=values if base is None else base.contiguous(),
-                    start=torch.full((1,), start, dtype=acc, device=src.device), out=values, arg=arg,
-                    n=n, S=num_segments, inner=inner, none=none,
-                    gather=perm is not None, has_base=base is not None, fill=fill)
-        launch(arg_kernels.segment_arg_reduce_kernel, (outer * num_segments * cdiv(inner, block_f),), args,
-               **_constexprs(red, src.dtype, block_e, block_f))
+        args = dict(
+            src=src.contiguous(),
+            perm=ptr if perm is None else perm.to(torch.int64).contiguous(),
+            ptr=ptr,
+            base=values if base is None else base.contiguous(),
+            start=torch.full((1,), start, dtype=acc, device=src.device),
+            out=values,
+            arg=arg,
+            n=n,
+            S=num_segments,
+            inner=inner,
+            none=none,
+            gather=perm is not None,
+            has_base=base is not None,
+            fill=fill,
+        )
+        launch(
+            arg_kernels.segment_arg_reduce_kernel,
+            (outer * num_segments * cdiv(inner, block_f),),
+            args,
+            **_constexprs(red, src.dtype, block_e, block_f),
+        )
     return values, arg
 
 
@@ -46,8 +68,26 @@ def variants():
     for red in (r for r in REDUCTIONS if r.selects):
         for dtype in DTYPES:
             data = POINTER[dtype]
-            params = dict(src=data, perm="*i64", ptr="*i64", base=data, start=POINTER[accumulator_dtype(dtype)],
-                          out=data, arg="*i64", n=INT, S=INT, inner=INT, none=INT, gather=FLAG, has_base=FLAG, fill=INT)
+            params = dict(
+                src=data,
+                perm="*i64",
+                ptr="*i64",
+                base=data,
+                start=POINTER[accumulator_dtype(dtype)],
+                out=data,
+                arg="*i64",
+                n=INT,
+                S=INT,
+                inner=INT,
+                none=INT,
+                gather=FLAG,
+                has_base=FLAG,
+                fill=INT,
+            )
             for block_e, block_f in tile_shapes():
-                yield Variant.of(arg_kernels.segment_arg_reduce_kernel, params,
-                                 _constexprs(red, dtype, block_e, block_f), aligned=("inner",) if block_f >= 16 else ())
+                yield Variant.of(
+                    arg_kernels.segment_arg_reduce_kernel,
+                    params,
+                    _constexprs(red, dtype, block_e, block_f),
+                    aligned=("inner",) if block_f >= 16 else (),
+                )

@@ -24,11 +24,24 @@ def segment_logsumexp(
         acc = accumulator_dtype(src.dtype)
         start = float("-inf") if flavour == 0 else torch.finfo(src.dtype).min
         block_e, block_f = launch_config(inner)
-        args = dict(src=src.contiguous(), perm=ptr if perm is None else perm.to(torch.int64).contiguous(), ptr=ptr,
-                    params=torch.tensor([start, eps], dtype=acc, device=src.device), out=out,
-                    n=n, S=num_segments, inner=inner, gather=perm is not None, log_softmax=flavour == 1)
-        launch(logsumexp_kernels.segment_logsumexp_kernel, (outer * num_segments * cdiv(inner, block_f),), args,
-               **_constexprs(src.dtype, block_e, block_f))
+        args = dict(
+            src=src.contiguous(),
+            perm=ptr if perm is None else perm.to(torch.int64).contiguous(),
+            ptr=ptr,
+            params=torch.tensor([start, eps], dtype=acc, device=src.device),
+            out=out,
+            n=n,
+            S=num_segments,
+            inner=inner,
+            gather=perm is not None,
+            log_softmax=flavour == 1,
+        )
+        launch(
+            logsumexp_kernels.segment_logsumexp_kernel,
+            (outer * num_segments * cdiv(inner, block_f),),
+            args,
+            **_constexprs(src.dtype, block_e, block_f),
+        )
     return out
 
 
@@ -39,8 +52,22 @@ def _constexprs(dtype: torch.dtype, block_e: int, block_f: int) -> dict:
 def variants():
     """Every variant of the log-sum-exp kernel: each floating dtype and tile shape."""
     for dtype in FLOATS:
-        params = dict(src=POINTER[dtype], perm="*i64", ptr="*i64", params=POINTER[accumulator_dtype(dtype)],
-                      out=POINTER[dtype], n=INT, S=INT, inner=INT, gather=FLAG, log_softmax=FLAG)
+        params = dict(
+            src=POINTER[dtype],
+            perm="*i64",
+            ptr="*i64",
+            params=POINTER[accumulator_dtype(dtype)],
+            out=POINTER[dtype],
+            n=INT,
+            S=INT,
+            inner=INT,
+            gather=FLAG,
+            log_softmax=FLAG,
+        )
         for block_e, block_f in tile_shapes():
-            yield Variant.of(logsumexp_kernels.segment_logsumexp_kernel, params, _constexprs(dtype, block_e, block_f),
-                             aligned=("inner",) if block_f >= 16 else ())
+            yield Variant.of(
+                logsumexp_kernels.segment_logsumexp_kernel,
+                params,
+                _constexprs(dtype, block_e, block_f),
+                aligned=("inner",) if block_f >= 16 else (),
+            )

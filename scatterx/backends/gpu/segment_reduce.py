@@ -29,17 +29,33 @@ def launch_segments(src, ptr, perm, red: Reduction, base, include_self: bool, ou
     num_segments = ptr.numel() - 1
     block_e, block_f = launch_config(inner)
     grid = (outer * num_segments * cdiv(inner, block_f),)
-    args = dict(src=src, perm=ptr if perm is None else perm, ptr=ptr, base=out if base is None else base, out=out,
-                n=n, S=num_segments, inner=inner,
-                gather=perm is not None, has_base=base is not None,
-                include_self=bool(include_self) and base is not None, divide=red.divide_by_count)
+    args = dict(
+        src=src,
+        perm=ptr if perm is None else perm,
+        ptr=ptr,
+        base=out if base is None else base,
+        out=out,
+        n=n,
+        S=num_segments,
+        inner=inner,
+        gather=perm is not None,
+        has_base=base is not None,
+        include_self=bool(include_self) and base is not None,
+        divide=red.divide_by_count,
+    )
     launch(segment_kernels.segment_reduce_kernel, grid, args, **_constexprs(red, src.dtype, block_e, block_f))
 
 
 def _constexprs(red: Reduction, dtype: torch.dtype, block_e: int, block_f: int) -> dict:
     acc = accumulator_dtype(dtype)
-    return dict(REDUCE=kernel_code(red), IDENTITY=red.identity(acc), ACC=TL_DTYPE[acc],
-                IS_INT=not dtype.is_floating_point, BLOCK_E=block_e, BLOCK_F=block_f)
+    return dict(
+        REDUCE=kernel_code(red),
+        IDENTITY=red.identity(acc),
+        ACC=TL_DTYPE[acc],
+        IS_INT=not dtype.is_floating_point,
+        BLOCK_E=block_e,
+        BLOCK_F=block_f,
+    )
 
 
 def variants():
@@ -47,8 +63,24 @@ def variants():
     for red in KERNEL_REDUCTIONS:
         for dtype in DTYPES:
             data = POINTER[dtype]
-            params = dict(src=data, perm="*i64", ptr="*i64", base=data, out=data, n=INT, S=INT, inner=INT,
-                          gather=FLAG, has_base=FLAG, include_self=FLAG, divide=FLAG)
+            params = dict(
+                src=data,
+                perm="*i64",
+                ptr="*i64",
+                base=data,
+                out=data,
+                n=INT,
+                S=INT,
+                inner=INT,
+                gather=FLAG,
+                has_base=FLAG,
+                include_self=FLAG,
+                divide=FLAG,
+            )
             for block_e, block_f in tile_shapes():
-                yield Variant.of(segment_kernels.segment_reduce_kernel, params,
-                                 _constexprs(red, dtype, block_e, block_f), aligned=("inner",) if block_f >= 16 else ())
+                yield Variant.of(
+                    segment_kernels.segment_reduce_kernel,
+                    params,
+                    _constexprs(red, dtype, block_e, block_f),
+                    aligned=("inner",) if block_f >= 16 else (),
+                )

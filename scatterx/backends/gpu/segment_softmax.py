@@ -20,10 +20,22 @@ def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.T
     num_segments = ptr.numel() - 1
     if out.numel() > 0 and num_segments > 0:
         block_e, block_f = launch_config(inner)
-        args = dict(src=src.contiguous(), perm=ptr if perm is None else perm.to(torch.int64).contiguous(), ptr=ptr,
-                    out=out, n=n, S=num_segments, inner=inner, gather=perm is not None)
-        launch(softmax_kernels.segment_softmax_kernel, (outer * num_segments * cdiv(inner, block_f),), args,
-               **_constexprs(src.dtype, block_e, block_f))
+        args = dict(
+            src=src.contiguous(),
+            perm=ptr if perm is None else perm.to(torch.int64).contiguous(),
+            ptr=ptr,
+            out=out,
+            n=n,
+            S=num_segments,
+            inner=inner,
+            gather=perm is not None,
+        )
+        launch(
+            softmax_kernels.segment_softmax_kernel,
+            (outer * num_segments * cdiv(inner, block_f),),
+            args,
+            **_constexprs(src.dtype, block_e, block_f),
+        )
     return out
 
 
@@ -36,11 +48,23 @@ def segment_softmax_backward(
     num_segments = ptr.numel() - 1
     if grad_src.numel() > 0 and num_segments > 0:
         block_e, block_f = launch_config(inner)
-        args = dict(out=out.contiguous(), grad=grad.contiguous(),
-                    perm=ptr if perm is None else perm.to(torch.int64).contiguous(), ptr=ptr, grad_src=grad_src,
-                    n=n, S=num_segments, inner=inner, gather=perm is not None)
-        launch(softmax_kernels.segment_softmax_backward_kernel, (outer * num_segments * cdiv(inner, block_f),), args,
-               **_constexprs(out.dtype, block_e, block_f))
+        args = dict(
+            out=out.contiguous(),
+            grad=grad.contiguous(),
+            perm=ptr if perm is None else perm.to(torch.int64).contiguous(),
+            ptr=ptr,
+            grad_src=grad_src,
+            n=n,
+            S=num_segments,
+            inner=inner,
+            gather=perm is not None,
+        )
+        launch(
+            softmax_kernels.segment_softmax_backward_kernel,
+            (outer * num_segments * cdiv(inner, block_f),),
+            args,
+            **_constexprs(out.dtype, block_e, block_f),
+        )
     return grad_src
 
 
@@ -53,8 +77,9 @@ def variants():
     for dtype in FLOATS:
         data = POINTER[dtype]
         forward = dict(src=data, perm="*i64", ptr="*i64", out=data, n=INT, S=INT, inner=INT, gather=FLAG)
-        backward = dict(out=data, grad=data, perm="*i64", ptr="*i64", grad_src=data, n=INT, S=INT, inner=INT,
-                        gather=FLAG)
+        backward = dict(
+            out=data, grad=data, perm="*i64", ptr="*i64", grad_src=data, n=INT, S=INT, inner=INT, gather=FLAG
+        )
         for block_e, block_f in tile_shapes():
             aligned = ("inner",) if block_f >= 16 else ()
             constexprs = _constexprs(dtype, block_e, block_f)

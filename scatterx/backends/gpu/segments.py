@@ -58,7 +58,10 @@ def sorted_ptr(sorted_index: torch.Tensor, num_segments: int) -> torch.Tensor:
 
 
 def index_to_ptr(
-    index: torch.Tensor, num_segments: int, name: str = "index", size_name: str = "dim_size",
+    index: torch.Tensor,
+    num_segments: int,
+    name: str = "index",
+    size_name: str = "dim_size",
     unsorted_hint: str = "pass sorted=False for an unsorted index",
 ) -> torch.Tensor:
     """CSR offsets of a non-decreasing index, its values asserted on the device."""

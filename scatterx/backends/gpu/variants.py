@@ -13,8 +13,16 @@ from typing import List
 from ._launch import Variant
 
 #: the modules that launch kernels (by name: the package's ``__init__`` rebinds most names to their functions)
-MODULES = ("segment_reduce", "gather_segment_reduce", "index_scatter_reduce", "segment_arg_reduce",
-           "segment_logsumexp", "segment_softmax", "sddmm", "gatv2_logits")
+MODULES = (
+    "segment_reduce",
+    "gather_segment_reduce",
+    "index_scatter_reduce",
+    "segment_arg_reduce",
+    "segment_logsumexp",
+    "segment_softmax",
+    "sddmm",
+    "gatv2_logits",
+)
 
 
 def all_variants() -> List[Variant]:

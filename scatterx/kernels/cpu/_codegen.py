@@ -292,6 +292,7 @@ def _ov_accumulator(storage, rows, scratch, use_rows):
 def _ov_write_row(storage, out, o, t, acc, a, stream):
     kind = _literal(storage)
     if kind == NATIVE:
+
         def native(storage, out, o, t, acc, a, stream):
             if stream:
                 stream_row(out, o, t, acc)
@@ -301,6 +302,7 @@ def _ov_write_row(storage, out, o, t, acc, a, stream):
 
         return native
     if kind in (F16, BF16):
+
         def half(storage, out, o, t, acc, a, stream):  # (never streamed)
             for j in range(out.shape[2]):
                 out[o, t, j] = store(storage, acc[a, j])
@@ -392,8 +394,10 @@ class Kernel:
         entry = self._entries.get(key)
         if entry is None:
             sig = tuple(
-                types.literal(a) if i in self._literal
-                else typeof(a).copy(layout="A") if i in self._strided
+                types.literal(a)
+                if i in self._literal
+                else typeof(a).copy(layout="A")
+                if i in self._strided
                 else typeof(a)
                 for i, a in enumerate(args)
             )

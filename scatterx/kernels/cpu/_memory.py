@@ -69,8 +69,13 @@ def stream_row(typingctx, out, o, t, row):
     The caller guarantees what the stores need (they fault otherwise): ``out`` is a C-contiguous 3-D array of
     ``row``'s element type, the row starts at a multiple of ``STREAM_ALIGN`` bytes and is a multiple of
     ``STREAM_ALIGN`` bytes long. Non-temporal stores are weakly ordered: ``store_fence`` before anyone reads."""
-    if not (isinstance(out, types.Array) and out.ndim == 3 and isinstance(row, types.Array) and row.layout == "C"
-            and out.dtype == row.dtype):
+    if not (
+        isinstance(out, types.Array)
+        and out.ndim == 3
+        and isinstance(row, types.Array)
+        and row.layout == "C"
+        and out.dtype == row.dtype
+    ):
         return None
 
     def codegen(context, builder, signature, args):
@@ -91,11 +96,13 @@ def stream_row(typingctx, out, o, t, row):
         nbytes = builder.mul(shape[2], ir.Constant(i64, size))
         nontemporal = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
         with cgutils.for_range_slice(builder, ir.Constant(i64, 0), nbytes, ir.Constant(i64, STREAM_ALIGN)) as (
-            offset, _
+            offset,
+            _,
         ):
             value = builder.load(builder.inttoptr(builder.add(read, offset), block.as_pointer()), align=size)
-            stored = builder.store(value, builder.inttoptr(builder.add(start, offset), block.as_pointer()),
-                                   align=STREAM_ALIGN)
+            stored = builder.store(
+                value, builder.inttoptr(builder.add(start, offset), block.as_pointer()), align=STREAM_ALIGN
+            )
             stored.set_metadata("nontemporal", nontemporal)
         return context.get_dummy_value()
 
@@ -114,7 +121,8 @@ def prefetch_write(typingctx, arr, k):
         address = builder.inttoptr(builder.add(builder.ptrtoint(ary.data, i64), offset), ir.IntType(8).as_pointer())
         i32 = ir.IntType(32)
         fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]),
+            builder.module,
+            ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]),
             "llvm.prefetch.p0i8",
         )
         builder.call(fn, [address, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])

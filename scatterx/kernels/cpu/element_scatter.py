@@ -148,8 +148,24 @@ def _buffered_hits(flat, seen, idx, val, j0, j1, shift, capacity, reduce, storag
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def along_scatter_kernel(counter, index, src, base, out, acc, seen, reduce, storage, assign, include_self, track,
-                         nblocks, block, shift, capacity):
+def along_scatter_kernel(
+    counter,
+    index,
+    src,
+    base,
+    out,
+    acc,
+    seen,
+    reduce,
+    storage,
+    assign,
+    include_self,
+    track,
+    nblocks,
+    block,
+    shift,
+    capacity,
+):
     """out[o, t, j] = reduce(base[o, t, j] with include_self, then src[o, i, j] for every i with index[o, i, j]
     == t, in order of i); ``assign`` keeps the last src value instead. Targets that receive nothing keep base.
 
@@ -194,8 +210,7 @@ def along_scatter_kernel(counter, index, src, base, out, acc, seen, reduce, stor
         elif ranges == 1:
             nbad += _block_hits(flat, seen_flat, idx, val, j0, j1, reduce, storage, assign, track, shift == 63)
         else:
-            nbad += _buffered_hits(flat, seen_flat, idx, val, j0, j1, shift, capacity, reduce, storage, assign,
-                                   track)
+            nbad += _buffered_hits(flat, seen_flat, idx, val, j0, j1, shift, capacity, reduce, storage, assign, track)
         if assign or (track == TRACK_NONE and storage == NATIVE):
             continue  # the accumulator is the output, and every target already holds its final value
         out_o = out[o]
@@ -270,8 +285,7 @@ row_gather = Kernel(row_gather_kernel)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coords_scatter_kernel(counter, index, sizes, strides, src, base, out, reduce, storage, assign, include_self,
-                          step):
+def coords_scatter_kernel(counter, index, sizes, strides, src, base, out, reduce, storage, assign, include_self, step):
     """out[t] = reduce(base[t] with include_self, then src[i] for every i whose coordinates ``index[i, :]`` name t,
     in order of i); ``assign`` keeps the last src[i] instead. Targets that receive nothing get base[t].
 

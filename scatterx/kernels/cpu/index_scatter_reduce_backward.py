@@ -26,8 +26,23 @@ def index_scatter_reduce_backward_kernel(
         if item < 0:
             break
         o = item // nchunks
-        _chunk(o, item - o * nchunks, src, perm, ptr, bounds, result, grad, base, grad_src, ties, count, storage,
-               gather, include_self)
+        _chunk(
+            o,
+            item - o * nchunks,
+            src,
+            perm,
+            ptr,
+            bounds,
+            result,
+            grad,
+            base,
+            grad_src,
+            ties,
+            count,
+            storage,
+            gather,
+            include_self,
+        )
     return 0
 
 

@@ -35,8 +35,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._codegen import (Kernel, acc_buffer, accumulator, claim, combine, finalize, identity, in_place, load,
-                       rows_buffer, store, write_row)
+from ._codegen import (
+    Kernel,
+    acc_buffer,
+    accumulator,
+    claim,
+    combine,
+    finalize,
+    identity,
+    in_place,
+    load,
+    rows_buffer,
+    store,
+    write_row,
+)
 from ._memory import store_fence
 
 #: Outer slices reduced together (``_reduce_lanes``), when runs are this long on average.

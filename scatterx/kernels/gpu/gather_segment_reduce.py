@@ -19,8 +19,14 @@ MAX_ELEMENTS = 1024
 
 @triton.jit
 def weighted_gather_segment_reduce_kernel(
-    src, index, weight, ptr, out,
-    S, H, C,
+    src,
+    index,
+    weight,
+    ptr,
+    out,
+    S,
+    H,
+    C,
     divide,
     REDUCE: tl.constexpr,
     IDENTITY: tl.constexpr,

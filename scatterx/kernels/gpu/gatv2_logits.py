@@ -18,8 +18,15 @@ import triton.language as tl
 
 @triton.jit
 def gatv2_logits_kernel(
-    a, b, att, index, targets, out,
-    E, H, C,
+    a,
+    b,
+    att,
+    index,
+    targets,
+    out,
+    E,
+    H,
+    C,
     slope_ptr,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
@@ -53,9 +60,18 @@ def gatv2_logits_kernel(
 
 @triton.jit
 def gatv2_grad_kernel(
-    seg, other, att, index, ptr, grad, out, att_part,
-    H, C,
-    slope_ptr, want_att,
+    seg,
+    other,
+    att,
+    index,
+    ptr,
+    grad,
+    out,
+    att_part,
+    H,
+    C,
+    slope_ptr,
+    want_att,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,

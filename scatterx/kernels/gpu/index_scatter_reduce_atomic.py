@@ -15,8 +15,14 @@ from ._codegen import combine, finalize
 
 @triton.jit
 def atomic_scatter_kernel(
-    src, index, acc, counts,
-    n, m, S, inner,
+    src,
+    index,
+    acc,
+    counts,
+    n,
+    m,
+    S,
+    inner,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
@@ -42,9 +48,16 @@ def atomic_scatter_kernel(
 
 @triton.jit
 def finish_kernel(
-    acc, counts, base, out,
-    S, inner, total,
-    has_base, include_self, divide,
+    acc,
+    counts,
+    base,
+    out,
+    S,
+    inner,
+    total,
+    has_base,
+    include_self,
+    divide,
     REDUCE: tl.constexpr,
     IS_INT: tl.constexpr,
     BLOCK: tl.constexpr,

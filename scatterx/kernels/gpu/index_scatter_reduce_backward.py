@@ -9,9 +9,19 @@ from ._tiles import load_tile, program_coordinates
 
 @triton.jit
 def index_scatter_reduce_backward_kernel(
-    src, perm, ptr, result, grad, base, grad_src, ties,
-    n, S, inner,
-    gather, include_self,
+    src,
+    perm,
+    ptr,
+    result,
+    grad,
+    base,
+    grad_src,
+    ties,
+    n,
+    S,
+    inner,
+    gather,
+    include_self,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,

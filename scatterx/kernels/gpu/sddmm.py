@@ -10,8 +10,14 @@ import triton.language as tl
 
 @triton.jit
 def sddmm_kernel(
-    a, b, index, targets, out,
-    E, H, C,
+    a,
+    b,
+    index,
+    targets,
+    out,
+    E,
+    H,
+    C,
     mul,
     DOT: tl.constexpr,
     ACC: tl.constexpr,

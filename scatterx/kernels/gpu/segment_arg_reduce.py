@@ -20,9 +20,20 @@ FILL_EMPTY = tl.constexpr(2)
 
 @triton.jit
 def segment_arg_reduce_kernel(
-    src, perm, ptr, base, start, out, arg,
-    n, S, inner, none,
-    gather, has_base, fill,
+    src,
+    perm,
+    ptr,
+    base,
+    start,
+    out,
+    arg,
+    n,
+    S,
+    inner,
+    none,
+    gather,
+    has_base,
+    fill,
     REDUCE: tl.constexpr,
     WORST: tl.constexpr,
     ACC: tl.constexpr,

@@ -11,9 +11,16 @@ from ._tiles import load_tile, program_coordinates
 
 @triton.jit
 def segment_logsumexp_kernel(
-    src, perm, ptr, params, out,
-    n, S, inner,
-    gather, log_softmax,
+    src,
+    perm,
+    ptr,
+    params,
+    out,
+    n,
+    S,
+    inner,
+    gather,
+    log_softmax,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,

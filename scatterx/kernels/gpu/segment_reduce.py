@@ -15,9 +15,18 @@ from ._tiles import load_tile, program_coordinates
 
 @triton.jit
 def segment_reduce_kernel(
-    src, perm, ptr, base, out,
-    n, S, inner,
-    gather, has_base, include_self, divide,
+    src,
+    perm,
+    ptr,
+    base,
+    out,
+    n,
+    S,
+    inner,
+    gather,
+    has_base,
+    include_self,
+    divide,
     REDUCE: tl.constexpr,
     IDENTITY: tl.constexpr,
     ACC: tl.constexpr,

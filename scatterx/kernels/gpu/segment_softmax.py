@@ -38,8 +38,13 @@ def _finite_or_zero(m):
 
 @triton.jit
 def segment_softmax_kernel(
-    src, perm, ptr, out,
-    n, S, inner,
+    src,
+    perm,
+    ptr,
+    out,
+    n,
+    S,
+    inner,
     gather,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
@@ -81,8 +86,14 @@ def segment_softmax_kernel(
 
 @triton.jit
 def segment_softmax_backward_kernel(
-    out, grad, perm, ptr, grad_src,
-    n, S, inner,
+    out,
+    grad,
+    perm,
+    ptr,
+    grad_src,
+    n,
+    S,
+    inner,
     gather,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
