@@ -24,7 +24,7 @@ which lowers any scatter or gather to these kernels; ``scatterx.export`` (ONNX e
 tensor([1.5000, 5.0000])
 """
 
-from . import _reductions
+from . import _reductions, onnx, paddle, planner, tf
 from .ops import (
     csr_transpose,
     gather_segment_reduce,
@@ -32,12 +32,11 @@ from .ops import (
     index_scatter_reduce,
     index_to_ptr,
     ptr_to_index,
-    segment_reduce,
     sddmm,
+    segment_reduce,
     segment_softmax,
 )
 from .pytorch import gather, scatter, scatter_reduce
-from . import onnx, paddle, planner, tf  # noqa: E402  (frontends: scatterx.onnx.scatter_nd, ...)
 
 #: The reductions every op takes, one row each, in code order (``sum``, ``mean``, ``prod``, ``amax``, ``amin``).
 #: A row's ``name`` is the reduction's name as ``torch.scatter_reduce`` spells it and ``aliases`` every string a
@@ -53,24 +52,24 @@ SUPPORTED_DTYPES = _reductions.SUPPORTED_DTYPES
 __version__ = "0.1.0"
 
 __all__ = [
-    "index_scatter_reduce",
-    "segment_reduce",
-    "gather_segment_reduce",
-    "csr_transpose",
-    "segment_softmax",
-    "sddmm",
-    "gatv2_logits",
-    "scatter_reduce",
-    "scatter",
-    "gather",
-    "onnx",
-    "tf",
-    "paddle",
-    "planner",
-    "index_to_ptr",
-    "ptr_to_index",
     "REDUCTIONS",
     "SUPPORTED_DTYPES",
+    "csr_transpose",
+    "gather",
+    "gather_segment_reduce",
+    "gatv2_logits",
+    "index_scatter_reduce",
+    "index_to_ptr",
+    "onnx",
+    "paddle",
+    "planner",
+    "ptr_to_index",
+    "scatter",
+    "scatter_reduce",
+    "sddmm",
+    "segment_reduce",
+    "segment_softmax",
+    "tf",
 ]
 
 

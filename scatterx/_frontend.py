@@ -67,11 +67,11 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     # one pass for the common case, every entry already in [0, size): the extremes, per coordinate for ND indices
     if isinstance(sizes, int):
         low, high = (int(v) for v in torch.aminmax(index))
-        if 0 <= low and high < sizes:
+        if low >= 0 and high < sizes:
             return index
     else:
         low, high = (v.tolist() for v in torch.aminmax(index.reshape(-1, len(sizes)), dim=0))
-        if all(0 <= lo and hi < size for lo, hi, size in zip(low, high, sizes)):
+        if all(lo >= 0 and hi < size for lo, hi, size in zip(low, high, sizes)):
             return index
     per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
     bad = (index < -per) | (index >= per)

@@ -39,7 +39,7 @@ from ._frontend import (
 )
 from .planner import XMap
 
-__all__ = ["gather_elements", "scatter_elements", "gather", "gather_nd", "scatter_nd"]
+__all__ = ["gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd"]
 
 _REDUCTIONS = {"none": "assign", "add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
 

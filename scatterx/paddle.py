@@ -40,7 +40,7 @@ from ._frontend import (
 )
 from .planner import XMap
 
-__all__ = ["scatter", "put_along_axis"]
+__all__ = ["put_along_axis", "scatter"]
 
 _REDUCE = {"add": "sum", "mul": "prod", "multiply": "prod", "mean": "mean", "amax": "amax", "amin": "amin"}
 

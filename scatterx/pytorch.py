@@ -37,7 +37,7 @@ from ._frontend import check_index, check_tensor, check_updates, normalize_axis,
 from ._reductions import SUPPORTED_DTYPES
 from .planner import XMap
 
-__all__ = ["scatter_reduce", "scatter", "gather"]
+__all__ = ["gather", "scatter", "scatter_reduce"]
 
 _SCATTER_REDUCE = ("sum", "prod", "mean", "amax", "amin")
 _SCATTER_MODES = {None: "assign", "add": "sum", "multiply": "prod"}

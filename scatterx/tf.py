@@ -32,17 +32,17 @@ from .ops._checks import INDEX_DTYPES
 from .planner import XMap
 
 __all__ = [
-    "tensor_scatter_nd_update",
+    "gather_nd",
     "tensor_scatter_nd_add",
-    "tensor_scatter_nd_sub",
     "tensor_scatter_nd_max",
     "tensor_scatter_nd_min",
-    "gather_nd",
-    "unsorted_segment_sum",
-    "unsorted_segment_prod",
+    "tensor_scatter_nd_sub",
+    "tensor_scatter_nd_update",
     "unsorted_segment_max",
-    "unsorted_segment_min",
     "unsorted_segment_mean",
+    "unsorted_segment_min",
+    "unsorted_segment_prod",
+    "unsorted_segment_sum",
 ]
 
 

@@ -30,10 +30,9 @@ import torch  # noqa: E402
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import compile_budget  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
-
-import compile_budget  # noqa: E402
 
 from scatterx import backends  # noqa: E402
 from scatterx.kernels.gpu import available as triton_available  # noqa: E402

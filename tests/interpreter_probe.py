@@ -26,7 +26,7 @@ def _segment_sums(x, ptr, out, negate, BLOCK: tl.constexpr):
     tl.store(out + s, tl.where(negate, -total, total))  # a run-time flag, as the kernels take theirs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def problem() -> Optional[str]:
     """None where the interpreter sums three segments right; else why the interpreted tests cannot run."""
     x = torch.arange(10, dtype=torch.float32)
@@ -36,7 +36,7 @@ def problem() -> Optional[str]:
         _segment_sums[(3,)](x, ptr, out, False, BLOCK=4)
         ok = out.tolist() == [3.0, 0.0, 42.0]
         why = f"it summed [0, 1, 2], [] and [3 .. 9] to {out.tolist()}"
-    except Exception as e:  # noqa: BLE001 -- any failure of the interpreter itself
+    except Exception as e:
         ok, why = False, f"{type(e).__name__}: {e}"
     if ok:
         return None

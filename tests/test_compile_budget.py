@@ -1,9 +1,9 @@
 """The compile budget's own counting (``compile_budget.py``): it sees every kernel this process compiled, with its
 variants, and its report totals them against the budget."""
 
+import compile_budget
 import numpy as np
 
-import compile_budget
 from scatterx.kernels.cpu.segments import index_bound
 
 

@@ -5,12 +5,12 @@ import itertools
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given
 from hypothesis import strategies as st
 
 from scatterx import planner, reference
 from scatterx.planner import XMap
-from conftest import assert_matches
 
 DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64]
 

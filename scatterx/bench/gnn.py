@@ -79,7 +79,7 @@ class GnnConfig:
     cold: bool = False  # also time each model's first training step in fresh processes (gnn_cold.py)
 
     @classmethod
-    def for_graph(cls, graph: str, **overrides) -> "GnnConfig":
+    def for_graph(cls, graph: str, **overrides) -> GnnConfig:
         """The config of a built-in graph shape, with any field overridden (None: keep the graph's)."""
         shape = dict(GRAPHS[graph])
         shape.update({k: v for k, v in overrides.items() if v is not None})

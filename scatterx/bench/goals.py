@@ -65,7 +65,7 @@ class Result:
         return None if self.value is None else self.goal.passes(self.value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _file() -> dict:
     return json.loads(GOALS_FILE.read_text())
 
@@ -75,7 +75,7 @@ def sections() -> Dict[str, dict]:
     return _file()["sections"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def all_goals() -> tuple:
     return tuple(
         Goal(g["section"], g["name"], g["measure"], g["op"], float(g["limit"]), tuple(g.get("args", {}).items()))

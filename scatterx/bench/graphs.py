@@ -22,7 +22,7 @@ class Graph:
     shuffled_src: torch.Tensor
     grad_out: torch.Tensor  # an upstream gradient for the output (forward + backward rows)
 
-    def to(self, device) -> "Graph":
+    def to(self, device) -> Graph:
         """The same graph with every tensor on ``device``."""
         moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
         return Graph(**moved)

@@ -11,7 +11,6 @@ import scatterx
 
 from .peers import Peer
 
-
 # ------------------------------------------------------------------------------------- weighted message passing
 # GCN-style aggregation: each node sums its in-edges' source rows times the edge's weight. The node features are
 # the graph's first ``num_nodes`` message rows, an edge's source a fixed random node. Builders take the graph and

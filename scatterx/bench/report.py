@@ -7,9 +7,10 @@ import json
 import os
 from typing import List
 
-from .goals import evaluate, lines as goal_lines
 from .dropin import DROP_IN
 from .figures import bench_figures
+from .goals import evaluate
+from .goals import lines as goal_lines
 from .harness import DROP_IN_MODE, SCATTERX, Report, best
 
 

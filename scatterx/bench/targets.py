@@ -43,7 +43,7 @@ def compiling_for(target: str) -> bool:
     """Whether this process's Numba compiles for ``target`` (as ``env_for`` sets it)."""
     if target == HOST:
         return numba.config.CPU_NAME is None
-    return numba.config.CPU_NAME == target and numba.config.CPU_FEATURES == ""
+    return target == numba.config.CPU_NAME and numba.config.CPU_FEATURES == ""
 
 
 def child_argv(argv: Sequence[str], target: str, out_dir: str) -> List[str]:

@@ -50,10 +50,10 @@ from .halo_gather import halo_gather
 from .index_scatter_reduce import index_scatter_reduce
 from .partition import NodePartition
 from .partitioner import CutStats, GraphPartition, cut_stats, partition_graph
-from .replicate import replicate
-from .shards import Shard, load_shard, save_shards
 from .plan import STATS as _STATS
 from .plan import Plan, plan, rank_and_world
+from .replicate import replicate
+from .shards import Shard, load_shard, save_shards
 
 #: What this process has sent to other ranks since the last ``STATS.reset()``, in three counters.
 #: ``STATS.bytes_sent`` is the bytes of the rows moved along plans -- by :func:`index_scatter_reduce` and
@@ -64,20 +64,20 @@ from .plan import Plan, plan, rank_and_world
 STATS = _STATS
 
 __all__ = [
-    "NodePartition",
-    "index_scatter_reduce",
-    "halo_gather",
-    "plan",
-    "Plan",
     "STATS",
-    "rank_and_world",
-    "ShardedGraph",
-    "partition_graph",
-    "GraphPartition",
-    "cut_stats",
     "CutStats",
-    "save_shards",
-    "load_shard",
+    "GraphPartition",
+    "NodePartition",
+    "Plan",
     "Shard",
+    "ShardedGraph",
+    "cut_stats",
+    "halo_gather",
+    "index_scatter_reduce",
+    "load_shard",
+    "partition_graph",
+    "plan",
+    "rank_and_world",
     "replicate",
+    "save_shards",
 ]

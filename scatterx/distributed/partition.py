@@ -64,7 +64,7 @@ class NodePartition:
         self._bounds_tensor = torch.tensor(values, dtype=torch.int64)
 
     @classmethod
-    def even(cls, num_nodes: int, world_size: int) -> "NodePartition":
+    def even(cls, num_nodes: int, world_size: int) -> NodePartition:
         """Ranges whose sizes differ by at most one, the larger ones first.
 
         Args:

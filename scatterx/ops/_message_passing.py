@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Tuple
 
-import torch
 from torch import Tensor
 
 from .._reductions import resolve

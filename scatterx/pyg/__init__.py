@@ -78,14 +78,14 @@ FUSED_CONVS = _FUSED_CONVS
 SHARDED_CONVS = _SHARDED_CONVS
 
 __all__ = [
-    "enable",
-    "disable",
-    "enabled",
-    "is_enabled",
-    "clear_cache",
-    "ScatterAggregation",
     "FUSED_CONVS",
     "SHARDED_CONVS",
+    "ScatterAggregation",
+    "clear_cache",
+    "disable",
+    "enable",
+    "enabled",
+    "is_enabled",
     "scatter",
     "segment",
     "softmax",

@@ -30,7 +30,7 @@ class Adjacency:
             self._transposes[num_sources] = csr_transpose(self.ptr, self.col, num_sources)
         return self._transposes[num_sources]
 
-    def with_node_dim(self, node_dim: int) -> "Adjacency":
+    def with_node_dim(self, node_dim: int) -> Adjacency:
         view = Adjacency(self.ptr, self.col, node_dim, self.edges)
         view._transposes = self._transposes
         return view

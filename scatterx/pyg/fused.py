@@ -33,7 +33,6 @@ from torch import Tensor
 from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, SAGEConv
 
 from ..ops import gatv2_logits, segment_softmax
-
 from ._common import ABSENT, PATCHED, REDUCE, is_enabled, message_passing, runs_here
 from .adjacency import adjacency
 from .sharded import ORIGINAL_CHECK_INPUT, with_halo_sources

@@ -10,7 +10,7 @@ import types
 from . import fused, routed, sharded
 from ._common import ABSENT, ORIGINAL, PATCHED, aggr_base, is_enabled, message_passing
 
-__all__ = ["enable", "disable", "enabled", "is_enabled"]
+__all__ = ["disable", "enable", "enabled", "is_enabled"]
 
 #: methods enable() replaces: name in ORIGINAL -> (owner, attribute, replacement)
 _METHODS = {"Aggregation.reduce": (aggr_base.Aggregation, "reduce", routed.aggregation_reduce)}

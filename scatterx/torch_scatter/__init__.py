@@ -27,6 +27,7 @@ an ``out`` tensor is untouched after a failed call.
 import sys
 import types
 
+from . import composite, utils
 from .composite import scatter_log_softmax, scatter_logsumexp, scatter_softmax, scatter_std
 from .scatter import scatter, scatter_add, scatter_max, scatter_mean, scatter_min, scatter_mul, scatter_sum
 from .segment_coo import (
@@ -47,40 +48,39 @@ from .segment_csr import (
     segment_min_csr,
     segment_sum_csr,
 )
-from . import composite, utils
 
 #: the torch_scatter release whose API and semantics this module follows
 __version__ = "2.1.2"
 
 __all__ = [
-    "scatter_sum",
+    "__version__",
+    "gather_coo",
+    "gather_csr",
+    "install",
+    "scatter",
     "scatter_add",
-    "scatter_mul",
+    "scatter_log_softmax",
+    "scatter_logsumexp",
+    "scatter_max",
     "scatter_mean",
     "scatter_min",
-    "scatter_max",
-    "scatter",
-    "segment_sum_csr",
-    "segment_add_csr",
-    "segment_mean_csr",
-    "segment_min_csr",
-    "segment_max_csr",
-    "segment_csr",
-    "gather_csr",
-    "segment_sum_coo",
-    "segment_add_coo",
-    "segment_mean_coo",
-    "segment_min_coo",
-    "segment_max_coo",
-    "segment_coo",
-    "gather_coo",
-    "scatter_std",
-    "scatter_logsumexp",
+    "scatter_mul",
     "scatter_softmax",
-    "scatter_log_softmax",
-    "install",
+    "scatter_std",
+    "scatter_sum",
+    "segment_add_coo",
+    "segment_add_csr",
+    "segment_coo",
+    "segment_csr",
+    "segment_max_coo",
+    "segment_max_csr",
+    "segment_mean_coo",
+    "segment_mean_csr",
+    "segment_min_coo",
+    "segment_min_csr",
+    "segment_sum_coo",
+    "segment_sum_csr",
     "uninstall",
-    "__version__",
 ]
 
 # (the functions scatter, segment_csr and segment_coo hide the submodules of those names as attributes, as in

@@ -23,8 +23,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from ..ops import segment_reduce
-from ..ops import segment_arg_reduce
+from ..ops import segment_arg_reduce, segment_reduce
 from . import _engine
 
 

@@ -8,8 +8,6 @@ import pathlib
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from scatterx import backends
 from scatterx.backends import _common, cpu

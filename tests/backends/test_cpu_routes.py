@@ -4,14 +4,14 @@ others, and which outputs are written with streaming (non-temporal) stores."""
 
 import pytest
 import torch
+from kernel_calls import bits
+from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 import scatterx
 from scatterx._reductions import BY_NAME
 from scatterx.backends import cpu
 from scatterx.backends.cpu import routes
 from scatterx.backends.cpu.routes import Route
-from kernel_calls import bits
-from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 T = routes.TUNING
 
@@ -56,7 +56,7 @@ def choose(sorted=True, into_new=True, outer=1, n=10**6, inner=64, m=None, segme
         (dict(sorted=False, inner=4, threads=2), Route.SERIAL),
         (
             dict(sorted=False, inner=4, threads=4),
-            Route.SLICES if 4 * 4 <= T.slices_max_row_bytes and 1 >= 4 else Route.GATHER,
+            Route.SLICES if T.slices_max_row_bytes >= 4 * 4 and 1 >= 4 else Route.GATHER,
         ),
         (dict(sorted=False, inner=1, into_new=False), Route.GATHER),
         # ... slices for tiny rows of many outer slices with a cache-sized accumulator, gather otherwise
@@ -96,9 +96,8 @@ def test_thresholds_change_the_choice_only_within_tuned():
             is Route.RUNS
         )
     assert routes.tuning() is routes.TUNING
-    with pytest.raises(TypeError):
-        with routes.tuned(no_such_threshold=1):
-            pass
+    with pytest.raises(TypeError), routes.tuned(no_such_threshold=1):
+        pass
 
 
 def launched(call):
@@ -285,9 +284,8 @@ def test_threads_for_small_work_is_one_and_each_caller_may_set_its_own_minimum()
 
 
 def test_an_unknown_route_or_threshold_is_refused_with_the_valid_names():
-    with pytest.raises(ValueError, match="unknown CPU route 'fastest'.*gather"):
-        with routes.force("fastest"):
-            pass
+    with pytest.raises(ValueError, match="unknown CPU route 'fastest'.*gather"), routes.force("fastest"):
+        pass
     with pytest.raises(TypeError, match="unknown CPU threshold.*chunk_per_thread.*chunks_per_thread"):
         with routes.tuned(chunk_per_thread=2):
             pass

@@ -12,7 +12,7 @@ def careless_kernel(src, index, out, n, inner, BLOCK: tl.constexpr):
     offsets = pid * inner + tl.arange(0, BLOCK)
     x = tl.load(src + offsets, mask=offsets < n)
     total = tl.zeros([BLOCK], tl.int64)
-    for k in range(0, n):
+    for k in range(n):
         total += tl.load(index + k).to(tl.int64) // (k + inner).to(tl.int64)
     tl.atomic_add(out + offsets, x + total.to(x.dtype), mask=offsets < n)
 

@@ -100,6 +100,7 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
     backend (CPU tensors through the interpreter when there is no GPU): every scatterx row is checked against
     torch before it is timed."""
     from conftest import _backend
+
     from scatterx.bench import harness, report
 
     gpu = _backend("gpu")

@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from scatterx.bench import dist  # noqa: E402
-from scatterx.cli import main  # noqa: E402
-from scatterx.bench.gnn import GnnConfig  # noqa: E402
+from scatterx.bench import dist
+from scatterx.bench.gnn import GnnConfig
+from scatterx.cli import main
 
 CONFIG = GnnConfig.for_graph("cora", nodes=300, edges=2000, features=8, hidden=8, threads=2, epochs=3)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -5,9 +5,9 @@ import torch
 
 pytest.importorskip("torch_geometric")
 
-import scatterx.pyg  # noqa: E402
-from scatterx import cli  # noqa: E402
-from scatterx.bench import gnn  # noqa: E402
+import scatterx.pyg
+from scatterx import cli
+from scatterx.bench import gnn
 
 SMALL = dict(nodes=300, edges=2_000, features=16, hidden=8, classes=5, epochs=3)
 

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from scatterx.bench import gnn, gnn_cold  # noqa: E402
+from scatterx.bench import gnn, gnn_cold
 
 
 def test_first_steps_run_in_fresh_processes_and_the_cache_is_reused():

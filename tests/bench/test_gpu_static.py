@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import GPU_COMPILE_TEST, background, gpu_compiling_env
+
 from scatterx.kernels.gpu import available
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")

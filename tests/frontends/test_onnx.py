@@ -6,7 +6,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
 from onnx import helper  # a test dependency (pyproject's [test] extra): its reference is the oracle here
 from onnx.reference import ReferenceEvaluator
 

@@ -4,12 +4,12 @@ write."""
 
 import pytest
 import torch
+from conftest import _backend, assert_matches
 from hypothesis import given
 from hypothesis import strategies as st
 
 import scatterx
 from scatterx import planner, reference
-from conftest import assert_matches, _backend
 
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
 DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16, torch.bfloat16]
@@ -367,7 +367,7 @@ def test_dtypes_the_kernels_do_not_take_give_torch_s_results(dtype):
     for reduce in ("sum", "prod", "mean", "amax", "amin"):
         try:
             want = torch.scatter_reduce(inp, 0, index, src, reduce)
-        except RuntimeError as e:  # torch has no such kernel (e.g. amax of complex): neither has the frontend
+        except RuntimeError:  # torch has no such kernel (e.g. amax of complex): neither has the frontend
             with pytest.raises(RuntimeError):
                 scatterx.scatter_reduce(inp, 0, index, src, reduce)
             continue

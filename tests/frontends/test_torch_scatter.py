@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import TOLERANCES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scatterx.torch_scatter as ts
 from scatterx import reference
-from conftest import TOLERANCES
 
 REDUCES = ["sum", "add", "mul", "mean", "min", "max"]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int16]

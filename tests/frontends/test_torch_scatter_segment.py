@@ -7,10 +7,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_torch_scatter import DTYPES, check, values
 
 import scatterx.torch_scatter as ts
 from scatterx import reference
-from test_torch_scatter import DTYPES, check, values
 
 REDUCES = ["sum", "add", "mean", "min", "max"]
 

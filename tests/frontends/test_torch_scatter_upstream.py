@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from upstream import extract, find_git_dir, git
 
 TESTS_DIR = Path(__file__).resolve().parent

@@ -7,11 +7,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import scatterx.torch_scatter as drop_in
 from test_torch_scatter import check, problems
 from test_torch_scatter_composite import close, groups
 from test_torch_scatter_segment import segment_problems
+
+import scatterx.torch_scatter as drop_in
 
 real = pytest.importorskip("torch_scatter", reason="torch_scatter is not installed (the drop-in's own tests run)")
 if real is drop_in or not hasattr(real, "segment_csr"):  # pragma: no cover - install() here, or not the package

@@ -3,16 +3,16 @@ and several threads with segments split into small chunks, against the reference
 several channels, per-head weights, empty segments, rows read more than once."""
 
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_threads
+from strategies import REDUCES, random_values
 
 import scatterx
 from scatterx import reference
 from scatterx._reductions import BY_NAME
 from scatterx.backends import cpu
-from conftest import assert_matches
-from kernel_calls import on_threads
-from strategies import REDUCES, random_values
 
 
 @settings(max_examples=60)

@@ -5,10 +5,10 @@ segments split into small chunks: the logits against the reference, their gradie
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_threads
 
 from scatterx import reference
 from scatterx.backends import cpu
-from kernel_calls import on_threads
 
 FLOATS = [torch.float32, torch.float64]
 

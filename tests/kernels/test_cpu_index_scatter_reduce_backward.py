@@ -5,12 +5,12 @@ members equal to the result (ties planted), ``base``'s value counted when asked,
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_threads, ties_by_definition
+from strategies import random_values
 
 import scatterx
 from scatterx import reference
 from scatterx.backends import cpu
-from kernel_calls import on_threads, ties_by_definition
-from strategies import random_values
 
 
 @settings(max_examples=50)

@@ -8,6 +8,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import SENTINEL, bits, segment_kernel
+from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 from scatterx._reductions import BY_NAME, REDUCTIONS
 from scatterx.kernels.cpu import NATIVE, launch, numpy_view, storage_code
@@ -19,8 +21,6 @@ from scatterx.kernels.cpu.index_scatter_reduce_owner import (
     OUT_OF_RANGE,
     index_scatter_reduce_owner,
 )
-from kernel_calls import SENTINEL, bits, segment_kernel
-from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 
 def run_owner(

@@ -7,13 +7,13 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import bits, guarded, segment_kernel
+from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 from scatterx._reductions import BY_NAME
 from scatterx.kernels.cpu import launch, numpy_view, storage_code
 from scatterx.kernels.cpu._memory import STREAM_ALIGN
 from scatterx.kernels.cpu.index_scatter_reduce_runs import index_scatter_reduce_runs
-from kernel_calls import bits, guarded, segment_kernel
-from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 
 def run_runs(src3, index, num_targets, reduce, nchunks, stream=False, threads=1):

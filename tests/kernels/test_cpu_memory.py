@@ -4,11 +4,11 @@
 import numpy as np
 import pytest
 import torch
+from kernel_calls import SENTINEL, guarded
 from numba import njit
 
 from scatterx.kernels.cpu import numpy_view
 from scatterx.kernels.cpu._memory import STREAM_ALIGN, prefetch_row, prefetch_write, store_fence, stream_row
-from kernel_calls import SENTINEL, guarded
 
 NATIVE_DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64]
 

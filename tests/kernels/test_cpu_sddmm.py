@@ -3,15 +3,15 @@ segments split into small chunks, against the reference: add, mul and the dot pr
 several heads, empty segments, rows read more than once."""
 
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_threads
+from strategies import random_values
 
 import scatterx
 from scatterx import reference
 from scatterx.backends import cpu
-from conftest import assert_matches
-from kernel_calls import on_threads
-from strategies import random_values
 
 
 @settings(max_examples=60)

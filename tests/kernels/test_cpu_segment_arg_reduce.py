@@ -5,13 +5,13 @@ reductions, every dtype, gathered rows, a base, the start values and fill rules 
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import bits, on_threads
+from strategies import random_values, segment_problems
 
 from scatterx import reference
 from scatterx._reductions import BY_NAME
 from scatterx.backends import cpu
 from scatterx.kernels.cpu.segment_arg_reduce import FILL_EMPTY, FILL_NONE, FILL_UNSELECTED
-from kernel_calls import bits, on_threads
-from strategies import random_values, segment_problems
 
 FILLS = {"none": FILL_NONE, "unselected": FILL_UNSELECTED, "empty": FILL_EMPTY}
 

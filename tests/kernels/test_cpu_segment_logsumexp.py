@@ -4,15 +4,15 @@ both flavours (torch_scatter's ``scatter_logsumexp`` and ``scatter_log_softmax``
 float dtype."""
 
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_threads
+from strategies import segment_problems
 
 from scatterx import reference
 from scatterx.backends import cpu
 from scatterx.kernels.cpu.segment_logsumexp import LOG_SOFTMAX, LOGSUMEXP
-from conftest import assert_matches
-from kernel_calls import on_threads
-from strategies import segment_problems
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 

@@ -5,8 +5,11 @@ write nothing outside the output."""
 
 import numpy as np
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import bits, guarded, ptr_of
+from strategies import REDUCES, random_values
 
 import scatterx
 from scatterx import reference
@@ -14,9 +17,6 @@ from scatterx._reductions import BY_NAME
 from scatterx.kernels.cpu import launch, numpy_view, storage_code
 from scatterx.kernels.cpu._memory import STREAM_ALIGN
 from scatterx.kernels.cpu.segment_reduce import segment_reduce
-from conftest import assert_matches
-from kernel_calls import bits, guarded, ptr_of
-from strategies import REDUCES, random_values
 
 NATIVE_DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64]
 

@@ -7,9 +7,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
-from scatterx.kernels.cpu import launch, numpy_view, storage_code
-from scatterx.kernels.cpu.segment_softmax import EXP_SCRATCH_ELEMENTS, segment_softmax, segment_softmax_backward
 from softmax_cases import (
     CASES,
     DTYPES,
@@ -24,6 +21,9 @@ from softmax_cases import (
     reference,
     values,
 )
+
+from scatterx.kernels.cpu import launch, numpy_view, storage_code
+from scatterx.kernels.cpu.segment_softmax import EXP_SCRATCH_ELEMENTS, segment_softmax, segment_softmax_backward
 
 _NO_PERM = np.empty(0, dtype=np.int64)  # what the sorted path passes (never read)
 

@@ -4,16 +4,16 @@ per-head weights, empty segments, rows read more than once."""
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_gpu_backend
+from strategies import REDUCES, random_values
 
 import scatterx
 from scatterx import reference
 from scatterx._reductions import BY_NAME
 from scatterx.kernels.gpu import available
-from conftest import assert_matches
-from kernel_calls import on_gpu_backend
-from strategies import REDUCES, random_values
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_gpu_backend
 
 from scatterx import reference
 from scatterx.kernels.gpu import available
-from kernel_calls import on_gpu_backend
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 

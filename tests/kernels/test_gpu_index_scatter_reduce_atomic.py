@@ -5,16 +5,16 @@ skipped (the device-side checks run separately), so the kernel stays inside its 
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_gpu_backend
+from strategies import random_values
 
 import scatterx
 from scatterx import reference
 from scatterx._reductions import REDUCTIONS
 from scatterx.kernels.gpu import available
-from conftest import assert_matches
-from kernel_calls import on_gpu_backend
-from strategies import random_values
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 ATOMIC = [r for r in REDUCTIONS if r.atomic]
@@ -35,18 +35,17 @@ def test_matches_the_reference(red, dtype, n, inner, segments, mode, seed):
     src = random_values((n, inner), dtype, g, red.name)
     index = torch.randint(0, segments, (n,), generator=g)
     base = None if mode == "new" else random_values((segments, inner), dtype, g, red.name)
-    with on_gpu_backend() as (gpu, device):
-        with gpu.routes.force(gpu.routes.Route.ATOMIC):
-            got = gpu.index_scatter_reduce(
-                src.to(device),
-                index.to(device),
-                0,
-                red,
-                False,
-                segments,
-                base=None if base is None else base.to(device),
-                include_self=mode == "base_self",
-            )
+    with on_gpu_backend() as (gpu, device), gpu.routes.force(gpu.routes.Route.ATOMIC):
+        got = gpu.index_scatter_reduce(
+            src.to(device),
+            index.to(device),
+            0,
+            red,
+            False,
+            segments,
+            base=None if base is None else base.to(device),
+            include_self=mode == "base_self",
+        )
     want = reference.index_scatter_reduce(
         0,
         index,

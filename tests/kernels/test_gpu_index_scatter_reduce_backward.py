@@ -6,12 +6,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_gpu_backend, ties_by_definition
+from strategies import random_values
 
 import scatterx
 from scatterx import reference
 from scatterx.kernels.gpu import available
-from kernel_calls import on_gpu_backend, ties_by_definition
-from strategies import random_values
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 

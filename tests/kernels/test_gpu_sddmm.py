@@ -3,15 +3,15 @@ against the reference: add, mul and the dot product over channels, every dtype, 
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_gpu_backend
+from strategies import random_values
 
 import scatterx
 from scatterx import reference
 from scatterx.kernels.gpu import available
-from conftest import assert_matches
-from kernel_calls import on_gpu_backend
-from strategies import random_values
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 

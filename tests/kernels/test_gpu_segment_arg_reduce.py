@@ -6,13 +6,13 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import bits, on_gpu_backend
+from strategies import random_values, segment_problems
 
 from scatterx import reference
 from scatterx._reductions import BY_NAME
 from scatterx.kernels.cpu.segment_arg_reduce import FILL_EMPTY, FILL_NONE, FILL_UNSELECTED
 from scatterx.kernels.gpu import available
-from kernel_calls import bits, on_gpu_backend
-from strategies import random_values, segment_problems
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 FILLS = {"none": FILL_NONE, "unselected": FILL_UNSELECTED, "empty": FILL_EMPTY}

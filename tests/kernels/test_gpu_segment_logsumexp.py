@@ -4,15 +4,15 @@ dtype."""
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_gpu_backend
+from strategies import segment_problems
 
 from scatterx import reference
 from scatterx.kernels.cpu.segment_logsumexp import LOG_SOFTMAX, LOGSUMEXP
 from scatterx.kernels.gpu import available
-from conftest import assert_matches
-from kernel_calls import on_gpu_backend
-from strategies import segment_problems
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]

@@ -5,16 +5,16 @@ reduction x dtype, gathered rows, ``base`` with and without include_self, empty 
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_calls import on_gpu_backend
+from strategies import REDUCES, random_values, segment_problems
 
 import scatterx
 from scatterx import reference
 from scatterx._reductions import BY_NAME, accumulator_dtype
 from scatterx.kernels.gpu import available
-from conftest import assert_matches
-from kernel_calls import on_gpu_backend
-from strategies import REDUCES, random_values, segment_problems
 
 pytestmark = pytest.mark.skipif(not available(), reason="triton is not installed")
 

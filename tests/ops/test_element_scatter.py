@@ -5,14 +5,14 @@ with their position before anything is written."""
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import random_values
 
 from scatterx import reference
 from scatterx.ops import element_gather, element_scatter
 from scatterx.planner import XMap
-from conftest import assert_matches
-from strategies import random_values
 
 MODES = ["assign", "sum", "mean", "prod", "amax", "amin"]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64]

@@ -2,14 +2,14 @@
 
 import pytest
 import torch
+from conftest import _backend, assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import ALIASES, REDUCES, SUPPORTED_DTYPES, random_values
 from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx
 from scatterx import reference
-from conftest import _backend, assert_matches
-from strategies import ALIASES, REDUCES, SUPPORTED_DTYPES, random_values
 
 
 @st.composite

@@ -3,14 +3,14 @@ gradients in src and weight (double backward for sum/mean), opcheck, torch.compi
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx
 from scatterx import reference
-from conftest import assert_matches
-from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 
 @st.composite

@@ -3,13 +3,13 @@ gradcheck, opcheck, torch.compile of a GATv2 step, and bad input."""
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx
 from scatterx import reference
-from conftest import assert_matches
 
 FLOATING = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 

@@ -7,15 +7,15 @@ import math
 
 import pytest
 import torch
+from conftest import INTO_NEW_ROUTES, ROUTES, assert_matches, route_id
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import ALIASES, OUT_MODES, REDUCES, random_values, scatter_problems
 
 import scatterx
 from scatterx import backends, reference
 from scatterx._reductions import BY_NAME
 from scatterx.ops import index_scatter_reduce_from
-from conftest import INTO_NEW_ROUTES, ROUTES, assert_matches, route_id
-from strategies import ALIASES, OUT_MODES, REDUCES, random_values, scatter_problems
 
 
 def run(backend, p):
@@ -153,7 +153,7 @@ def test_parallel_path_with_hub_segments_matches_reference(torch_threads, cpu_pa
         assert_matches(got, _hub_reference(reduce), reduce)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hub_problem():
     g = torch.Generator().manual_seed(0)
     num_nodes, num_edges = 3000, 60000
@@ -165,7 +165,7 @@ def _hub_problem():
     return index, torch.randn(num_edges, 3, dtype=torch.float64, generator=g), num_nodes
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hub_reference(reduce):
     """The reference's result on the hub problem (a plain loop: computed once for all routes and thread counts)."""
     index, src, num_nodes = _hub_problem()

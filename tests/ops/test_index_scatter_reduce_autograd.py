@@ -1,14 +1,12 @@
 """Gradients of torch.ops.scatterx.index_scatter_reduce: gradcheck, torch's own scatter_reduce as a second oracle
 (ties, zeros), the exact rules by hand, opcheck, torch.compile; the GPU backend's gradients against the CPU's."""
 
-import itertools
-
 import pytest
 import torch
+from conftest import ON_GPU, Backend, _backend
 from torch.autograd import gradcheck, gradgradcheck
 
-import scatterx  # noqa: F401  (registers the ops)
-from conftest import ON_GPU, Backend, _backend
+import scatterx
 
 op = torch.ops.scatterx.index_scatter_reduce
 REDUCES = ["sum", "mean", "prod", "amax", "amin"]

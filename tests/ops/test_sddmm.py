@@ -3,14 +3,14 @@ and bad input."""
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import SUPPORTED_DTYPES, random_values
 from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx
 from scatterx import reference
-from conftest import assert_matches
-from strategies import SUPPORTED_DTYPES, random_values
 
 OPS = ["add", "mul", "dot"]
 

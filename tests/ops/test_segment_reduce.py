@@ -2,13 +2,13 @@
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import REDUCES, random_values
 
 import scatterx
 from scatterx import reference
-from conftest import assert_matches
-from strategies import REDUCES, random_values
 
 
 @st.composite

@@ -6,13 +6,13 @@ import math
 
 import pytest
 import torch
+from conftest import assert_matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx
 from scatterx import reference
-from conftest import assert_matches
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 

@@ -1,13 +1,14 @@
 """Every bad input raises a clear Python exception before anything is written; ``out`` stays exactly as it was."""
 
 import contextlib
+
 import numpy as np
 import pytest
 import torch
+from conftest import _backend
 
 import scatterx
 from scatterx import reference
-from conftest import _backend
 
 SRC = torch.arange(24, dtype=torch.float32).reshape(6, 4)
 GOOD_INDEX = torch.tensor([0, 0, 1, 2, 2, 3])

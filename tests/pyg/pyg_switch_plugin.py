@@ -11,11 +11,11 @@ and one with the count of tests checked at its end (``tests/test_pyg_upstream.py
 from __future__ import annotations
 
 import pytest
+import torch_geometric
+import torch_geometric.utils
 
 import scatterx
 import scatterx.pyg
-import torch_geometric
-import torch_geometric.utils
 
 #: the first words of the line reported at session start (tests/test_pyg_upstream.py matches it)
 SWITCH_ON_LINE = "scatterx.pyg switch: ON"

@@ -22,7 +22,7 @@ from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, 
 
 import scatterx  # noqa: E402
 import scatterx.pyg as sxpyg  # noqa: E402
-from scatterx.pyg import _common, adjacency, aggregation, fused, routed  # noqa: E402
+from scatterx.pyg import _common, adjacency, fused, routed  # noqa: E402
 
 ORIGINAL = {
     "scatter": pyg_utils.scatter,

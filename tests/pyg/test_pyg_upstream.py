@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
-
 from upstream import extract, find_git_dir, git
 
 TESTS_DIR = Path(__file__).resolve().parent  # where pyg_switch_plugin.py is

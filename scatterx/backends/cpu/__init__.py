@@ -21,7 +21,6 @@ from .segments import check_index, check_ptr, index_to_ptr, output_size, segment
 NAME = "cpu"
 
 __all__ = [
-    "routes",
     "check_index",
     "check_ptr",
     "csr_transpose",
@@ -33,6 +32,7 @@ __all__ = [
     "index_scatter_reduce",
     "index_to_ptr",
     "output_size",
+    "routes",
     "sddmm",
     "segment_arg_reduce",
     "segment_logsumexp",

@@ -9,8 +9,8 @@ import numpy as np
 import torch
 
 from ..._reductions import BY_NAME
-from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu import element_scatter as element_kernels
+from ...kernels.cpu import launch, numpy_view, storage_code
 from .._common import empty, shape3
 from . import routes
 

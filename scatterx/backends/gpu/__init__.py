@@ -31,7 +31,6 @@ from .segments import check_index, check_ptr, index_to_ptr, output_size, segment
 NAME = "gpu"
 
 __all__ = [
-    "routes",
     "check_index",
     "check_ptr",
     "csr_transpose",
@@ -43,6 +42,7 @@ __all__ = [
     "index_scatter_reduce",
     "index_to_ptr",
     "output_size",
+    "routes",
     "sddmm",
     "segment_arg_reduce",
     "segment_logsumexp",

@@ -91,7 +91,7 @@ class Variant:
     aligned: Tuple[str, ...] = ()
 
     @staticmethod
-    def of(kernel, params: Dict[str, str], constexprs: Dict[str, object], aligned=()) -> "Variant":
+    def of(kernel, params: Dict[str, str], constexprs: Dict[str, object], aligned=()) -> Variant:
         fn = getattr(kernel, "fn", kernel)
         return Variant(
             f"{fn.__module__}.{fn.__name__}",

@@ -357,7 +357,7 @@ class Kernel:
     (``tests/compile_budget.py``).
     """
 
-    all: "list[Kernel]" = []
+    all: list[Kernel] = []
 
     def __init__(self, dispatcher, literal=(), strided=()):
         self.dispatcher = dispatcher

@@ -31,7 +31,7 @@ from numba.extending import overload
 from ._codegen import NATIVE, Kernel, acc_buffer, claim, combine, finalize, identity, load, store
 from ._memory import prefetch_write
 
-__all__ = ["NATIVE", "along_scatter", "along_gather", "row_gather", "coords_scatter", "coords_gather"]
+__all__ = ["NATIVE", "along_gather", "along_scatter", "coords_gather", "coords_scatter", "row_gather"]
 
 # ``track`` of the along-dim scatter: what it records per target besides the accumulator
 TRACK_NONE, TRACK_FLAG, TRACK_COUNT = 0, 1, 2

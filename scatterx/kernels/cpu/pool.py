@@ -25,7 +25,7 @@ from ._codegen import Kernel
 
 
 class _Worker:
-    __slots__ = ("go", "done", "task", "result")
+    __slots__ = ("done", "go", "result", "task")
 
     def __init__(self):
         self.go = threading.Lock()

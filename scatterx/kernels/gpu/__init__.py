@@ -9,7 +9,7 @@ import functools
 import os
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def available() -> bool:
     """Whether Triton imports (the kernels modules of this package need it)."""
     try:
