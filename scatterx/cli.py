@@ -327,7 +327,7 @@ def _bench_grid(args, argv: List[str]) -> None:
             )
         rows = targets.run(argv, chosen, args.out_dir)
         print(targets.table(rows))
-        failed = [r["target"] for r in rows if "failed" in r]
+        failed = [str(r["target"]) for r in rows if "failed" in r]
         if failed:
             raise SystemExit(f"scatterx bench --grid: no results for CPU target(s) {', '.join(failed)}")
         return
@@ -402,7 +402,7 @@ def _plot(dirs: List[str]) -> int:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise SystemExit("scatterx plot needs matplotlib: pip install 'scatterx[bench]'")
+        raise SystemExit("scatterx plot needs matplotlib: pip install 'scatterx[bench]'") from None
     for directory in dirs:
         if not pathlib.Path(directory).is_dir():
             raise SystemExit(f"scatterx plot: {directory} is not a directory")
@@ -425,7 +425,7 @@ def _gpu_report(args) -> int:
     try:
         result = gpu_static.run(targets, jobs=args.jobs, out_dir=args.out_dir, match=args.match)
     except ValueError as error:
-        raise SystemExit(f"scatterx gpu-report: {error}")
+        raise SystemExit(f"scatterx gpu-report: {error}") from error
     print(gpu_static.markdown(result["rows"], result["env"], result["seconds"]))
     for target in result["skipped_targets"]:
         print(f"sm_{target}: skipped, this Triton's ptxas cannot compile for it")
@@ -452,7 +452,7 @@ def _bench_dist(args) -> None:
     try:
         procs = sorted({int(p) for p in args.procs.split(",") if p.strip()})
     except ValueError:
-        raise SystemExit(f"scatterx bench-dist: --procs must be comma-separated integers, got {args.procs!r}")
+        raise SystemExit(f"scatterx bench-dist: --procs must be comma-separated integers, got {args.procs!r}") from None
     if not procs or procs[0] < 1:
         raise SystemExit(f"scatterx bench-dist: --procs must list process counts >= 1, got {args.procs!r}")
     for name, value in (
@@ -484,7 +484,7 @@ def _require_pyg(command: str) -> None:
     try:
         import torch_geometric  # noqa: F401
     except ImportError:
-        raise SystemExit(f"{command} needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'")
+        raise SystemExit(f"{command} needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'") from None
 
 
 def _partition(args) -> None:
@@ -497,7 +497,7 @@ def _partition(args) -> None:
             data.edge_index, config.nodes, args.world, args.method, seed=args.seed, balance=args.balance
         )
     except ImportError as error:
-        raise SystemExit(f"scatterx partition: {error}")
+        raise SystemExit(f"scatterx partition: {error}") from error
     meta = sxd.save_shards(
         args.out_dir, gp, data.edge_index, x=data.x, y=data.y, masks={"train_mask": data.train_mask}, name=args.graph
     )
@@ -519,7 +519,7 @@ def _bench_gnn(args) -> None:
     try:
         import torch_geometric  # noqa: F401
     except ImportError:
-        raise SystemExit("scatterx bench-gnn needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'")
+        raise SystemExit("scatterx bench-gnn needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'") from None
 
     for name, value in (
         ("epochs", args.epochs),

@@ -23,7 +23,7 @@ import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
@@ -96,7 +96,7 @@ def _peak_mib() -> float:
 def _train(model, optimizer, x, edge_index, y, mask, share, epochs, sharded):
     import scatterx.pyg as sxpyg
 
-    epoch_s, losses, sent, control, grads = [], [], [], [], []
+    epoch_s, losses, sent, control = [], [], [], []
     with sxpyg.enabled():
         for _ in range(epochs):
             sxd.STATS.reset()
@@ -117,16 +117,19 @@ def _train(model, optimizer, x, edge_index, y, mask, share, epochs, sharded):
     return epoch_s, losses, sent[-1], control[-1], grads
 
 
-def train_rank(rank: int, procs: int, shard_dir: str, config: GnnConfig, epochs: int, model_name: str) -> Dict:
+def train_rank(
+    rank: int, procs: int, shard_dir: Optional[str], config: GnnConfig, epochs: int, model_name: str
+) -> Dict:
     """One rank's run from its shard (what a user's training script does); ``shard_dir`` None: the one-process
     reference on the whole graph."""
     base = _rss_mib()
+    edge_index: Union[torch.Tensor, sxd.ShardedGraph]  # the whole graph's, or this rank's share
     if shard_dir is None:
         data = make_arxiv_like(config)
         x, edge_index, y, mask, share = data.x, data.edge_index, data.y, data.train_mask, 1.0
     else:
         shard = sxd.load_shard(shard_dir)
-        x, edge_index, y, mask, share = shard.x, shard.edge_index, shard.y, shard.train_mask, shard.train_share
+        x, edge_index, y, mask, share = shard.x, shard.edge_index, shard.y, shard.masks["train_mask"], shard.train_share
     torch.manual_seed(config.seed)
     model = build_model(model_name, config)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)

@@ -9,6 +9,7 @@ require it); the scatter functions and the composites run on the sorted and the 
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
@@ -30,7 +31,8 @@ DROP_IN = "scatterx.torch_scatter"
 def real_torch_scatter():
     """The installed torch_scatter, or None (absent, broken, or scatterx's drop-in registered under its name)."""
     try:
-        import torch_scatter
+        # by name at run time: an optional peer, untyped, absent from most installs (and from the type check's)
+        torch_scatter = importlib.import_module("torch_scatter")
     except Exception:
         return None
     if getattr(torch_scatter, "__name__", "") != "torch_scatter" or not hasattr(torch_scatter, "segment_csr"):
@@ -78,7 +80,7 @@ def _arg(src, index, values, n):
 def native_calls(graph: Graph, function: str, sorted: bool) -> Callable:
     """What a user without torch_scatter writes with torch's own ops, with torch_scatter's results on every row
     that receives something."""
-    (a, b, *rest), kwargs = _args(graph, function, sorted)
+    (a, b, *_rest), _kwargs = _args(graph, function, sorted)
     n = graph.num_nodes
     if function == "gather_csr":
         return lambda: a.repeat_interleave(b[1:] - b[:-1], dim=0)

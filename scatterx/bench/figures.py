@@ -17,7 +17,7 @@ import math
 import os
 import statistics
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 WIDTH_IN = 9.5
 DPI = 100
@@ -221,7 +221,7 @@ def bench_figures(data: dict, out_dir: str) -> List[str]:
     for r in rows:
         if (r["reduce"], r["order"], r["mode"]) not in keys:
             keys.append((r["reduce"], r["order"], r["mode"]))
-    figures = []
+    figures: List[Tuple[List[Optional[Case]], str, str]] = []
 
     forward = [
         _case(rows, red, o, m, OURS["forward"], f"{red}, {o} index", red)
@@ -264,8 +264,8 @@ def bench_figures(data: dict, out_dir: str) -> List[str]:
 
     written = []
     where = "GPU" if device == "cuda" else "CPU"
-    for cases, title, name in figures:
-        cases = [x for x in cases if x is not None]
+    for maybe_cases, title, name in figures:
+        cases = [x for x in maybe_cases if x is not None]
         sub = subtitle
         if name == "drop-in.png" and native:
             sub += "\ntorch_scatter was not installed: each function against what it takes in torch's own ops"
@@ -293,7 +293,7 @@ def environment_line_text(line: str) -> Dict[str, str]:
         else:
             item += ch
     items.append(item.strip())
-    return dict(tuple(i.split(" ", 1)) for i in items if " " in i)
+    return {key: value for key, space, value in (i.partition(" ") for i in items) if space}
 
 
 def environment_line(path: str) -> Dict[str, str]:
@@ -316,7 +316,7 @@ def grid_figures(rows: List[dict], env: Dict[str, str], out_dir: str) -> List[st
         for r in cells:
             key = (r["degree"], r["dtype"], r["dim"])
             planes[key] = planes.get(key, 0) + 1
-        degree, dtype, dim = max(planes, key=planes.get)
+        degree, dtype, dim = max(planes, key=lambda plane: planes[plane])
         base = [r for r in cells if (r["degree"], r["dtype"], r["dim"]) == (degree, dtype, dim)]
         sizes = sorted({(int(r["edges"]), int(r["features"])) for r in base})
         cases = []

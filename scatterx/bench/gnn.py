@@ -7,9 +7,9 @@ and a 250k-node slice shaped like ogbn-products), with power-law in- and out-deg
 
 Each model is built twice from one seed (same weights), and the two copies train side by side: one epoch of
 PyG's default path and one with ``scatterx.pyg`` switched on, in turn (which goes first alternates), so that both
-see the same machine noise. The epoch time is the median after the first epoch; the first (JIT compilation, scatterx's CSR build) is
-reported apart. The losses of the two runs must agree at every epoch (``LOSS_RTOL``): the same training, only
-summed in another order.
+see the same machine noise. The epoch time is the median after the first epoch; the first (JIT compilation, scatterx's
+CSR build) is reported apart. The losses of the two runs must agree at every epoch (``LOSS_RTOL``): the same
+training, only summed in another order.
 
 Peak memory (``peak_step_bytes``): after the timed epochs of every model, one more training step per path with
 the resident set sampled every ~0.5 ms from ``/proc/self/statm``; the peak over the step minus the resident set
@@ -26,7 +26,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -53,8 +53,15 @@ GRAPHS = {
     "products-small": dict(nodes=250_000, edges=6_250_000, features=100, classes=47),
     "products-sbm": dict(nodes=250_000, edges=6_250_000, features=100, classes=47),
 }
+
+
+class Communities(TypedDict):
+    communities: int  # blocks
+    mixing: float  # the fraction of edges between blocks
+
+
 #: the graphs built as a stochastic block model: blocks and the fraction of edges between blocks
-COMMUNITIES = {"products-sbm": dict(communities=100, mixing=0.2)}
+COMMUNITIES = {"products-sbm": Communities(communities=100, mixing=0.2)}
 MODELS = ("gcn", "sage", "gin", "gat", "gatv2", "graphconv")
 #: losses of the two paths agree to this relative tolerance at every epoch (a goal of ``goals.json``; the
 #: others: epoch speedups per graph and model, GAT's peak step memory on arxiv)
@@ -81,7 +88,7 @@ class GnnConfig:
     @classmethod
     def for_graph(cls, graph: str, **overrides) -> GnnConfig:
         """The config of a built-in graph shape, with any field overridden (None: keep the graph's)."""
-        shape = dict(GRAPHS[graph])
+        shape: Dict[str, Any] = dict(GRAPHS[graph])  # the overrides may be of any field
         shape.update({k: v for k, v in overrides.items() if v is not None})
         return cls(graph=graph, **shape)
 
@@ -167,7 +174,7 @@ class ModelResult:
     model: str
     epoch_s: Dict[str, List[float]]  # "pyg" / "scatterx" -> seconds per epoch
     loss: Dict[str, List[float]]
-    peak_bytes: Dict[str, Optional[int]] = field(default_factory=dict)  # "pyg" / "scatterx" -> one step's peak
+    peak_bytes: Dict[str, int] = field(default_factory=dict)  # "pyg" / "scatterx" -> one step's peak
 
     def memory_ratio(self) -> Optional[float]:
         """scatterx's peak step memory over PyG's, or None where not measured."""

@@ -35,17 +35,16 @@ def onnx_inference(model, x, edge_index, threads: int) -> OnnxRow:
     import scatterx.pyg as sxpyg
     from scatterx.export import to_onnx
 
-    data = type("Graph", (), {"x": x, "edge_index": edge_index})
     with torch.no_grad(), sxpyg.enabled():
-        eager = model(data.x, data.edge_index)
-        eager_ms = _median_ms(lambda: model(data.x, data.edge_index))
+        eager = model(x, edge_index)
+        eager_ms = _median_ms(lambda: model(x, edge_index))
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "sage.onnx"
-            to_onnx(model, (data.x, data.edge_index), path)
+            to_onnx(model, (x, edge_index), path)
             options = ort.SessionOptions()
             options.intra_op_num_threads = threads
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), (data.x, data.edge_index))}
+    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), (x, edge_index))}
     (out,) = session.run(None, feeds)
     onnx_ms = _median_ms(lambda: session.run(None, feeds))
     diff = float((torch.from_numpy(out) - eager).abs().max())

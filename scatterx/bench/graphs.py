@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
@@ -20,12 +21,20 @@ class Graph:
     ptr: torch.Tensor  # CSR offsets of ``index`` (num_nodes + 1)
     shuffled_index: torch.Tensor  # the same edges in a random order
     shuffled_src: torch.Tensor
-    grad_out: torch.Tensor  # an upstream gradient for the output (forward + backward rows)
+    # an upstream gradient for the output (forward + backward rows); None where the dtype is not floating point
+    grad_out: Optional[torch.Tensor]
 
     def to(self, device) -> Graph:
         """The same graph with every tensor on ``device``."""
-        moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
-        return Graph(**moved)
+        return Graph(
+            self.num_nodes,
+            self.index.to(device),
+            self.src.to(device),
+            self.ptr.to(device),
+            self.shuffled_index.to(device),
+            self.shuffled_src.to(device),
+            None if self.grad_out is None else self.grad_out.to(device),
+        )
 
     @property
     def num_edges(self) -> int:

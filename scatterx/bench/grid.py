@@ -4,7 +4,8 @@ grid of shapes, then the element plans against torch's functions and onnxruntime
 Axes: edges E, features F, mean in-degree (power-law degrees from ``graphs.make_graph``, N = E // degree nodes),
 index order, reduction, dtype, and the reduced dim: 0 of an ``(E, F)`` src or the last of an ``(F, E)`` one.
 Every cell runs forward; sum and mean also forward+backward. ``GridSpec(full=True)`` (``--grid full``) takes every
-combination of the axes (4,320 cells; hours on 2 cores). The default (510 cells, ~15 minutes on 2 busy cores) is a star around one plane: the E x F plane at the base values (the first listed degree, dtype and dim:
+combination of the axes (4,320 cells; hours on 2 cores). The default (510 cells, ~15 minutes on 2 busy cores) is
+a star around one plane: the E x F plane at the base values (the first listed degree, dtype and dim:
 10, float32, 0) up to ``MAX_ELEMENTS`` = E x F, and cells that change one of degree, dtype or dim at the E x F
 points of ``SIDE_EDGES`` x ``SIDE_FEATURES`` up to ``SIDE_MAX_ELEMENTS``; forward+backward on the base plane up
 to ``SIDE_MAX_ELEMENTS``. (Measured: the cells above those sizes took 20 of the 35 minutes of the whole star.)
@@ -18,8 +19,8 @@ taking turns (``ROUNDS`` each), so that slow drifts of the machine's load fall o
 ``seconds`` and ``min_calls`` calls (3 for calls over 50 ms): thousands of calls for a microsecond cell, 3 for a
 second-long one. Why blocks, not single calls in turn: on a busy machine torch's OpenMP worker falls asleep
 between two calls that are apart, and waking it can cost tens of milliseconds (measured: 15 µs calls back to
-back, 60 ms with another op between them); back-to-back calls are also what a training loop makes. A cell whose tensors would take over ``memory_fraction`` of the memory
-available when the grid starts is skipped, and says so.
+back, 60 ms with another op between them); back-to-back calls are also what a training loop makes. A cell whose
+tensors would take over ``memory_fraction`` of the memory available when the grid starts is skipped, and says so.
 
 Why this module is long: it is the grid's spec, its cells and their torch peers, the timing loop and the run;
 the element rows (``grid_elements.py``) and the outputs (``grid_report.py``) are already apart, and what remains
@@ -34,7 +35,7 @@ import statistics
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -43,7 +44,7 @@ from scatterx.ops._checks import _free_bytes, _human
 
 from . import grid_elements
 from .goals import evaluate
-from .graphs import make_graph
+from .graphs import Graph, make_graph
 from .harness import ORDERS, OtherLoad, check, environment
 
 EDGES = (100, 1_000, 10_000, 100_000, 1_000_000, 4_000_000)
@@ -186,8 +187,8 @@ def cell_bytes(cell: Cell) -> int:
 
 def measure(fns: Dict[str, Callable], seconds: float, min_calls: int, prune: Optional[Callable] = None):
     """``(median seconds per call, calls, names dropped)`` of warm callables, called in blocks of back-to-back
-    calls (about ``seconds / ROUNDS`` each, after an untimed call when they are short), the blocks round-robin, until each has taken ``seconds`` and made
-    ``min_calls`` calls (3 for calls over 50 ms; at most ``MAX_CALLS``).
+    calls (about ``seconds / ROUNDS`` each, after an untimed call when they are short), the blocks round-robin,
+    until each has taken ``seconds`` and made ``min_calls`` calls (3 for calls over 50 ms; at most ``MAX_CALLS``).
     ``prune({name: estimate})`` may name callables not to time beyond the first estimate (those dropped)."""
     samples: Dict[str, List[float]] = {}
     for name, fn in fns.items():  # a first estimate: the fastest of 2 or 3 calls (one may be a stall)
@@ -237,8 +238,9 @@ def run(spec: GridSpec, progress: Callable = lambda it, **kw: it, log: Callable 
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="index_reduce\\(\\) is in beta")
             free = _free_bytes(torch.device("cpu"))
-            limit = None if free is None else int(free * spec.memory_fraction)
-            if limit is not None:
+            limit: Optional[int] = None
+            if free is not None:
+                limit = int(free * spec.memory_fraction)
                 log(
                     f"grid: cells needing over {_human(limit)} ({spec.memory_fraction:.0%} of {_human(free)} "
                     f"available) are skipped"
@@ -254,8 +256,10 @@ def run(spec: GridSpec, progress: Callable = lambda it, **kw: it, log: Callable 
 
 def _run_cells(spec: GridSpec, todo: List[Cell], limit: Optional[int], progress: Callable) -> List[GridRow]:
     rows = []
-    graph_key = src_key = None
-    graph = src = None
+    graph_key: Optional[Tuple[int, int]] = None
+    src_key: Optional[Tuple[int, int, str, int]] = None
+    graph: Optional[Graph] = None
+    src: Optional[torch.Tensor] = None
     for cell in progress(todo, desc="grid", unit="cell"):
         started = time.perf_counter()
         row = GridRow(cell, goal(cell.edges))
@@ -264,11 +268,11 @@ def _run_cells(spec: GridSpec, todo: List[Cell], limit: Optional[int], progress:
         if limit is not None and need > limit:
             row.skipped = f"skipped: needs {_human(need)}, over the limit of {_human(limit)}"
             continue
-        if graph_key != (cell.edges, cell.degree):
+        if graph is None or graph_key != (cell.edges, cell.degree):
             graph_key, graph = (cell.edges, cell.degree), None
             graph = make_graph(cell.edges, cell.nodes, 0, torch.float32, "powerlaw", spec.seed)
         key = (cell.edges, cell.features, cell.dtype, cell.dim)
-        if src_key != key:
+        if src is None or src_key != key:
             src_key, src = key, None  # the old src is freed before the new one is made
             gen = torch.Generator().manual_seed(spec.seed + 1)
             src = torch.empty(cell.shape, dtype=getattr(torch, cell.dtype)).uniform_(-1.0, 1.0, generator=gen)

@@ -12,7 +12,7 @@ ONNX ops against torch are shown without a goal.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -55,7 +55,7 @@ class _Case:
     ours: Callable
     peer: str
     theirs: Callable
-    ort: Optional[tuple] = None  # (ONNX op type, {input name: tensor}, attributes)
+    ort: Optional[Tuple[str, Dict[str, torch.Tensor], Dict[str, Any]]] = None  # (ONNX op type, inputs, attributes)
     written_once: Optional[torch.Tensor] = None  # compare there only (assign: duplicates are undefined in torch)
 
 
@@ -182,11 +182,11 @@ def rows(spec, measure: Callable, progress: Callable, note: Callable) -> List[El
     )
     out: List[ElementRow] = []
     tasks = [(size, k) for size in spec.elements for k in range(len(_cases("small", 0)))]
-    cases = {}
+    cases: Dict[str, List[_Case]] = {}
     for size, k in progress(tasks, desc="grid element plans", unit="case"):
         if size not in cases:
             cases = {size: _cases(size, spec.seed)}
-        case = cases[size][k]
+        case: _Case = cases[size][k]  # (progress() is untyped: size and k come out as Any)
         e, n, f = SHAPES[size]
         label = f"{e:,}x{f} -> {n:,}x{f}"
         mask = case.written_once

@@ -90,11 +90,13 @@ def worst(report: GridReport) -> List[str]:
     lines += [cell_line(r) for r in timed[:WORST]]
     skipped = [r for r in report.rows if r.skipped]
     if skipped:
-        lines.append(f"{len(skipped)} cell(s) skipped for memory (limit {report.limit_bytes / 2**30:.1f} GiB)")
+        limit = "not recorded" if report.limit_bytes is None else f"{report.limit_bytes / 2**30:.1f} GiB"
+        lines.append(f"{len(skipped)} cell(s) skipped for memory (limit {limit})")
     misses = missed(report)
     cells_missed = [r for r in misses if isinstance(r, GridRow)]
+    below_1x = sum(r.speedup is not None and r.speedup < 1.0 for r in timed)
     lines.append(
-        f"cells below 1.0x the fastest torch path: {sum(r.speedup < 1.0 for r in timed)} of {len(timed)} "
+        f"cells below 1.0x the fastest torch path: {below_1x} of {len(timed)} "
         f"(CPU target {report.environment.get('numba_cpu_target', '?')})"
     )
     lines.append(

@@ -5,7 +5,8 @@ noisy, bare times alone mean little.
 
 Why this module is long: it is the whole run of the default bench -- the forward rows, the forward+backward,
 softmax and message-passing rows, each checked against a trusted result before it is timed -- with the records
-(environment, other load) that make one run's ratios readable. The peers themselves are in ``peers.py`` and ``peers_message_passing.py``.
+(environment, other load) that make one run's ratios readable. The peers themselves are in ``peers.py`` and
+``peers_message_passing.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import torch
 try:
     import resource  # Unix only: OtherLoad's own CPU time
 except ImportError:  # pragma: no cover
-    resource = None
+    _HAS_RESOURCE = False
+else:
+    _HAS_RESOURCE = True
 
 import scatterx
 from scatterx._reductions import NAMES
@@ -47,6 +50,7 @@ from .peers import (
     torch_scatter_version,
 )
 from .peers_message_passing import GATV2, GATV2_IMPLEMENTATIONS, WEIGHTED, WEIGHTED_IMPLEMENTATIONS
+from .targets import numba_cpu
 
 REDUCTIONS = NAMES
 ORDERS = ("sorted", "shuffled")
@@ -124,12 +128,12 @@ def median_seconds(fn: Callable, warmup: int, repeat: int, device: str = "cpu") 
     for _ in range(repeat):
         if device == "cuda":
             torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start_event.record()
             fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1e3)
+            end_event.record()
+            end_event.synchronize()
+            samples.append(start_event.elapsed_time(end_event) / 1e3)
         else:
             start = time.perf_counter()
             fn()
@@ -186,6 +190,7 @@ def source_commit() -> str:
             capture_output=True,
             text=True,
             timeout=10,
+            check=False,  # a failure is read from the return code below
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -212,7 +217,7 @@ class OtherLoad:
                 fields = [int(x) for x in f.readline().split()[1:9]]
         except (OSError, ValueError):
             return None
-        if resource is None:
+        if not _HAS_RESOURCE:
             return None
         user, nice, system, _idle, _iowait, irq, softirq, steal = fields + [0] * (8 - len(fields))
         tick = os.sysconf("SC_CLK_TCK")
@@ -247,8 +252,9 @@ def numba_cpu_target() -> str:
     """The CPU Numba compiles the kernels for (``NUMBA_CPU_NAME``, else the host's), and its vector extensions."""
     import llvmlite.binding as llvm
 
-    name = numba.config.CPU_NAME or llvm.get_host_cpu_name()
-    features = numba.config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
+    cpu_name, cpu_features = numba_cpu()
+    name = cpu_name or llvm.get_host_cpu_name()
+    features = cpu_features or llvm.get_host_cpu_features().flatten()
     vector = [f for f in ("avx512f", "avx2", "avx", "sse4.2", "neon", "sve") if f"+{f}" in features.split(",")]
     return f"{name} ({', '.join(vector) or 'no vector extensions found'})"
 
@@ -276,8 +282,8 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     probe = lambda: torch.sum(graph.src)  # noqa: E731  (the bandwidth probe: read src once)
     probe_samples = []
 
-    ours = [SCATTERX, SCATTERX_SEGMENT, SCATTERX_SCATTER_REDUCE]
-    impls = ours + (list(PEERS) if config.peers else [])
+    our_impls = [SCATTERX, SCATTERX_SEGMENT, SCATTERX_SCATTER_REDUCE]
+    impls = our_impls + (list(PEERS) if config.peers else [])
     tasks = [(r, o, impl) for r in config.reductions for o in config.orders for impl in impls]
     received = graph.ptr[1:] > graph.ptr[:-1]
     expected: Dict[str, torch.Tensor] = {}
@@ -288,7 +294,7 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
             continue
         if reduce not in expected:
             expected[reduce] = _expected(graph, reduce)
-        is_scatterx = impl in ours
+        is_scatterx = impl in our_impls
         check(f"{impl.name} ({reduce}, {order})", fn(), expected[reduce], None if is_scatterx else received)
         probe_samples.append(median_seconds(probe, 1, 3, device))
         seconds = median_seconds(fn, config.warmup, config.repeat, device)
@@ -313,9 +319,9 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
         }.get(row.reduce, SCATTERX.name)
         if row.mode == DROP_IN_MODE:
             mine = dropin.DROP_IN
-        ours = find(rows, row.reduce, row.order, mine, row.mode)
-        if row.implementation != mine and ours is not None:
-            row.scatterx_speedup = row.ms / ours.ms
+        our_row = find(rows, row.reduce, row.order, mine, row.mode)
+        if row.implementation != mine and our_row is not None:
+            row.scatterx_speedup = row.ms / our_row.ms
     env = {**environment(device), "other processes": others.describe()}
     report = Report(config, graph.describe(), probe_s * 1e3, src_bytes / probe_s / 1e9, rows, environment=env)
     if config.latency and device == "cpu":  # Numba's JIT and disk cache; Triton's are not measured
@@ -326,6 +332,9 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
 
 def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
     """forward+backward: scatterx against PyG's path (and torch_scatter); gradients checked against PyG's."""
+    grad_out = graph.grad_out
+    if grad_out is None:
+        raise ValueError(f"forward+backward rows need a floating-point graph, got {graph.src.dtype}")
     impls = [SCATTERX_BACKWARD] + (list(BACKWARD_PEERS) if config.peers else [])
     reductions = [r for r in config.reductions if r in BACKWARD_REDUCTIONS]
     tasks = [(r, o, impl) for r in reductions for o in config.orders for impl in impls]
@@ -342,7 +351,7 @@ def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: 
             # torch_scatter gives a tie's whole gradient to one member, PyG and scatterx split it: compare what
             # each segment receives in total, which both conventions conserve
             index = graph.index if order == "sorted" else graph.shuffled_index
-            got, want = (torch.zeros_like(graph.grad_out).index_add_(0, index, t) for t in (got, want))
+            got, want = (torch.zeros_like(grad_out).index_add_(0, index, t) for t in (got, want))
         check(f"{impl.name} gradient ({reduce}, {order})", got, want)
         seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
         rows.append(

@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numba
 
@@ -39,11 +39,18 @@ def env_for(target: str, base: Optional[Dict[str, str]] = None) -> Dict[str, str
     return env
 
 
+def numba_cpu() -> Tuple[Optional[str], Optional[str]]:
+    """``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` as this process's Numba read them (None: not set)."""
+    config = numba.config
+    return config.CPU_NAME, config.CPU_FEATURES  # type: ignore[attr-defined]  # numba.config sets them at import
+
+
 def compiling_for(target: str) -> bool:
     """Whether this process's Numba compiles for ``target`` (as ``env_for`` sets it)."""
+    name, features = numba_cpu()
     if target == HOST:
-        return numba.config.CPU_NAME is None
-    return target == numba.config.CPU_NAME and numba.config.CPU_FEATURES == ""
+        return name is None
+    return target == name and features == ""
 
 
 def child_argv(argv: Sequence[str], target: str, out_dir: str) -> List[str]:
@@ -92,7 +99,7 @@ def run(
     argv: Sequence[str], targets: Sequence[str], out_dir: str, call: Callable[..., int] = subprocess.call
 ) -> List[Dict[str, object]]:
     """The grid once per target, each in a child process writing to ``<out_dir>/<target>/``; the summaries."""
-    rows = []
+    rows: List[Dict[str, object]] = []
     for target in targets:
         where = os.path.join(out_dir, target)
         print(f"scatterx bench --grid: CPU target {target} (a child process, results in {where})", file=sys.stderr)

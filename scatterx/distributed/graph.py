@@ -17,7 +17,7 @@ sorted) is ``num_owned + k``. ``edge_index[0]`` (sources) is in ``[0, num_owned 
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, Hashable, Optional
 
 import torch
 
@@ -82,7 +82,7 @@ class ShardedGraph:
         local_source[remote] = self.num_owned + torch.searchsorted(self.halo, source[remote])
         self.edge_index = torch.stack([local_source, target - self.start])
         self.plan = Plan(self.halo, partition, group)
-        self._cache = {}
+        self._cache: Dict[Hashable, Any] = {}  # cached(): values derived from this graph, by key
 
     @property
     def num_edges(self) -> int:

@@ -95,8 +95,8 @@ def index_scatter_reduce(
                 [0.],
                 [3.]])
     """
-    rank, world = rank_and_world(group)
-    problem = None
+    _rank, world = rank_and_world(group)
+    problem: Optional[Exception] = None
     try:
         red = resolve(reduce)
     except ValueError as error:

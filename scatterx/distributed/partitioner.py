@@ -135,9 +135,9 @@ def _metis(edge_index: torch.Tensor, num_nodes: int, parts: int, seed: int, by_w
     both = torch.cat([torch.stack([source[keep], target[keep]]), torch.stack([target[keep], source[keep]])], 1)
     both = torch.unique(both[0] * num_nodes + both[1])  # undirected, each pair once, sorted by row
     rows, cols = both // num_nodes, both % num_nodes
-    xadj = torch.zeros(num_nodes + 1, dtype=torch.int64)
-    xadj[1:] = torch.cumsum(torch.bincount(rows, minlength=num_nodes), 0)
-    xadj, adjncy = xadj.to(torch.int32).numpy(), cols.to(torch.int32).numpy()
+    offsets = torch.zeros(num_nodes + 1, dtype=torch.int64)
+    offsets[1:] = torch.cumsum(torch.bincount(rows, minlength=num_nodes), 0)
+    xadj, adjncy = offsets.to(torch.int32).numpy(), cols.to(torch.int32).numpy()
     # a node's work: its row, and the edges into it (a rank reduces its nodes' in-edges)
     weights = (torch.bincount(target, minlength=num_nodes) + 1).to(torch.int32).numpy() if by_work else None
     options = pymetis.Options(seed=seed)

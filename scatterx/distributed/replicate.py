@@ -11,7 +11,7 @@ contributions with it; scaling where its loss enters the graph -- the model's ou
 from __future__ import annotations
 
 import hashlib
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -57,7 +57,7 @@ def replicate(
         >>> replicate(model, optimizer) is model  # one process: nothing to sum
         True
     """
-    rank, world = rank_and_world(group)
+    _rank, world = rank_and_world(group)
     named = list(model.named_parameters())
     if world > 1:
         mine = [(name, tuple(p.shape), str(p.dtype), _digest(p)) for name, p in named]
@@ -98,7 +98,8 @@ def replicate(
     # a second call replaces the first's hooks (its weight would otherwise apply twice)
     for handle in getattr(model, "_scatterx_replicate_hooks", ()):
         handle.remove()
-    model._scatterx_replicate_hooks = (
+    # torch annotates Module.__setattr__ for tensors and modules only, but stores any other value as a plain attribute
+    model._scatterx_replicate_hooks = (  # type: ignore[assignment]  # torch's annotation is too narrow (above)
         model.register_forward_hook(forward_hook),
         optimizer.register_step_pre_hook(step_pre_hook),
     )
@@ -109,7 +110,7 @@ def _sum_gradients(params, group) -> None:
     """Each parameter's gradient summed over the ranks, one ``all_reduce`` per (device, dtype): the gradients and,
     after them, one flag per parameter counting the ranks that had one (a parameter no rank has a gradient for
     keeps None, as the optimizer then skips it)."""
-    buckets = {}
+    buckets: Dict[Tuple[torch.device, torch.dtype], List[torch.Tensor]] = {}
     for p in params:
         buckets.setdefault((p.device, p.dtype), []).append(p)
     for (device, dtype), bucket in buckets.items():

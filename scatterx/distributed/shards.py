@@ -13,7 +13,7 @@ import atexit
 import hashlib
 import json
 import os
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -251,7 +251,9 @@ def load_shard(out_dir: str, *, device=None, group=None, backend: Optional[str] 
     """
     init_from_environment(backend)
     rank, world = rank_and_world(group)
-    problem, loaded, meta = None, None, {}
+    problem: Optional[Exception] = None
+    loaded: Optional[_Loaded] = None
+    meta: dict = {}
     try:
         loaded, meta = _read(out_dir, rank, world, device)
     except FileNotFoundError as e:
@@ -263,12 +265,25 @@ def load_shard(out_dir: str, *, device=None, group=None, backend: Optional[str] 
             else ValueError(f"cannot read the shard of rank {rank} in {out_dir}: {type(e).__name__}: {e}")
         )
     agree(problem, f"the shards of partition {meta.get('partition_id')} ({meta.get('world_size')} ranks)", group)
+    assert loaded is not None  # else this rank found a problem, and agree() raised it
     part, edge_index, x, y, masks, edge_attrs, node_ids = loaded
     graph = ShardedGraph(edge_index, part, group)
     return Shard(graph, x, y, masks, node_ids, meta, meta.get("mask_counts", {}), edge_attrs)
 
 
-def _read(out_dir: str, rank: int, world: int, device):
+#: a rank's shard as read: partition, edge_index, x, y, masks, per-edge tensors, node ids
+_Loaded = Tuple[
+    NodePartition,
+    torch.Tensor,
+    torch.Tensor,
+    Optional[torch.Tensor],
+    Dict[str, torch.Tensor],
+    Dict[str, torch.Tensor],
+    torch.Tensor,
+]
+
+
+def _read(out_dir: str, rank: int, world: int, device) -> Tuple[_Loaded, dict]:
     """This rank's shard file, checked against ``meta.json`` and moved to ``device``: everything that can fail on
     one rank only, before the ranks agree."""
     with open(os.path.join(out_dir, "meta.json")) as f:
@@ -295,14 +310,18 @@ def _read(out_dir: str, rank: int, world: int, device):
             f"{meta.get('partition_id')} of {out_dir}/meta.json"
         )
     part = NodePartition(shard["bounds"])
-    move = (lambda t: t if t is None else t.to(device)) if device is not None else (lambda t: t)
+
+    def move(t: torch.Tensor) -> torch.Tensor:
+        return t if device is None else t.to(device)
+
+    y = shard["y"]
     masks = {k: move(m) for k, m in shard["masks"].items()}
     edge_attrs = {k: move(v) for k, v in shard.get("edge_attrs", {}).items()}
-    loaded = (
+    loaded: _Loaded = (
         part,
         move(shard["edge_index"]),
         move(shard["x"]),
-        move(shard["y"]),
+        None if y is None else move(y),
         masks,
         edge_attrs,
         move(shard["node_ids"]),

@@ -118,6 +118,7 @@ def to_onnx(model, args, path, **kw):
     kw.setdefault("verbose", False)
     args = args if isinstance(args, tuple) else (args,)
     program = torch.onnx.export(model, args, dynamo=True, custom_translation_table=table, **kw)
+    assert program is not None  # None only from the TorchScript exporter (dynamo=False)
     program.save(os.fspath(path))
     return program
 

@@ -33,9 +33,11 @@ by op they would be a dozen files of twenty lines importing the same two helpers
 from __future__ import annotations
 
 import math
+from typing import Any, Callable, Dict, cast
 
 import onnx_ir as ir
 import torch
+from onnxscript import FLOAT, INT64
 from onnxscript import opset18 as op
 
 _INT64 = ir.DataType.INT64
@@ -58,8 +60,22 @@ _SCATTER = {
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
+# onnxscript types an op's output as the union of every tensor type it may have, which the next op's type variable
+# does not take: where the type is known (a cast to int64, a constant), it is said with ``cast``.
 def _ints(values):
     return op.Constant(value_ints=[int(v) for v in values])
+
+
+def _int_scalar(value: int) -> INT64:
+    return cast(INT64, op.Constant(value_int=value))
+
+
+def _float_scalar(value: float) -> FLOAT:
+    return cast(FLOAT, op.Constant(value_float=value))
+
+
+def _as_int64(x) -> INT64:
+    return cast(INT64, op.Cast(x, to=_INT64))
 
 
 def _count(n):
@@ -67,7 +83,7 @@ def _count(n):
     dynamic (a SymInt, e.g. the number of nodes under ``torch.export`` with ``Dim``)."""
     if isinstance(n, int):
         return _ints([n])
-    return op.Reshape(op.Cast(n, to=_INT64), _ints([1]))
+    return op.Reshape(_as_int64(n), _ints([1]))
 
 
 def _rank(x) -> int:
@@ -83,8 +99,8 @@ def _scalar_like(value: float, like):
     if _is_integer(like):
         info = _INTEGER_RANGE[like.dtype]
         value = info.min if value == -math.inf else info.max if value == math.inf else int(value)
-        return op.CastLike(op.Constant(value_int=value), like)
-    return op.CastLike(op.Constant(value_float=value), like)
+        return op.CastLike(_int_scalar(value), like)
+    return op.CastLike(_float_scalar(value), like)
 
 
 def _to_front(x, dim: int):
@@ -119,20 +135,20 @@ def _rows_shape(x, rows):
 def _scatter(data, index, updates, mode: str, rank: int):
     """``data`` with the rows of ``updates`` reduced into the rows ``index`` (E,) names (``ScatterElements`` on
     the index expanded to the updates' shape: see the module docstring for why not ``ScatterND``)."""
-    index = op.Cast(index, to=_INT64)
+    index = _as_int64(index)
     if rank > 1:
         index = op.Expand(op.Unsqueeze(index, _ints(range(1, rank))), op.Shape(updates))
     return op.ScatterElements(data, index, updates, axis=0, reduction=mode)
 
 
 def _gather_rows(data, index):
-    return op.Gather(data, op.Cast(index, to=_INT64), axis=0)
+    return op.Gather(data, _as_int64(index), axis=0)
 
 
 def _counts(index, rows):
     """How many entries name each of ``rows`` targets: int64 (rows,)."""
-    ones = op.Expand(op.Constant(value_int=1), op.Shape(index))
-    zeros = op.Expand(op.Constant(value_int=0), rows)
+    ones = op.Expand(_int_scalar(1), op.Shape(index))
+    zeros = op.Expand(_int_scalar(0), rows)
     return _scatter(zeros, index, ones, "add", 1)
 
 
@@ -154,12 +170,12 @@ def _reduce_rows(src, index, rows, reduce: str, base=None, include_self: bool = 
         return op.CastLike(out, like)
     mode, start = _SCATTER[reduce]
     counts = _counts(index, rows)
-    received = _per_row(op.Greater(counts, op.Constant(value_int=0)), rank)
+    received = _per_row(op.Greater(counts, _int_scalar(0)), rank)
     takes_base = base is not None and include_self
     first = base if takes_base else op.Expand(_scalar_like(start, like), _rows_shape(src, rows))
     reduced = _scatter(first, index, src, mode, rank)
     if reduce == "mean":
-        divisor = op.Add(counts, op.Constant(value_int=1)) if takes_base else op.Max(counts, op.Constant(value_int=1))
+        divisor = op.Add(counts, _int_scalar(1)) if takes_base else op.Max(counts, _int_scalar(1))
         divisor = _per_row(op.CastLike(divisor, like), rank)
         reduced = _floor_divide(reduced, divisor) if _is_integer(like) else op.Div(reduced, divisor)
     if takes_base:
@@ -173,16 +189,16 @@ def _reduce_rows(src, index, rows, reduce: str, base=None, include_self: bool = 
 def _ptr_to_index(ptr, entries):
     """The segment of each of ``entries`` positions (int64, 1-element tensor) of the CSR offsets ``ptr``: a 1 at
     every segment start after the first (repeated for empty segments), then a running sum."""
-    ptr = op.Cast(ptr, to=_INT64)
+    ptr = _as_int64(ptr)
     starts = op.Slice(ptr, _ints([1]), _ints([-1]))  # ptr[1:-1]: where segments 1.. begin
     marks = _scatter(
-        op.Expand(op.Constant(value_int=0), op.Add(entries, _ints([1]))),
+        op.Expand(_int_scalar(0), op.Add(entries, _ints([1]))),
         starts,
-        op.Expand(op.Constant(value_int=1), op.Shape(starts)),
+        op.Expand(_int_scalar(1), op.Shape(starts)),
         "add",
         1,
     )
-    return op.Slice(op.CumSum(marks, op.Constant(value_int=0)), _ints([0]), entries)
+    return op.Slice(op.CumSum(marks, _int_scalar(0)), _ints([0]), entries)
 
 
 def _segments(ptr):
@@ -224,20 +240,20 @@ def segment_reduce(src, ptr, reduce: str, dim: int):
 
 def gather_segment_reduce(src, ptr, index, reduce: str, dim: int, ptr_t=None, index_t=None):
     """``scatterx::gather_segment_reduce``: the rows ``index`` names, reduced per CSR segment."""
-    front = op.Gather(_to_front(src, dim), op.Cast(index, to=_INT64), axis=0)
+    front = op.Gather(_to_front(src, dim), _as_int64(index), axis=0)
     segment = _ptr_to_index(ptr, op.Shape(index))
     return _from_front(_reduce_rows(front, segment, _segments(ptr), reduce, rank=_rank(src), like=src), dim, _rank(src))
 
 
 def weighted_gather_segment_reduce(src, ptr, index, weight, reduce: str):
     """``scatterx::weighted_gather_segment_reduce``: src (N, H, C), weight (E, H)."""
-    rows = op.Mul(op.Gather(src, op.Cast(index, to=_INT64), axis=0), op.Unsqueeze(weight, _ints([-1])))
+    rows = op.Mul(op.Gather(src, _as_int64(index), axis=0), op.Unsqueeze(weight, _ints([-1])))
     segment = _ptr_to_index(ptr, op.Shape(index))
     return _reduce_rows(rows, segment, _segments(ptr), reduce, rank=3, like=src)
 
 
 def _edge_ends(ptr, index, a, b):
-    index = op.Cast(index, to=_INT64)
+    index = _as_int64(index)
     targets = _ptr_to_index(ptr, op.Shape(index))
     return op.Gather(a, index, axis=0), op.Gather(b, targets, axis=0)
 
@@ -279,13 +295,13 @@ def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int =
 def csr_order(index, num_rows: int):
     """``scatterx::csr_order``: (ptr, order) -- the offsets of ``index``'s rows and the stable order of its
     entries by row (TopK on ``row * E + position``, keys all distinct)."""
-    index = op.Cast(index, to=_INT64)
+    index = _as_int64(index)
     entries = op.Shape(index)
-    positions = op.Range(op.Constant(value_int=0), op.Squeeze(entries), op.Constant(value_int=1))
+    positions = op.Range(_int_scalar(0), op.Squeeze(entries), _int_scalar(1))
     keys = op.Add(op.Mul(index, op.Squeeze(entries)), positions)
     _, order = op.TopK(keys, entries, axis=0, largest=0, sorted=1)
     counts = _counts(index, _count(num_rows))
-    ptr = op.Concat(_ints([0]), op.CumSum(counts, op.Constant(value_int=0)), axis=0)
+    ptr = op.Concat(_ints([0]), op.CumSum(counts, _int_scalar(0)), axis=0)
     return ptr, order
 
 
@@ -301,11 +317,11 @@ def _members(src, ptr, perm, dim: int):
     source row of each position, its segment, and the number of segments (1-element int64)."""
     front = _to_front(src, dim)
     if perm is not None:
-        rows = op.Cast(perm, to=_INT64)
+        rows = _as_int64(perm)
         x = op.Gather(front, rows, axis=0)
     else:
         x = front
-        rows = op.Range(op.Constant(value_int=0), op.Squeeze(_length(src, dim)), op.Constant(value_int=1))
+        rows = op.Range(_int_scalar(0), op.Squeeze(_length(src, dim)), _int_scalar(1))
     segment = _ptr_to_index(ptr, op.Shape(rows))
     return x, rows, segment, _segments(ptr)
 
@@ -347,7 +363,7 @@ def segment_arg_reduce(
     selected = op.Greater(top, begin) if maximum else op.Less(top, begin)
     at_top = op.And(op.Equal(x, _gather_rows(top, segment)), op.Equal(x, x))
     n = op.Shape(rows)
-    positions = op.Range(op.Constant(value_int=0), op.Squeeze(n), op.Constant(value_int=1))
+    positions = op.Range(_int_scalar(0), op.Squeeze(n), _int_scalar(1))
     positions = op.Expand(_per_row(positions, rank), op.Shape(x))
     big = op.Squeeze(n)
     first = _scatter(op.Expand(big, shape), segment, op.Where(at_top, positions, big), "min", rank)
@@ -359,7 +375,7 @@ def segment_arg_reduce(
     if fill == "unselected":
         values = op.Where(selected, values, zero)
     elif fill == "empty":
-        received = _per_row(op.Greater(_counts(segment, S), op.Constant(value_int=0)), rank)
+        received = _per_row(op.Greater(_counts(segment, S), _int_scalar(0)), rank)
         values = op.Where(received, values, zero)
     return _from_front(values, dim, rank), _from_front(arg, dim, rank)
 
@@ -370,7 +386,7 @@ def segment_logsumexp(src, ptr, perm=None, dim: int = 0, eps: float = 1e-12, fla
     if src.dtype in _HALF:
         return op.CastLike(segment_logsumexp(op.Cast(src, to=ir.DataType.FLOAT), ptr, perm, dim, eps, flavour), src)
     rank = _rank(src)
-    x, rows, segment, S = _members(src, ptr, perm, dim)
+    x, _rows, segment, S = _members(src, ptr, perm, dim)
     shape = _rows_shape(x, S)
     minus_inf = _scalar_like(-math.inf, src)
     candidate = op.Where(op.Equal(x, x), x, minus_inf)
@@ -384,13 +400,13 @@ def segment_logsumexp(src, ptr, perm=None, dim: int = 0, eps: float = 1e-12, fla
         terms = op.Where(op.Equal(shifted, shifted), terms, _scalar_like(0.0, src))
     total = _scatter(op.Expand(_scalar_like(0.0, src), shape), segment, terms, "add", rank)
     # eps as a 1-element constant: a scalar value_float of 1e-12 did not survive the exporter's optimisation
-    eps_value = op.CastLike(op.Constant(value_floats=[float(eps)]), src)
+    eps_value = op.CastLike(cast(FLOAT, op.Constant(value_floats=[float(eps)])), src)
     out = op.Add(top, op.Log(op.Add(total, eps_value)))
     return _from_front(out, dim, rank)
 
 
 #: op name (``torch.ops.scatterx.<name>``) -> translation
-TRANSLATIONS = {
+TRANSLATIONS: Dict[str, Callable[..., Any]] = {
     "index_scatter_reduce": index_scatter_reduce,
     "segment_reduce": segment_reduce,
     "gather_segment_reduce": gather_segment_reduce,
