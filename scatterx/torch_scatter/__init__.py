@@ -26,8 +26,11 @@ an ``out`` tensor is untouched after a failed call.
 
 import sys
 import types
+from typing import Dict, Optional
 
-from . import composite, utils
+# torch_scatter's submodules, as attributes (``torch_scatter.utils``); the aliases mark them re-exported
+from . import composite as composite
+from . import utils as utils
 from .composite import scatter_log_softmax, scatter_logsumexp, scatter_softmax, scatter_std
 from .scatter import scatter, scatter_add, scatter_max, scatter_mean, scatter_min, scatter_mul, scatter_sum
 from .segment_coo import (
@@ -88,7 +91,7 @@ __all__ = [
 _SUBMODULES = {
     name: sys.modules[f"{__name__}.{name}"] for name in ("scatter", "segment_csr", "segment_coo", "composite", "utils")
 }
-_saved = {}
+_saved: Dict[str, Optional[types.ModuleType]] = {}
 
 
 def install() -> types.ModuleType:

@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from .. import planner
-from ..backends._common import empty
+from ..backends._common import empty, explain_bad_index
 from ..ops import csr_order, index_to_ptr, needs_op, segment_arg_reduce
 from ..planner import XMap
 from .utils import broadcast
@@ -56,14 +56,38 @@ def normalize_dim(dim: int, ndim: int) -> int:
     return dim % max(ndim, 1)
 
 
-def size_from_index(index: torch.Tensor) -> int:
-    """``index.max() + 1`` (0 for an empty index): torch_scatter's output size when none is given. An expanded
-    index is read once per distinct value (its stride-0 dims dropped: an index expanded from 1-D to 1M x 64 costs
-    a pass over 1M entries, not 64M)."""
+def size_from_index(index: torch.Tensor, dim: int = 0) -> int:
+    """``index.max() + 1`` (0 for an empty index): torch_scatter's output size when none is given. The same pass
+    finds the minimum (``aminmax``): a negative entry raises IndexError naming it (``out_of_range``), where the
+    size alone would hide it (``index.max() + 1`` is 0 when every entry is negative, and an empty output
+    validates nothing). ``index``: 1-D, or of ``src``'s shape, indexing along ``dim``. An expanded index is read
+    once per distinct value (its stride-0 dims dropped: an index expanded from 1-D to 1M x 64 costs a pass over
+    1M entries, not 64M)."""
     if index.numel() == 0:
         return 0
     distinct = index[tuple(0 if index.stride(d) == 0 else slice(None) for d in range(index.dim()))]
-    return max(int(distinct.max()) + 1, 0)
+    low, high = torch.aminmax(distinct)
+    size = int(high) + 1
+    if int(low) < 0:
+        raise out_of_range(index, size, dim)
+    return size
+
+
+def out_of_range(index: torch.Tensor, size: int, dim: int = 0) -> Exception:
+    """The IndexError for the first entry of ``index`` outside ``[0, size)`` (the failure path only: it looks
+    for the entry), worded as the checks that run with a given size word it, so that a call names its bad entry
+    alike with or without ``dim_size``: the backends' ``explain_bad_index`` for a 1-D index, the planner's
+    ``check_coordinates`` for one of several dims indexing along ``dim``."""
+    size = max(size, 0)
+    if index.dim() <= 1:
+        return explain_bad_index(index, size, False, "index", "dim_size")
+    shape = list(index.shape)
+    shape[dim] = size
+    try:
+        planner.check_coordinates(XMap.along_dim(index, shape, dim, op="torch_scatter"))
+    except IndexError as error:
+        return error
+    raise AssertionError("index was rejected but no entry is out of range")
 
 
 def broadcast_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:

@@ -179,13 +179,13 @@ def _logsumexp(
         _engine.check_out(out, src, list(src.shape), dim)
     fast = _segments_along(src, index, dim, out.size(dim) if out is not None else dim_size)
     if fast is not None and out is None:  # one kernel, no temporary of src's size
-        d, one, ptr, perm = fast
+        d, _, ptr, perm = fast
         return segment_logsumexp(src, ptr, d, perm=perm, eps=eps).nan_to_num(neginf=0.0)
     full = _general_index(index, src, dim)
     if out is not None:
         dim_size = out.size(dim)
     elif dim_size is None:
-        dim_size = _engine.size_from_index(full)
+        dim_size = _engine.size_from_index(full, dim)
     size = list(src.shape)
     size[dim] = dim_size
     start = torch.full(size, float("-inf"), dtype=src.dtype, device=src.device)

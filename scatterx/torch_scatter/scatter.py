@@ -49,7 +49,7 @@ def _prepare(
             raise ValueError(f"dim_size must be >= 0, got {dim_size}")
         size = dim_size
     else:
-        size = _engine.size_from_index(index if vector is None else vector)
+        size = _engine.size_from_index(index if vector is None else vector, dim)  # IndexError for a negative entry
     return src, index, vector, dim, size
 
 

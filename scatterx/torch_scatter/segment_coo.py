@@ -45,26 +45,34 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
         raise ValueError(
             f"index of shape {tuple(index.shape)} does not match src's sizes {list(src.shape)}: {e}"
         ) from None
+    one = _engine.leading_batch(index, lead) if dim > 0 else index
+    rows = index if one is None else one  # each distinct row of the index once
     if out is not None:
         _engine.check_tensor(out, "out")
         size = out.size(dim) if out.dim() == src.dim() else -1
     elif dim_size is not None:
         size = dim_size
+    elif rows.numel() == 0:
+        size = 0
     else:
-        size = 0 if index.numel() == 0 else int(index.select(dim, index.size(dim) - 1).max()) + 1
+        # a sorted row's extremes are its ends: the size is read from the last entries, and a negative entry is
+        # found among the first ones (or the last, where it breaks the order: the size would hide it) -- two
+        # reads per row, not a pass over the index. With a size given, the kernels' pass checks every entry.
+        low, high = torch.aminmax(rows[..., [0, -1]])
+        size = int(high) + 1
+        if int(low) < 0:
+            raise _negative(rows, None)
     if size < 0 and out is None:
         raise ValueError(f"dim_size must be >= 0, got {dim_size}")
     shape = list(src.shape)
     shape[dim] = max(size, 0)
     _engine.check_out(out, src, shape, dim)
-    one = _engine.leading_batch(index, lead) if dim > 0 else index
     if one is not None:
         return src, one, dim, size, dim, False, shape
-    if index.numel() and not torch.compiler.is_compiling():
+    if index.numel() and not torch.compiler.is_compiling():  # an entry out of range would land in another batch
         low, high = torch.aminmax(index)
         if int(low) < 0 or int(high) >= size:
-            bad = int(low) if int(low) < 0 else int(high)
-            raise IndexError(f"segment_coo: index holds {bad}, out of range for dim_size={size}")
+            raise _engine.out_of_range(index, size, dim)
     B = 1
     for s in lead:
         B *= s
@@ -74,10 +82,31 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
     return src2, flat, dim, size, 0, True, shape
 
 
+def _negative(index: torch.Tensor, size: Optional[int]) -> Exception:
+    """The IndexError naming the first negative entry of ``index`` (or an entry not below a given ``size`` before
+    it), for the failure path: without ``size``, the range named is torch_scatter's, ``[0, index.max() + 1)``."""
+    if size is None:
+        size = int(index.max()) + 1
+    return _engine.out_of_range(index, size, index.dim() - 1)
+
+
 def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str):
     _engine.check_tensor(src, "src")
-    dtype = src.dtype
     src2, idx, dim, size, rdim, flat, shape = _structure(src, index, out, dim_size)
+    try:
+        return _run(src, out, reduce, src2, idx, dim, size, rdim, flat, shape)
+    except ValueError:
+        # the kernels' pass names an unsorted index first: a negative entry (which breaks the order unless it
+        # leads) is named instead, as it is wrong in any order (the failure path only; a flattened batch's
+        # entries were all checked in _structure)
+        if flat or torch.compiler.is_compiling() or not bool((idx < 0).any()):
+            raise
+        raise _negative(idx, None if out is None and dim_size is None else size) from None
+
+
+def _run(src, out: Optional[torch.Tensor], reduce: str, src2, idx, dim: int, size: int, rdim: int, flat: bool, shape):
+    """The reduction of ``_structure``'s checked arguments."""
+    dtype = src.dtype
     work = _engine.widened(src2)
     E = src.size(dim)
     base_shape = list(work.shape)
@@ -409,7 +438,6 @@ def _gather(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor])
     if index.device != src.device:
         raise ValueError(f"index is on {index.device} but src is on {src.device}")
     dim = index.dim() - 1
-    lead = list(src.shape[:dim])
     for d in range(dim):
         if index.size(d) != src.size(d):
             raise ValueError(f"index.size({d}) = {index.size(d)} but src.size({d}) = {src.size(d)}")
@@ -422,8 +450,11 @@ def _gather(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor])
         if index.numel() and src.size(dim) == 0:
             raise IndexError(f"gather_coo: index names rows of src, which has none along dim {dim}")
         return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
-    full = index.view(lead + [index.size(dim)] + [1] * (src.dim() - dim - 1)).expand(shape)
-    result = planner.gather(planner.XMap.along_dim(full, src.shape, dim, op="gather_coo"), src)
+    # the index looks up dims 0..dim of the result (its batch dims and dim), the others are carried: a bad entry
+    # is named at its position in the caller's index
+    carry = tuple((d, d) for d in range(src.dim()) if d != dim)
+    m = planner.XMap(tuple(shape), tuple(src.shape), index, tuple(range(dim + 1)), (dim,), carry)
+    result = planner.gather(m, src)
     return result if out is None else out.copy_(result)
 
 

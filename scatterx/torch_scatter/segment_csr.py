@@ -27,6 +27,13 @@ from ..ops import segment_arg_reduce, segment_reduce
 from . import _engine
 
 
+def _offset_error(name: str, indptr: torch.Tensor, bad: torch.Tensor, bounds: str) -> IndexError:
+    """The IndexError naming the first offset of ``indptr`` where ``bad`` holds, by its position and value, as the
+    planner names a bad coordinate (the failure path only)."""
+    where = [int(i) for i in torch.nonzero(bad)[0]]
+    return IndexError(f"{name}: indptr{where} = {int(indptr[tuple(where)])} is outside {bounds}")
+
+
 @torch.jit.ignore
 def _structure(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor], name: str):
     """Checks (values too, unless traced) -> ``(src, dim, M, ptr, flat, lead)``: CSR offsets ``ptr`` from 0 to
@@ -53,9 +60,7 @@ def _structure(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
     if indptr.numel() and not torch.compiler.is_compiling():
         low, high = torch.aminmax(indptr)
         if int(low) < 0 or int(high) > N:
-            raise IndexError(
-                f"{name}: indptr holds {int(low) if int(low) < 0 else int(high)}, outside [0, src.size({dim})={N}]"
-            )
+            raise _offset_error(name, indptr, (indptr < 0) | (indptr > N), f"[0, src.size({dim})={N}]")
         if indptr.size(-1) > 1 and bool((indptr[..., 1:] < indptr[..., :-1]).any()):
             raise ValueError(f"{name}: indptr must be non-decreasing along its last dimension")
     one = _engine.leading_batch(indptr, lead) if dim > 0 else indptr
@@ -122,10 +127,7 @@ def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor
     elif reduce == "mean" and not work.is_floating_point():  # torch_scatter truncates
         total = _take(segment_reduce(work, ptr, "sum", rdim), dim, M, flat, lead, rest)
         count = (ptr[1:] - ptr[:-1]).clamp(min=1)
-        if flat:
-            count = count.narrow(0, 1, count.numel() - 1).view(-1, M + 1).narrow(1, 0, M)
-        else:
-            count = count.narrow(0, 1, M)
+        count = count.narrow(0, 1, count.numel() - 1).view(-1, M + 1).narrow(1, 0, M) if flat else count.narrow(0, 1, M)
         values = torch.div(
             total, count.reshape(lead[: dim if flat else 0] + [M] + [1] * len(rest)), rounding_mode="trunc"
         )
@@ -411,12 +413,16 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
     shape = list(src.shape)
     shape[dim] = max(E, 0)
     _engine.check_out(out, src, shape, dim)
+    checked = indptr.numel() > 0 and not torch.compiler.is_compiling()
+    if checked:  # a negative offset is named first (without out, E was read from the last one)
+        low, high = torch.aminmax(indptr)
+        if int(low) < 0:
+            raise _offset_error("gather_csr", indptr, indptr < 0, f"[0, {E}] (the output's size)")
     if src.numel() == 0 or indptr.numel() == 0:
         return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
-    if not torch.compiler.is_compiling():
-        low, high = torch.aminmax(indptr)
+    if checked:
         steps = indptr[..., 1:] < indptr[..., :-1]
-        if int(low) < 0 or int(high) > E or bool(steps.any()):
+        if int(high) > E or bool(steps.any()):
             raise ValueError(f"gather_csr: indptr must be non-decreasing within [0, {E}] (the output's size)")
     one = _engine.leading_batch(indptr, lead) if dim > 0 else indptr
     if one is not None:  # one set of offsets: each slice repeated, by index_select
@@ -467,8 +473,9 @@ def gather_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
         TypeError: when ``src``, ``indptr`` or ``out`` is not a tensor, ``indptr`` is not int64 or int32, or
             ``out``'s dtype is not ``src``'s.
         ValueError: when ``indptr`` is 0-d, has more dimensions than ``src``, does not match ``src``'s leading
-            sizes, is on another device, decreases, or holds an offset outside ``[0, E]``; when ``src.size(dim)``
-            is not the number of segments (nor 0); or when ``out``'s shape or device does not match.
+            sizes, is on another device, decreases, or holds an offset above ``E``; when ``src.size(dim)`` is not
+            the number of segments (nor 0); or when ``out``'s shape or device does not match.
+        IndexError: when an offset is negative.
 
     Example:
         >>> gather_csr(torch.tensor([10., 20.]), torch.tensor([0, 2, 5]))

@@ -202,7 +202,9 @@ def test_gradcheck(reduce):
         (torch.randint(0, 3, (4, 6), generator=g), 1),
         (torch.tensor([1, 0, 1, 1]), 0),
     ]:
-        assert torch.autograd.gradcheck(lambda x: ts.scatter(x, index, dim, None, None, reduce), (src,))
+        assert torch.autograd.gradcheck(
+            lambda x, index=index, dim=dim: ts.scatter(x, index, dim, None, None, reduce), (src,)
+        )
 
 
 def test_mul_gradient_is_exact_with_zeros():
@@ -332,18 +334,18 @@ def test_src_that_is_not_a_tensor_raises_type_error(name):
     fn = _FAMILY[name]
     fn(torch.tensor([1.0, 2.0, 3.0, 4.0]))  # the call is good with a tensor
     for bad in ([1.0, 2.0, 3.0, 4.0], 1.0):
-        with pytest.raises(TypeError, match="src must be a torch.Tensor"):
+        with pytest.raises(TypeError, match=r"src must be a torch\.Tensor"):
             fn(bad)
 
 
 def test_list_src_raises_the_same_type_error_as_a_numpy_array():
     index = torch.tensor([0, 0])
     for fn in (ts.segment_coo, ts.scatter, ts.segment_max_coo):
-        with pytest.raises(TypeError, match="src must be a torch.Tensor, got ndarray"):
+        with pytest.raises(TypeError, match=r"src must be a torch\.Tensor, got ndarray"):
             fn(np.array([1.0, 2.0]), index)
-        with pytest.raises(TypeError, match="src must be a torch.Tensor, got list"):
+        with pytest.raises(TypeError, match=r"src must be a torch\.Tensor, got list"):
             fn([1.0, 2.0], index)
-    with pytest.raises(TypeError, match="src must be a torch.Tensor, got list"):
+    with pytest.raises(TypeError, match=r"src must be a torch\.Tensor, got list"):
         ts.segment_csr([1.0, 2.0], torch.tensor([0, 2]))
 
 
@@ -355,7 +357,7 @@ def test_out_that_is_not_a_tensor_raises_type_error(name):
     fn = _FAMILY[name]
     src = torch.tensor([1.0, 2.0, 3.0, 4.0])
     for bad in ([0.0, 0.0, 0.0, 0.0], np.zeros(4, dtype=np.float32)):
-        with pytest.raises(TypeError, match="out must be a torch.Tensor"):
+        with pytest.raises(TypeError, match=r"out must be a torch\.Tensor"):
             fn(src, out=bad)
 
 
@@ -442,3 +444,73 @@ def test_empty_src_with_out_stays_on_the_graph(name):
         torch.testing.assert_close(out, start, equal_nan=True)
     result.sum().backward()
     assert src.grad is not None and torch.equal(src.grad, torch.zeros_like(src))
+
+
+# ------------------------------------------------------------------------------------ negative index entries
+#: 1-D indices of 7 entries over 3 rows, each with a negative entry: at the end of an otherwise sorted index (the
+#: entry the inferred size was read from), in the middle, in an unsorted index, at the start of a sorted one,
+#: everywhere (no row at all without dim_size)
+NEGATIVE = {
+    "end": torch.tensor([0, 1, 2, 2, 2, 2, -1]),
+    "middle": torch.tensor([0, 1, -1, 2, 2, 2, 2]),
+    "unsorted": torch.tensor([2, 0, 1, -3, 2, 0, 1]),
+    "start": torch.tensor([-2, -1, 0, 0, 1, 2, 2]),
+    "everywhere": torch.full((7,), -1),
+}
+
+SCATTERS = ["scatter", "scatter_sum", "scatter_add", "scatter_mul", "scatter_mean", "scatter_min", "scatter_max"]
+
+
+def names_entry(index: torch.Tensor, name: str = "index") -> str:
+    """The pattern of a message that names the first negative entry of ``index``: its position and value."""
+    where = tuple(int(i) for i in torch.nonzero(index < 0)[0])
+    return rf"{name}\[{', '.join(map(str, where))}\] ?= ?{int(index[where])}\b"
+
+
+def general(index: torch.Tensor) -> torch.Tensor:
+    """``index`` (7 entries) as the first column of a 7 x 2 index that varies along dim 1 (no 1-D form: the
+    element-by-element path); the second column is in range."""
+    return torch.stack([index, index.flip(0).clamp(min=0)], 1)
+
+
+@pytest.mark.parametrize("name", SCATTERS)
+@pytest.mark.parametrize("size", ["inferred", "dim_size", "out"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_negative_index_entry_raises_index_error_naming_it(name, size, dtype):
+    """A negative entry anywhere, sorted or not, is an IndexError that names it (position and value), with or
+    without dim_size, before anything is written. Without dim_size it used to vanish: the size was inferred as
+    ``index.max() + 1``, 0 when every entry is negative, and nothing was reduced (torch_scatter raises)."""
+    fn = getattr(ts, name)
+    src = torch.arange(14.0).view(7, 2)
+    for case, index in NEGATIVE.items():
+        for form in (index.to(dtype), general(index).to(dtype)):
+            out = torch.full((3, 2), 7.0) if size == "out" else None
+            with pytest.raises(IndexError, match=names_entry(form)):
+                fn(src, form, 0, out=out, dim_size=3 if size == "dim_size" else None)
+            if out is not None:
+                assert torch.equal(out, torch.full((3, 2), 7.0)), case
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_mean", "scatter_max"])
+def test_negative_index_entry_raises_on_every_backend(backend, name):
+    """Without dim_size the entry is found while the size is read, before any kernel: the same IndexError on
+    every backend."""
+    fn = getattr(ts, name)
+    with backend:
+        for index in (NEGATIVE["end"], NEGATIVE["everywhere"]):
+            with pytest.raises(IndexError, match=names_entry(index)):
+                fn(backend.put(torch.ones(7, 2)), backend.put(index), 0)
+
+
+def test_negative_index_entry_message():
+    """The message a user gets: the core ops' own, naming the entry."""
+    with pytest.raises(IndexError, match=r"^index\[0\]=-1 is negative"):
+        ts.scatter(torch.ones(1), torch.tensor([-1]), dim=0)
+    with pytest.raises(IndexError, match=r"^index\[2\]=-1 is negative; indices must be in \[0, 3\)$"):
+        ts.scatter(torch.ones(4), torch.tensor([0, 2, -1, 1]), dim=0)
+
+
+def test_negative_index_entry_raises_in_a_scripted_function():
+    scripted = torch.jit.script(ts.scatter)
+    with pytest.raises(Exception, match=names_entry(NEGATIVE["everywhere"])):
+        scripted(torch.ones(7), NEGATIVE["everywhere"], 0)

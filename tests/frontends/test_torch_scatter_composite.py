@@ -90,8 +90,8 @@ def test_gradcheck(fn):
     groups = torch.tensor([0, 1, 0, 2, 2, 1, 0])
     per_row = torch.stack([groups[torch.randperm(7, generator=g)] for _ in range(4)])
     for index in (groups, per_row):
-        assert torch.autograd.gradcheck(lambda x: fn(x, index, -1), (src,))
-        assert torch.autograd.gradgradcheck(lambda x: fn(x, index, -1), (src,))
+        assert torch.autograd.gradcheck(lambda x, index=index: fn(x, index, -1), (src,))
+        assert torch.autograd.gradgradcheck(lambda x, index=index: fn(x, index, -1), (src,))
 
 
 @pytest.mark.parametrize("fn", [ts.scatter_log_softmax, ts.scatter_logsumexp])
@@ -103,8 +103,8 @@ def test_gradcheck_with_eps(fn):
     groups = torch.tensor([0, 1, 0, 2, 2, 1, 0])
     shuffled = torch.tensor([2, 0, 1, 1, 0, 2, 0])
     for index, dim in ((groups, -1), (shuffled, -1), (groups[:3], 0)):
-        assert torch.autograd.gradcheck(lambda x: fn(x, index, dim, eps=0.5), (src,))
-        assert torch.autograd.gradgradcheck(lambda x: fn(x, index, dim, eps=0.5), (src,))
+        assert torch.autograd.gradcheck(lambda x, index=index, dim=dim: fn(x, index, dim, eps=0.5), (src,))
+        assert torch.autograd.gradgradcheck(lambda x, index=index, dim=dim: fn(x, index, dim, eps=0.5), (src,))
     # by hand: group {0.3}: d/dx = 1 (logsumexp), 0 (log_softmax); group {-1, 2}: S = e^-3 + 1
     x = torch.tensor([0.3, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
     (grad,) = torch.autograd.grad(fn(x, torch.tensor([0, 1, 1]), 0, eps=0.5).sum(), x)
@@ -194,3 +194,29 @@ def test_index_that_does_not_broadcast_raises_value_error(fn):
             fn(src, torch.tensor([0, 1, 1, 1, 2]), 0)
         with pytest.raises(ValueError, match="may not have more"):
             fn(src, torch.zeros(1, 4, 3, dtype=torch.long), 0)
+
+
+@pytest.mark.parametrize("name", ["scatter_std", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax"])
+@pytest.mark.parametrize("size", ["inferred", "dim_size", "out"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_negative_index_entry_raises_index_error_naming_it(name, size, grad):
+    """As in the scatter functions: a negative entry anywhere, sorted or not, is an IndexError naming it, with or
+    without dim_size, on the fused path and the general (differentiable) one, before ``out`` is written."""
+    from test_torch_scatter import NEGATIVE, general, names_entry
+
+    fn = getattr(ts, name)
+    if size == "out" and name in ("scatter_softmax", "scatter_log_softmax"):
+        pytest.skip("no out= argument")
+    src = torch.arange(14.0).view(7, 2).requires_grad_(grad)
+    for case, index in NEGATIVE.items():
+        for form in (index, general(index)):
+            kwargs = {}
+            if size == "dim_size":
+                kwargs["dim_size"] = 3
+            out = torch.full((3, 2), 7.0) if size == "out" else None
+            if out is not None:
+                kwargs["out"] = out
+            with pytest.raises(IndexError, match=names_entry(form)):
+                fn(src, form, 0, **kwargs)
+            if out is not None:
+                assert torch.equal(out, torch.full((3, 2), 7.0)), case

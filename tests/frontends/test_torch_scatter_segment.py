@@ -223,3 +223,97 @@ def test_gathers_refuse_an_index_on_another_device_or_of_other_leading_sizes():
     assert torch.equal(out, torch.full((2,), 7.0))
     with pytest.raises(ValueError, match="does not match src's leading sizes"):
         ts.gather_csr(torch.ones(2, 3), torch.zeros(3, 2, dtype=torch.long))
+
+
+# ------------------------------------------------------------------------------------ negative index entries
+SEGMENT_COO = [
+    "segment_coo",
+    "segment_sum_coo",
+    "segment_add_coo",
+    "segment_mean_coo",
+    "segment_min_coo",
+    "segment_max_coo",
+]
+SEGMENT_CSR = [
+    "segment_csr",
+    "segment_sum_csr",
+    "segment_add_csr",
+    "segment_mean_csr",
+    "segment_min_csr",
+    "segment_max_csr",
+]
+
+
+@pytest.mark.parametrize("name", SEGMENT_COO)
+@pytest.mark.parametrize("size", ["inferred", "dim_size", "out"])
+def test_coo_negative_index_entry_raises_index_error_naming_it(name, size):
+    """A negative entry is an IndexError naming it, with or without dim_size, before ``out`` is written -- also
+    where it makes the index unsorted (named first: it is wrong whatever the order). At the end of the index it
+    used to vanish without dim_size: the size was read from that entry (0) and nothing was reduced."""
+    from test_torch_scatter import NEGATIVE, names_entry
+
+    fn = getattr(ts, name)
+    good = torch.tensor([0, 0, 1, 1, 2, 2, 2])
+    for case, index in NEGATIVE.items():
+        for form, src, named in [
+            (index, torch.arange(14.0).view(7, 2), index),  # 1-D
+            (index.view(1, 7), torch.arange(28.0).view(2, 7, 2), index),  # a batch sharing one index
+            (torch.stack([good, index]), torch.arange(28.0).view(2, 7, 2), torch.stack([good, index])),  # varying
+        ]:
+            out_shape = list(src.shape)
+            out_shape[form.dim() - 1] = 3
+            out = torch.full(out_shape, 7.0) if size == "out" else None
+            with pytest.raises(IndexError, match=names_entry(named)):
+                fn(src, form, out=out, dim_size=3 if size == "dim_size" else None)
+            if out is not None:
+                assert torch.equal(out, torch.full(out_shape, 7.0)), case
+
+
+def test_defect_negative_entry_at_the_end_of_a_coo_index():
+    x = torch.arange(7.0)
+    with pytest.raises(IndexError, match=r"index\[6\]=-1 is negative"):
+        ts.segment_coo(x, torch.tensor([0, 1, 2, 2, 2, 2, -1]), reduce="mean")
+
+
+@pytest.mark.parametrize("with_out", [False, True])
+def test_gather_coo_negative_index_entry_raises_index_error_naming_it(with_out):
+    """Any order is allowed; the entry is named at its position in the caller's index (it was named in the
+    index broadcast to ``src``'s shape, one position too many for a 1-D index)."""
+    from test_torch_scatter import NEGATIVE, names_entry
+
+    for case, index in NEGATIVE.items():
+        for form, src in [
+            (index, torch.arange(6.0).view(3, 2)),
+            (torch.stack([index.clamp(min=0), index]), torch.arange(12.0).view(2, 3, 2)),
+        ]:
+            out = torch.full(list(src.shape[: form.dim() - 1]) + [7, 2], 7.0) if with_out else None
+            with pytest.raises(IndexError, match=names_entry(form)):
+                ts.gather_coo(src, form, out)
+            if out is not None:
+                assert (out == 7.0).all(), case
+
+
+@pytest.mark.parametrize("name", SEGMENT_CSR)
+def test_csr_negative_offset_raises_index_error_naming_it(name):
+    """A negative offset is an IndexError naming it (position and value), before ``out`` is written, in the
+    segment functions and in ``gather_csr`` (which raised ValueError)."""
+    from test_torch_scatter import names_entry
+
+    fn = getattr(ts, name)
+    src = torch.arange(14.0).view(7, 2)
+    for indptr in (torch.tensor([0, 2, 5, -1]), torch.tensor([0, -2, 5, 7]), torch.tensor([-1, 2, 5, 7])):
+        batched = torch.stack([torch.tensor([0, 1, 2, 7]), indptr])
+        for form, values_ in [(indptr, src), (batched, src.expand(2, 7, 2))]:
+            out = torch.full(list(values_.shape[: form.dim() - 1]) + [3, 2], 7.0)
+            with pytest.raises(IndexError, match=names_entry(form, "indptr")):
+                fn(values_, form, out)
+            assert (out == 7.0).all()
+            with pytest.raises(IndexError, match=names_entry(form, "indptr")):
+                fn(values_, form)
+    for indptr in (torch.tensor([0, 2, -1]), torch.tensor([-1, 2, 7]), torch.tensor([0, -2, 5])):
+        out = torch.full((7, 2), 7.0)
+        with pytest.raises(IndexError, match=names_entry(indptr, "indptr")):
+            ts.gather_csr(src[:2], indptr, out)
+        assert (out == 7.0).all()
+        with pytest.raises(IndexError, match=names_entry(indptr, "indptr")):
+            ts.gather_csr(src[:2], indptr)

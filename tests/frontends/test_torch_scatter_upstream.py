@@ -59,7 +59,9 @@ def test_torch_scatter_upstream_tests_pass_on_the_drop_in(tmp_path):
         "test",
     ]
     try:
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run(
+            cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+        )
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"torch_scatter's tests ran past {TIMEOUT_S} s:\n{str(e.stdout)[-5000:]}")
     output = proc.stdout + proc.stderr

@@ -1,7 +1,7 @@
 """The drop-in against the real torch_scatter, where it is installed (skipped otherwise: it is built from its
 sdist for measurements only, see README "torch_scatter drop-in"). Random calls of every function, compared
-value for value (the composites to a tolerance); argindex where torch_scatter's is defined (its segment kernels leave a stale one where nothing
-was selected in a non-empty segment)."""
+value for value (the composites to a tolerance); argindex where torch_scatter's is defined (its segment kernels
+leave a stale one where nothing was selected in a non-empty segment)."""
 
 import pytest
 import torch
