@@ -70,8 +70,8 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
         if low >= 0 and high < sizes:
             return index
     else:
-        low, high = (v.tolist() for v in torch.aminmax(index.reshape(-1, len(sizes)), dim=0))
-        if all(lo >= 0 and hi < size for lo, hi, size in zip(low, high, sizes)):
+        lows, highs = (v.tolist() for v in torch.aminmax(index.reshape(-1, len(sizes)), dim=0))
+        if all(lo >= 0 and hi < size for lo, hi, size in zip(lows, highs, sizes)):
             return index
     per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
     bad = (index < -per) | (index >= per)

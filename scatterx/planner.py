@@ -698,14 +698,16 @@ def scatter(
         return _element(
             m, p, data, lambda index, box, dim: element_scatter(index, flat, box, reduce, include_self, dim)
         ).reshape(data.shape)
-    if p.rows is None:  # with autograd: the flat offsets, on the slice path's op
-        p = replace(p, rows=element_rows(m), checked=True, route="rows")
+    rows = p.rows
+    if rows is None:  # with autograd: the flat offsets, on the slice path's op
+        rows = element_rows(m)
+        p = replace(p, rows=rows, checked=True, route="rows")
     if p.region is not None:
         box = tuple(slice(0, r) for r in p.region)
         result = data.clone()
-        result[box] = _run(m, p, data[box], updates, reduce, include_self, torch_ties)
+        result[box] = _run(p, rows, data[box], updates, reduce, include_self, torch_ties)
         return result
-    return _run(m, p, data, updates, reduce, include_self, torch_ties)
+    return _run(p, rows, data, updates, reduce, include_self, torch_ties)
 
 
 def reduced(m: XMap, updates: torch.Tensor, reduce: str) -> torch.Tensor:
@@ -746,24 +748,25 @@ def reduced(m: XMap, updates: torch.Tensor, reduce: str) -> torch.Tensor:
     return result.reshape(m.data_shape)
 
 
-def _run(m: XMap, p: Plan, data, updates, reduce, include_self, torch_ties):
+def _run(p: Plan, rows: torch.Tensor, data, updates, reduce, include_self, torch_ties):
+    """Run ``p`` on the slice path, with ``rows``: the plan's, or the flat offsets built for an element plan."""
     src = updates.reshape(p.outer, p.n, p.inner)
     base = data.reshape(p.outer, p.S, p.inner)
     if p.n == 0 or src.numel() == 0:
         return data.clone()
     if reduce == "assign":
-        result = _assign(p, src, base)
+        result = _assign(p, rows, src, base)
     else:  # sorted=None: the sorted path when the rows happen to be sorted
-        result = index_scatter_reduce_from(1, p.rows, src, reduce, None, base, include_self, torch_ties)
+        result = index_scatter_reduce_from(1, rows, src, reduce, None, base, include_self, torch_ties)
     return result.reshape(data.shape)
 
 
-def _assign(p: Plan, src, base):
+def _assign(p: Plan, rows: torch.Tensor, src, base):
     """Last write wins: the last ``u`` row of each data row (an amax of positions, on scatterx's kernel), then one
     collision-free copy. Differentiable through ``index_select`` / ``index_copy``."""
     positions = torch.arange(p.n, dtype=torch.int64, device=src.device)
     initial = torch.full((p.S,), -1, dtype=torch.int64, device=src.device)
-    last = index_scatter_reduce_from(0, p.rows, positions, "amax", None, initial)
+    last = index_scatter_reduce_from(0, rows, positions, "amax", None, initial)
     targets = torch.nonzero(last >= 0).view(-1)
     return base.index_copy(1, targets, src.index_select(1, last[targets]))
 
@@ -819,18 +822,20 @@ def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
     """
     _check_run(m, data, None, None)
     p = plan(m)
-    if p.kind == "element" and p.route != "rows" and math.prod(m.shape) and _element_kernels(data):
+    if p.kind == "element" and p.route != "rows" and math.prod(m.shape) > 0 and _element_kernels(data):
         return _element(m, p, data, lambda index, box, dim: element_gather(box, index, dim), False).reshape(m.shape)
-    if p.rows is None:  # with autograd: the flat offsets, gathered by index_select
-        p = replace(p, rows=element_rows(m), checked=True, route="rows")
-    if not p.checked and not torch.compiler.is_compiling() and p.rows.numel():  # (traced: index_select checks)
-        low, high = torch.aminmax(p.rows)  # one pass; the culprit is looked for only on failure
+    rows = p.rows
+    if rows is None:  # with autograd: the flat offsets, gathered by index_select
+        rows = element_rows(m)
+        p = replace(p, rows=rows, checked=True, route="rows")
+    if not p.checked and not torch.compiler.is_compiling() and rows.numel():  # (traced: index_select checks)
+        low, high = torch.aminmax(rows)  # one pass; the culprit is looked for only on failure
         if int(low) < 0 or int(high) >= p.S:
             check_coordinates(m)  # raises with the position in the caller's index
     if p.region is not None:
         data = data[tuple(slice(0, r) for r in p.region)]
     view = data.reshape(p.outer, p.S, p.inner)
     if view.device.type == "cpu" and not needs_op(view):  # into a buffer on huge pages (backends._common.empty)
-        buffer = empty((p.outer, p.rows.numel(), p.inner), view.dtype, view.device)
-        return torch.index_select(view, 1, p.rows, out=buffer).reshape(m.shape)
-    return view.index_select(1, p.rows).reshape(m.shape)
+        buffer = empty((p.outer, rows.numel(), p.inner), view.dtype, view.device)
+        return torch.index_select(view, 1, rows, out=buffer).reshape(m.shape)
+    return view.index_select(1, rows).reshape(m.shape)

@@ -113,7 +113,7 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
         raise ValueError(f"reduce must be one of {_SCATTER_REDUCE}, got {reduce!r}")
     if not isinstance(include_self, bool):
         raise TypeError(f"include_self must be a bool, got {type(include_self).__name__}")
-    shape = input.shape if isinstance(input, torch.Tensor) else None
+    shape = check_tensor(input, "input").shape  # before _prepare sees a 0-d input as one element
     original = (input, dim, index, src)
     input, dim, index, empty = _prepare(input, dim, index)
     if input.dtype not in SUPPORTED_DTYPES and isinstance(src, torch.Tensor):  # see the module docstring
@@ -166,7 +166,7 @@ def scatter(input, dim: int, index, src, *, reduce=None) -> torch.Tensor:
     if reduce not in _SCATTER_MODES:
         raise ValueError(f"reduce must be None, 'add' or 'multiply', got {reduce!r}")
     mode = _SCATTER_MODES[reduce]
-    shape = input.shape if isinstance(input, torch.Tensor) else None
+    shape = check_tensor(input, "input").shape  # before _prepare sees a 0-d input as one element
     original = (input, dim, index, src)
     input, dim, index, empty = _prepare(input, dim, index)
     if mode != "assign" and input.dtype not in SUPPORTED_DTYPES:  # see the module docstring
@@ -216,7 +216,8 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False) -> torch.Tensor
     """
     if not isinstance(sparse_grad, bool):
         raise TypeError(f"sparse_grad must be a bool, got {type(sparse_grad).__name__}")
-    shape = index.shape if isinstance(index, torch.Tensor) else None
+    check_tensor(input, "input")  # (the first check, as in _prepare)
+    shape = check_tensor(index, "index").shape  # before _prepare sees a 0-d index as one element
     input, dim, index, empty = _prepare(input, dim, index)
     if empty:  # still a view of input, so that autograd connects it (with a zero gradient)
         return input.reshape(-1).narrow(0, 0, 0).view(shape)

@@ -15,7 +15,7 @@ oracle from the package it checks.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -161,6 +161,8 @@ def segment_softmax(
     """Reference for ``scatterx.segment_softmax``: ``torch.softmax`` of each group's slices, in float64."""
     dim = dim % src.dim()
     if index is None:
+        if ptr is None:
+            raise ValueError("segment_softmax takes either index or ptr")
         counts = (ptr[1:] - ptr[:-1]).to(torch.int64)
         index = torch.repeat_interleave(torch.arange(counts.numel()), counts)
     index = index.to(torch.int64)
@@ -176,7 +178,7 @@ def segment_softmax(
 def x_target(m, u) -> tuple:
     """Data position ``t`` of the iterated position ``u`` under the map ``m`` (``scatterx.planner.XMap``), straight
     from the definition ``t = p(f(p1(u)) + p2(u))``."""
-    t = [None] * len(m.data_shape)
+    t: List[Optional[int]] = [None] * len(m.data_shape)
     at = tuple(u[d] for d in m.lookup)
     for j, d in enumerate(m.coords):
         t[d] = int(m.index[at + (j,)]) if m.vector else int(m.index[at])
@@ -204,7 +206,7 @@ def x_scatter(m, data: torch.Tensor, updates: torch.Tensor, reduce: str, include
     ``include_self``) in float64/int64. Positions that receive nothing keep ``data``'s value."""
     import itertools
 
-    groups = {}
+    groups: Dict[Tuple[int, ...], List[torch.Tensor]] = {}
     for u in itertools.product(*map(range, m.shape)):
         t = x_target(m, u)
         if any(not 0 <= c < size for c, size in zip(t, m.data_shape)):
@@ -216,9 +218,8 @@ def x_scatter(m, data: torch.Tensor, updates: torch.Tensor, reduce: str, include
         if name == "assign":
             result[t] = values[-1]
             continue
-        if include_self:
-            values = [data[t]] + values
-        rows = torch.stack(values).to(_wide(data.dtype))
+        members = [data[t]] + values if include_self else values
+        rows = torch.stack(members).to(_wide(data.dtype))
         result[t] = _reduce_rows(rows, name, data.dtype).to(data.dtype)
     return result
 
@@ -444,13 +445,13 @@ def ts_softmax_family(src, index, dim=-1, kind="softmax", eps=1e-12, dim_size=No
     full = _ts_broadcast(index, src, dim)
     size = dim_size if dim_size is not None else (int(full.max()) + 1 if full.numel() else 0)
     x = src.to(torch.float64)
-    groups = {}
+    groups: Dict[Tuple[int, ...], List[Tuple[int, ...]]] = {}
     for pos in (
         torch.cartesian_prod(*[torch.arange(n) for n in src.shape]).view(-1, src.dim()).tolist() if src.numel() else []
     ):
-        key = list(pos)
-        key[dim] = int(full[tuple(pos)])
-        groups.setdefault(tuple(key), []).append(tuple(pos))
+        target = list(pos)
+        target[dim] = int(full[tuple(pos)])
+        groups.setdefault(tuple(target), []).append(tuple(pos))
     if kind in ("softmax", "log_softmax"):
         out = torch.empty_like(x)
         for members in groups.values():

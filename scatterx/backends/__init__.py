@@ -63,7 +63,7 @@ def is_gpu(t: torch.Tensor) -> bool:
 def gpu_backend_on_cpu():
     """For tests: CPU tensors run on the GPU backend's Triton kernels (needs ``TRITON_INTERPRET=1``, which makes
     Triton run its kernels in Python on CPU tensors)."""
-    global _GPU_ON_CPU
+    global _GPU_ON_CPU  # noqa: PLW0603  # read on every dispatch: a plain module flag is the cheapest read
     if not interpreting():
         raise RuntimeError("Triton kernels run on CPU tensors only under TRITON_INTERPRET=1")
     before, _GPU_ON_CPU = _GPU_ON_CPU, True

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import ctypes
 import enum
+import functools
 import math
+import sys
 from typing import Iterator, Optional, Tuple, Type
 
 import torch
@@ -30,7 +33,6 @@ def new_result(src: torch.Tensor, dim: int, num_segments: int) -> torch.Tensor:
 HUGE_PAGES_FROM_BYTES = 32 << 20
 _HUGE = 2 << 20  # the x86-64 / arm64 huge page
 _MADV_HUGEPAGE = 14
-_libc = None
 
 
 def empty(shape, dtype: torch.dtype, device) -> torch.Tensor:
@@ -49,24 +51,26 @@ def empty(shape, dtype: torch.dtype, device) -> torch.Tensor:
 
 
 def _advise_huge(address: int, nbytes: int) -> None:
-    global _libc
-    if _libc is None:
-        try:
-            import ctypes
-            import sys
-
-            if not sys.platform.startswith("linux"):
-                raise OSError("not Linux")
-            _libc = ctypes.CDLL(None, use_errno=True)
-            _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        except (OSError, AttributeError):
-            _libc = False
-    if not _libc:
+    libc = _libc()
+    if libc is None:
         return
     start = (address + _HUGE - 1) & ~(_HUGE - 1)  # the 2 MiB-aligned pages inside the buffer
     end = (address + nbytes) & ~(_HUGE - 1)
     if end > start:
-        _libc.madvise(start, end - start, _MADV_HUGEPAGE)
+        libc.madvise(start, end - start, _MADV_HUGEPAGE)
+
+
+@functools.cache
+def _libc() -> Optional[ctypes.CDLL]:
+    """The C library with ``madvise`` declared, loaded once; None where there is none to advise (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def _span(t: torch.Tensor) -> Tuple[int, int]:

@@ -65,6 +65,7 @@ def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include
     n = counts(idx, dim_size, grad.dtype) if divide or base is not None else None  # sum without base: not needed
     takes_self = base is not None and include_self
     if divide:
+        assert n is not None  # counted above: mean divides by it
         scale = 1.0 / (n + (1.0 if takes_self else 0.0)).clamp(min=1.0)
         grad_in = grad * per_segment(scale, dim, ndim)
     else:
@@ -74,6 +75,7 @@ def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include
     grad_src = pad_rows(grad_in.index_select(dim, idx), src_shape, dim)
     grad_base = None
     if base is not None:
+        assert n is not None  # counted above: base's slices that receive nothing pass grad through
         received = per_segment(n > 0, dim, ndim)
         grad_base = torch.where(received, grad_in if include_self else torch.zeros_like(grad), grad)
     return grad_src, grad_base
@@ -112,33 +114,35 @@ def nonlinear_backward(
     ndim, dim_size, m = src.dim(), grad.size(dim), index.numel()
     idx = index.long()
     rows = src.narrow(dim, 0, m)
-    takes_self = base is not None and include_self
+    self_base = base if include_self else None  # base, where it takes part in the reduction
     received = per_segment(counts(idx, dim_size, grad.dtype) > 0, dim, ndim)
 
-    def group_sum(values):  # per-segment sums of rows (constants: masks and zero counts)
+    def group_sum(values: torch.Tensor) -> torch.Tensor:  # per-segment sums of rows (constants: masks and zero counts)
         if graph:
             return torch.zeros(result.shape, dtype=grad.dtype, device=grad.device).index_add_(dim, idx, values)
         return backend.index_scatter_reduce(values.contiguous(), index, dim, _SUM, sorted, dim_size)
 
     if red.selects:
-        ties_base = base is not None and (takes_self or count_base)
+        tie_base = base if include_self or count_base else None  # base, where its value counts among the ties
         if graph:
             mask = (rows == result.index_select(dim, idx)).to(grad.dtype)
-            ties = group_sum(mask) + ((base == result).to(grad.dtype) if ties_base else 0.0)
+            ties = group_sum(mask) + ((tie_base == result).to(grad.dtype) if tie_base is not None else 0.0)
             ties = ties.clamp(min=1.0)
             grad_src = pad_rows(grad.index_select(dim, idx) * mask / ties.index_select(dim, idx), src.shape, dim)
         else:
-            grad_src, ties = backend.tie_backward(grad, src, index, result, base, dim, sorted, ties_base)
-        self_grad = grad / ties.clamp(min=1.0) * (base == result) if takes_self else None
+            grad_src, ties = backend.tie_backward(grad, src, index, result, base, dim, sorted, tie_base is not None)
+        self_grad = grad / ties.clamp(min=1.0) * (self_base == result) if self_base is not None else None
     elif red is _PROD:
         zero_rows = rows == 0
         zeros = group_sum(zero_rows.to(grad.dtype))
         nonzero = torch.where(zero_rows, torch.ones_like(rows), rows)
         nonzero_base = None
-        if takes_self:
-            zeros = zeros + (base == 0).to(grad.dtype)
-            nonzero_base = torch.where(base == 0, torch.ones_like(base), base)
+        if self_base is not None:
+            zeros = zeros + (self_base == 0).to(grad.dtype)
+            nonzero_base = torch.where(self_base == 0, torch.ones_like(self_base), self_base)
         if graph:
+            if reduce_op is None:
+                raise ValueError("nonlinear_backward(graph=True) needs reduce_op")
             product = reduce_op(nonzero, index, dim, "prod", sorted, dim_size, nonzero_base, True, False)
         else:
             product = backend.index_scatter_reduce(
@@ -148,10 +152,12 @@ def nonlinear_backward(
             rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), grad.index_select(dim, idx)
         )
         grad_src = pad_rows(grad_rows, src.shape, dim)
-        self_grad = _product_of_others(base, base == 0, zeros, product, grad) if takes_self else None
+        self_grad = (
+            _product_of_others(self_base, self_base == 0, zeros, product, grad) if self_base is not None else None
+        )
     else:
         raise ValueError(f"nonlinear_backward handles prod, amax and amin, not {reduce!r}")
     if base is None:
         return grad_src, grad.new_empty(0)
-    grad_base = torch.where(received, self_grad if takes_self else torch.zeros_like(grad), grad)
+    grad_base = torch.where(received, self_grad if self_grad is not None else torch.zeros_like(grad), grad)
     return grad_src, grad_base

@@ -7,7 +7,7 @@ backend in the pass that builds the segments anyway (``backends/cpu.py``, ``back
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 
@@ -79,7 +79,7 @@ def check_integer_vector(t, name: str, like: torch.Tensor, allow_scalar: bool = 
     return t
 
 
-def check_size(value, name: str) -> Optional[int]:
+def check_size(value, name: str) -> Optional[Union[int, torch.SymInt]]:
     """A size argument (``dim_size``, ``num_rows``): an int >= 0 (or a one-element integer tensor), or None."""
     if value is None:
         return None

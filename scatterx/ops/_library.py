@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from typing import Callable
+from typing import Any, Callable, Protocol, Type, cast
 
 import torch
 
@@ -49,11 +49,27 @@ def _resolved_signature(fn: Callable) -> inspect.Signature:
     return sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
 
 
+class _Signed(Protocol):
+    """A function given an explicit ``__signature__`` (which ``inspect.signature``, so torch.library, reads)."""
+
+    __signature__: inspect.Signature
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class Differentiable(Protocol):
+    """What ``register_autograd`` returns: the op with its gradient, and ``eager``, its eager twin's ``apply``."""
+
+    eager: Callable[..., Any]
+
+    def __call__(self, *args: Any) -> Any: ...
+
+
 def _with_signature(body: Callable, like: Callable, name: str) -> Callable:
     body.__name__ = body.__qualname__ = name
     body.__doc__ = like.__doc__
     body.__module__ = like.__module__
-    body.__signature__ = _resolved_signature(like)
+    cast(_Signed, body).__signature__ = _resolved_signature(like)  # a function takes any attribute
     return body
 
 
@@ -85,7 +101,7 @@ def define_op(name: str, impl: Callable, fake: Callable):
     return op
 
 
-def register_autograd(op, impl: Callable, backward: Callable, setup_context: Callable) -> Callable:
+def register_autograd(op, impl: Callable, backward: Callable, setup_context: Callable) -> Differentiable:
     """Register ``backward`` / ``setup_context`` as ``op``'s autograd formula; return ``differentiable(*args)``,
     which calls ``op`` under ``torch.compile`` and, in eager mode, an ``autograd.Function`` computing ``impl`` with
     the same formula (so both give the same values and gradients, and only the cost differs)."""
@@ -98,7 +114,7 @@ def register_autograd(op, impl: Callable, backward: Callable, setup_context: Cal
         setup_context(ctx, args, output)
         return output
 
-    eager = type(
+    eager: Type[torch.autograd.Function] = type(
         f"{impl.__module__.rsplit('.', 1)[-1]}_eager",
         (torch.autograd.Function,),
         {"forward": staticmethod(forward), "backward": staticmethod(backward)},
@@ -110,5 +126,6 @@ def register_autograd(op, impl: Callable, backward: Callable, setup_context: Cal
         return eager.apply(*args)
 
     differentiable.__doc__ = f"``{op}`` with its gradient: the op under torch.compile, else its eager twin."
-    differentiable.eager = eager.apply  # for callers that know they are not tracing
-    return differentiable
+    result = cast(Differentiable, differentiable)  # a function takes any attribute
+    result.eager = eager.apply  # for callers that know they are not tracing
+    return result

@@ -105,7 +105,8 @@ def _checked(ptr, index, a, b, att, negative_slope):
             raise ValueError(f"{name} is on {t.device} but a is on {a.device}")
     if a.dim() not in (2, 3) or b.dim() != a.dim():
         raise ValueError(
-            f"a and b must be (rows, heads, channels) or (rows, channels), got a {tuple(a.shape)} and b {tuple(b.shape)}"
+            "a and b must be (rows, heads, channels) or (rows, channels), "
+            f"got a {tuple(a.shape)} and b {tuple(b.shape)}"
         )
     if a.shape[1:] != b.shape[1:]:
         raise ValueError(

@@ -305,7 +305,7 @@ index_scatter_reduce_backward_op = define_op("index_scatter_reduce_backward", _b
 
 
 def _setup_context(ctx, inputs, output):
-    src, index, dim, reduce, sorted, dim_size, base, include_self, torch_ties = inputs
+    src, index, dim, reduce, sorted, _dim_size, base, include_self, torch_ties = inputs
     ctx.dim = dim % max(src.dim(), 1)
     ctx.red = resolve(reduce)
     ctx.sorted, ctx.include_self, ctx.torch_ties = sorted, include_self, torch_ties

@@ -67,10 +67,7 @@ def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tens
         tensor([4., 2., 3.])
     """
     a3, b3, ptr, index, op, shape = _checked(ptr, index, a, b, op)
-    if needs_op(a3, b3):
-        out = sddmm_differentiable(ptr, index, a3, b3, op)
-    else:
-        out = sddmm_forward(ptr, index, a3, b3, op)
+    out = sddmm_differentiable(ptr, index, a3, b3, op) if needs_op(a3, b3) else sddmm_forward(ptr, index, a3, b3, op)
     return out.reshape(shape)
 
 

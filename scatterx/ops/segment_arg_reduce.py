@@ -127,7 +127,7 @@ segment_arg_reduce_op = define_op("segment_arg_reduce", _forward, _fake)
 
 
 def _setup_context(ctx, inputs, output):
-    src, ptr, perm, base, reduce, dim, finite_start, fill = inputs
+    src, _ptr, _perm, base, _reduce, dim, _finite_start, fill = inputs
     ctx.given_shape = tuple(src.shape)
     src = src.view(1) if src.dim() == 0 else src
     ctx.dim = dim % src.dim()

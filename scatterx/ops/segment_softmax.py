@@ -171,12 +171,14 @@ def _autograd_backward(ctx, grad):
         return grad_src, None, None, None, None, None
     # create_graph=True: the same formula from differentiable ops
     product = grad * out
-    if index is not None:
-        dot = index_scatter_reduce_op(product, index, ctx.dim, "sum", ctx.sorted, ctx.num_segments, None, True, False)
-        dot = dot.index_select(ctx.dim, index.long())
+    if ctx.has_index:
+        dot = index_scatter_reduce_op(
+            product, structure, ctx.dim, "sum", ctx.sorted, ctx.num_segments, None, True, False
+        )
+        dot = dot.index_select(ctx.dim, structure.long())
     else:
-        dot = segment_reduce_op(product, ptr, "sum", ctx.dim)
-        dot = dot.repeat_interleave(ptr.diff(), ctx.dim, output_size=out.size(ctx.dim))
+        dot = segment_reduce_op(product, structure, "sum", ctx.dim)
+        dot = dot.repeat_interleave(structure.diff(), ctx.dim, output_size=out.size(ctx.dim))
     return out * (grad - dot), None, None, None, None, None
 
 

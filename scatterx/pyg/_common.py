@@ -11,11 +11,11 @@ from torch import Tensor
 try:
     import torch_geometric  # noqa: F401
     import torch_geometric.nn.aggr.base as aggr_base
-    import torch_geometric.nn.conv.message_passing as message_passing
     import torch_geometric.utils._scatter as pyg_scatter
     import torch_geometric.utils._segment as pyg_segment
     import torch_geometric.utils._softmax as pyg_softmax
     import torch_geometric.utils._spmm as pyg_spmm
+    from torch_geometric.nn.conv import message_passing as message_passing  # (re-exported to the other parts)
 except ImportError as e:  # pragma: no cover - exercised by a subprocess test
     raise ImportError("scatterx.pyg needs PyTorch Geometric: pip install 'scatterx[pyg]' (or torch_geometric)") from e
 

@@ -120,8 +120,12 @@ def adjacency(edge_index: Tensor, num_sources: int, num_targets: int, node_dim: 
         return built
     if len(CACHE) >= CACHE_SIZE:
         CACHE.pop(next(iter(CACHE)))
+
+    def forget(_: object) -> None:
+        CACHE.pop(key, None)
+
     # the entry goes when the tensor does (its structure can be as large as the graph)
-    ref = weakref.ref(edge_index, lambda _, key=key: CACHE.pop(key, None))
+    ref = weakref.ref(edge_index, forget)
     CACHE[key] = (ref, edge_index._version, built)
     return built
 

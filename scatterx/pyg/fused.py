@@ -69,7 +69,8 @@ _HOOKS = (
 
 _EDGE_HOOKS = ("_edge_update_forward_pre_hooks", "_edge_update_forward_hooks")
 
-#: the propagate and edge_updater wrappers enable() installed, and per layer class a subclass with PyG's propagate (for scripting)
+#: the propagate and edge_updater wrappers enable() installed, and per layer class a subclass with PyG's propagate
+#: (for scripting)
 WRAPPERS: set = set()
 _SCRIPTABLE: Dict[type, type] = {}
 
@@ -264,9 +265,9 @@ def prepare_scriptable(self):
         for name in ("propagate", "edge_updater"):
             if getattr(cls, name, None) in WRAPPERS:
                 generic[name] = getattr(message_passing.MessagePassing, name) if on_request else _replaced(cls, name)
-        forward = getattr(cls, "forward", None)
-        if hasattr(forward, "original"):  # the sharded forward of sharded.py
-            generic["forward"] = forward.original
+        original = getattr(getattr(cls, "forward", None), "original", None)
+        if original is not None:  # the sharded forward of sharded.py
+            generic["forward"] = original
         _SCRIPTABLE[cls] = type(cls.__name__, (cls,), generic)
     clone = copy.copy(self)
     clone.__class__ = _SCRIPTABLE[cls]

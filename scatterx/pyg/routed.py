@@ -276,9 +276,16 @@ def aggregation_reduce(
     """``Aggregation.reduce``: with ``ptr`` the CSR kernel (deterministic, no atomics, no index pass)."""
     if torch.jit.is_scripting():
         return self._pyg_reduce(x, index, ptr, dim_size, dim, reduce)
-    if is_enabled() and ptr is not None and reduce in REDUCE and isinstance(ptr, Tensor) and ptr.dim() == 1:
-        if runs_here(x, ptr) and -x.dim() <= dim < x.dim():
-            return segment_reduce(x, ptr, REDUCE[reduce], dim % x.dim())
+    if (
+        is_enabled()
+        and ptr is not None
+        and reduce in REDUCE
+        and isinstance(ptr, Tensor)
+        and ptr.dim() == 1
+        and runs_here(x, ptr)
+        and -x.dim() <= dim < x.dim()
+    ):
+        return segment_reduce(x, ptr, REDUCE[reduce], dim % x.dim())
     return ORIGINAL["Aggregation.reduce"](self, x, index, ptr, dim_size, dim, reduce)
 
 

@@ -71,10 +71,7 @@ def routed_forward(cls):
     original = cls.forward
 
     def forward(self, *args, **kwargs):
-        if len(args) > 1:
-            graph = args[1]
-        else:
-            graph = kwargs.get("edge_index")
+        graph = args[1] if len(args) > 1 else kwargs.get("edge_index")
         if not isinstance(graph, ShardedGraph):
             return original(self, *args, **kwargs)
         x = args[0] if args else kwargs.get("x")
@@ -103,7 +100,7 @@ def routed_forward(cls):
 
     forward.__name__, forward.__qualname__ = "forward", f"{cls.__name__}.forward"
     forward.__doc__ = original.__doc__
-    forward.original = original  # what a scripted copy compiles (fused.prepare_scriptable)
+    forward.__dict__["original"] = original  # what a scripted copy compiles (fused.prepare_scriptable)
     return had, forward
 
 
@@ -147,9 +144,8 @@ def with_halo_sources(layer, names: str, kwargs: dict) -> dict:
     graph = active_graph(layer)
     if graph is None:
         return kwargs
-    names = source_names(getattr(layer, names))
     out = dict(kwargs)
-    for name in names:
+    for name in source_names(getattr(layer, names)):
         value = out.get(name)
         if isinstance(value, Tensor):
             out[name] = (_with_halo(graph, value), value)

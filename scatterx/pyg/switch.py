@@ -69,7 +69,7 @@ def enable() -> None:
             if name is not None and value is ORIGINAL[name]:
                 _patch(module, attr, routed.REPLACEMENT[name])
     _patch(aggr_base.Aggregation, "_pyg_reduce", _renamed(ORIGINAL["Aggregation.reduce"], "_pyg_reduce"))
-    for name, (owner, attr, replacement) in _METHODS.items():
+    for owner, attr, replacement in _METHODS.values():
         _patch(owner, attr, replacement)
     for cls in fused.FUSED_CONVS:
         had, wrapper = fused.routed_propagate(cls)

@@ -24,7 +24,7 @@ def weighted_gather_segment_reduce(
 ) -> torch.Tensor:
     """Segment ``s`` reduces ``weight[k, h] * src[index[k], h, :]`` over its edges ``k``: src ``(N, H, C)``,
     weight ``(E, H)``, both checked, as are ``ptr`` and ``index``. A new ``(S, H, C)`` tensor."""
-    n, heads, channels = src.shape
+    _n, heads, channels = src.shape
     out = empty((ptr.numel() - 1, heads, channels), src.dtype, "cpu")
     if out.numel() > 0:
         ptr_np = ptr.numpy()

@@ -119,7 +119,7 @@ _recorded: Optional[Set[tuple]] = None
 @contextlib.contextmanager
 def recording() -> Iterator[Set[tuple]]:
     """Within the block, the ``Variant.key`` of every launch is added to the set this yields."""
-    global _recorded
+    global _recorded  # noqa: PLW0603  # read on every launch: a plain module global is the cheapest read
     previous, _recorded = _recorded, set()
     try:
         yield _recorded
@@ -145,7 +145,7 @@ def _traceable(kernel):
 
 
 def _wraps_interpreted(kernel) -> bool:
-    global _WRAPS_INTERPRETED
+    global _WRAPS_INTERPRETED  # noqa: PLW0603  # probed once, with the first interpreted kernel (it needs one)
     if _WRAPS_INTERPRETED is None:
         try:
             wrap_triton(kernel)

@@ -14,4 +14,5 @@ def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tupl
     """As ``backends.cpu.csr_transpose`` (``index`` asserted against ``num_rows`` on the device)."""
     segment_of = segment_of_entries(ptr, index.numel())
     ptr_t, perm = segments(index, num_rows, sorted=False, size_name="num_rows")
+    assert perm is not None  # an unsorted index always comes back with its permutation
     return ptr_t.to(torch.int64), segment_of[perm.long()]

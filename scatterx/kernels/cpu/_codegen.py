@@ -33,6 +33,7 @@ keyed on exactly these files (``tests/conftest.py``); split further, each new fi
 from __future__ import annotations
 
 import warnings
+from typing import ClassVar, List
 
 import numpy as np
 import torch
@@ -98,17 +99,17 @@ def _freeze(typingctx, value):
 def choose(take, x, current):
     """``x if take else current``, for a value stored back where ``current`` was loaded from: ``current`` goes
     through ``_freeze``, so the store stays unconditional (see ``_ov_combine``)."""
-    return x if take else _freeze(current)
+    return x if take else _freeze(current)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
 
 
 @njit(inline="always", cache=True)
 def _bf16_bits_to_f32(bits):
-    return _u32_as_f32(np.uint32(np.uint16(bits)) << np.uint32(16))
+    return _u32_as_f32(np.uint32(np.uint16(bits)) << np.uint32(16))  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
 
 
 @njit(inline="always", cache=True)
 def _f32_to_bf16_bits(value):
-    u = _f32_as_u32(value)
+    u: np.uint32 = _f32_as_u32(value)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     if value != value:  # NaN: keep it a (quiet) NaN after truncation
         return np.int16(np.uint16((u >> np.uint32(16)) | np.uint32(0x40)))
     # round to nearest, ties to even -- what torch does
@@ -179,7 +180,7 @@ def _ov_load(storage, x):
     if kind == NATIVE:
         return lambda storage, x: x
     if kind == F16:
-        return lambda storage, x: _f16_bits_to_f32(x)
+        return lambda storage, x: _f16_bits_to_f32(x)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     if kind == BF16:
         return lambda storage, x: _bf16_bits_to_f32(x)
     return None
@@ -191,7 +192,7 @@ def _ov_store(storage, value):
     if kind == NATIVE:
         return lambda storage, value: value
     if kind == F16:
-        return lambda storage, value: _f32_to_f16_bits(np.float32(value))
+        return lambda storage, value: _f32_to_f16_bits(np.float32(value))  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     if kind == BF16:
         return lambda storage, value: _f32_to_bf16_bits(np.float32(value))
     return None
@@ -210,16 +211,17 @@ def _ov_combine(reduce, acc, x):
         # once vectorised. AVX-512 runs masked stores at full speed; AVX2's ``vmaskmovps`` is microcoded (the
         # kernel ran at twice sum's time on Zen 3). ``freeze`` hides that the value was loaded from where it is
         # stored, so the store stays unconditional (docs/decisions/selecting-combine.md).
-        return lambda reduce, acc, x: step(_freeze(acc), x)
+        return lambda reduce, acc, x: step(_freeze(acc), x)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     return lambda reduce, acc, x: step(acc, x)
 
 
 @overload(prefers, inline="always")
 def _ov_prefers(reduce, x, best):
     code = _literal(reduce)
-    if code is None or BY_CODE[code].prefers is None:
+    rule = None if code is None else BY_CODE[code].prefers
+    if rule is None:
         return None
-    step = njit(inline="always")(BY_CODE[code].prefers)
+    step = njit(inline="always")(rule)
     return lambda reduce, x, best: step(x, best)
 
 
@@ -295,7 +297,7 @@ def _ov_write_row(storage, out, o, t, acc, a, stream):
 
         def native(storage, out, o, t, acc, a, stream):
             if stream:
-                stream_row(out, o, t, acc)
+                stream_row(out, o, t, acc)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
             else:
                 for j in range(out.shape[2]):
                     out[o, t, j] = acc[a, j]
@@ -337,7 +339,7 @@ def _fetch_add(typingctx, counter, value):
 def claim(counter):
     """The next work item of a launch, or -1 when every item is taken. ``counter``: ``[next, items]`` (int64),
     shared by the threads of the launch (``kernels.cpu.launch``)."""
-    item = _fetch_add(counter, np.int64(1))
+    item: np.int64 = _fetch_add(counter, np.int64(1))  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     return item if item < counter[1] else np.int64(-1)
 
 
@@ -348,16 +350,17 @@ class Kernel:
 
     Calling a Numba dispatcher types every array per call (``numba.typeof``), and one whose function takes
     literals (``numba.literally``) costs far more: Numba first types the call with plain integers, fails, and only
-    then finds the literal specialisation (both measured in docs/decisions/reduction-table.md). Here the signature is built directly -- literal types for the
-    arguments named in ``literal``, layout "A" (any strides) for those in ``strided`` (the element kernels read
-    the caller's tensors through their strides: one variant per combination of layouts would multiply them), the
-    arrays' own types otherwise -- and the entry point is kept under a key of what determines it.
+    then finds the literal specialisation (both measured in docs/decisions/reduction-table.md). Here the
+    signature is built directly -- literal types for the arguments named in ``literal``, layout "A" (any strides)
+    for those in ``strided`` (the element kernels read the caller's tensors through their strides: one variant
+    per combination of layouts would multiply them), the arrays' own types otherwise -- and the entry point is
+    kept under a key of what determines it.
 
     Every ``Kernel`` is listed in ``Kernel.all``: the test suite counts the variants each holds
     (``tests/compile_budget.py``).
     """
 
-    all: list[Kernel] = []
+    all: ClassVar[List[Kernel]] = []
 
     def __init__(self, dispatcher, literal=(), strided=()):
         self.dispatcher = dispatcher

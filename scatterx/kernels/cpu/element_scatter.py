@@ -99,7 +99,7 @@ def _block_hits(flat, seen, idx, val, j0, j1, reduce, storage, assign, track, pr
     for i in range(n):
         if prefetch and i + 1 < n:  # the next row's targets, for writing
             for j in range(j0, j1):
-                prefetch_write(flat, np.int64(idx[i + 1, j]) * inner + j)
+                prefetch_write(flat, np.int64(idx[i + 1, j]) * inner + j)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
         for j in range(j0, j1):
             t = idx[i, j]
             if t < 0 or t >= S:
@@ -183,7 +183,7 @@ def along_scatter_kernel(
     prefetch the next row's targets).
     Returns the number of index entries outside ``[0, S)``; they are skipped. reduce, storage: literal codes.
     """
-    outer, n, inner = index.shape
+    _outer, _n, inner = index.shape
     S = out.shape[1]
     ranges = ((S - 1) >> shift) + 1 if S > 0 else 1
     neutral = identity(reduce, acc)
@@ -233,7 +233,7 @@ def along_gather_kernel(counter, base, index, out, nchunks):
 
     base: (outer, S, inner); index: (outer, n, inner); out: like index, of base's element type. Work items:
     ``outer * nchunks``, each ``o`` and one of ``nchunks`` ranges of ``i``. Returns the number of bad entries."""
-    outer, n, inner = index.shape
+    _outer, n, inner = index.shape
     S = base.shape[1]
     step = (n + nchunks - 1) // nchunks
     nbad = 0
@@ -259,7 +259,7 @@ def row_gather_kernel(counter, base, index, out, nchunks):
     """``along_gather_kernel`` without ``inner`` (gathers along the last dim): out[o, i] = base[o, index[o, i]].
     base: (outer, S); index, out: (outer, n). Rows given C-contiguous make a loop that LLVM vectorises, unlike
     the 3-D kernel with inner = 1 (see docs/decisions/element-scatter.md)."""
-    outer, n = index.shape
+    _outer, n = index.shape
     S = base.shape[1]
     step = (n + nchunks - 1) // nchunks
     nbad = 0

@@ -18,9 +18,9 @@ tells them by ``counts`` -- or, for the reductions whose result has the identity
 them (``MARKS_EMPTY``: sum, amax, amin; not prod, 2 * 0.5 == 1, nor mean) into a new result with rows of one
 element, by the accumulator's bits alone (``marks``): no counting pass, whose scattered increments were half the
 time of a 1M-entry call into 500k targets. (For wider rows the pass over every value below costs more than the
-counting pass it saves; both measured in docs/decisions/narrow-rows.md.) A value that itself has the identity's bits (a -0.0 in a sum, a -inf
-in a max) would be mistaken for "nothing": a vectorised pass over the slice finds such values first, and the kernel
-then returns ``AMBIGUOUS`` for the caller to run it again with counts.
+counting pass it saves; both measured in docs/decisions/narrow-rows.md.) A value that itself has the identity's
+bits (a -0.0 in a sum, a -inf in a max) would be mistaken for "nothing": a vectorised pass over the slice finds
+such values first, and the kernel then returns ``AMBIGUOUS`` for the caller to run it again with counts.
 
 **Bit for bit the segment kernel's result.** Each target's rows are combined in position order (the segment
 kernel's order for a sorted index, and for an unsorted one after its *stable* sort), starting from the table's
@@ -167,7 +167,7 @@ def _ov_looks_empty(reduce, x):
         return None
     red = BY_CODE[code]
     if isinstance(x, types.Integer):
-        value = red.identity({32: torch.int32, 64: torch.int64}[x.bitwidth])
+        value = red.identity({32: torch.int32, 64: torch.int64}[x.bitwidth])  # type: ignore[attr-defined]  # Numba's stub omits Integer.bitwidth
         if value == 0:
             return lambda reduce, x: False
         typed = np.dtype(str(x)).type(value)

@@ -102,7 +102,7 @@ def index_scatter_reduce_runs_kernel(counter, src, index, out, step, reduce, sto
             for o in range(0, outer, LANES):
                 _reduce_lanes(src, index, out, o, min(LANES, outer - o), lo, hi, first, last, reduce, storage)
     if stream:
-        store_fence()
+        store_fence()  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     return bad
 
 

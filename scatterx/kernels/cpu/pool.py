@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import List
+from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -32,8 +32,8 @@ class _Worker:
         self.done = threading.Lock()
         self.go.acquire()
         self.done.acquire()
-        self.task = None
-        self.result = 0
+        self.task: Optional[Tuple[Callable[..., int], tuple]] = None  # (entry, args) while told to run
+        self.result: Union[int, BaseException] = 0  # the call's return, or what it raised
 
 
 class _Pool:
@@ -55,6 +55,7 @@ class _Pool:
     def _serve(worker: _Worker) -> None:
         while True:
             worker.go.acquire()
+            assert worker.task is not None  # set before go is released
             entry, args = worker.task
             try:
                 worker.result = entry(*args)

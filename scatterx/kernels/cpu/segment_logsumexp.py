@@ -1,9 +1,10 @@
 """Numba CPU kernel for segment log-sum-exp: ``top + log(sum exp(x - top) + eps)`` per segment and feature, the
 normaliser of torch_scatter's ``scatter_logsumexp`` and ``scatter_log_softmax`` (``ops/segment_logsumexp.py``).
 
-Arrays, work items and ``gather`` are those of ``segment_reduce.py``; segment ``s`` covers positions ``ptr[s]:ptr[s+1]`` (rows
-``perm[...]`` when ``gather``). Two passes over each segment's rows: ``top``, then the sum of ``exp(x - top)``;
-the result is one value per ``(o, s, j)`` (no output of ``src``'s size, unlike a composition of torch ops).
+Arrays, work items and ``gather`` are those of ``segment_reduce.py``; segment ``s`` covers positions
+``ptr[s]:ptr[s+1]`` (rows ``perm[...]`` when ``gather``). Two passes over each segment's rows: ``top``, then the
+sum of ``exp(x - top)``; the result is one value per ``(o, s, j)`` (no output of ``src``'s size, unlike a
+composition of torch ops).
 
 ``flavour`` is what ``top`` is and what NaN does, as torch_scatter computes each:
 

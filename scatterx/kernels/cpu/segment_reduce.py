@@ -74,7 +74,7 @@ def segment_reduce_kernel(
                 r = i
                 if gather:
                     if i + lookahead < m:
-                        prefetch_row(src, o, perm[i + lookahead])
+                        prefetch_row(src, o, perm[i + lookahead])  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
                     r = perm[i]
                 for j in range(inner):
                     acc[a, j] = combine(reduce, acc[a, j], load(storage, src[o, r, j]))
@@ -84,7 +84,7 @@ def segment_reduce_kernel(
             if not direct:
                 write_row(storage, out, o, s, acc, 0, stream)
     if stream:
-        store_fence()
+        store_fence()  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     return 0
 
 

@@ -52,8 +52,8 @@ def sorted_index_to_ptr_kernel(counter, index, ptr, step):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def fill_empty_starts_kernel(ptr, m):
-    """After ``sorted_index_to_ptr`` found no bad entry: ``ptr[num_segments] = m``, and each value that never occurs starts
-    where the next one does."""
+    """After ``sorted_index_to_ptr`` found no bad entry: ``ptr[num_segments] = m``, and each value that never
+    occurs starts where the next one does."""
     num_segments = ptr.shape[0] - 1
     ptr[num_segments] = m
     for k in range(num_segments - 1, -1, -1):

@@ -3,8 +3,8 @@
 ``atomic_scatter_kernel`` adds every src row into its target row of an accumulator with ``tl.atomic_add`` (and
 counts the rows per target for mean); ``finish_kernel`` then applies the reduction's finalize step, ``base`` and
 the empty-row fill elementwise. Floating-point atomics add in whatever order the hardware runs them, so the result
-may differ in the last bits between runs: ``torch.use_deterministic_algorithms(True)`` makes ``backends/gpu/routes.py`` choose
-the sort + segment path instead.
+may differ in the last bits between runs: ``torch.use_deterministic_algorithms(True)`` makes
+``backends/gpu/routes.py`` choose the sort + segment path instead.
 """
 
 import triton

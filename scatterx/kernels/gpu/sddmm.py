@@ -28,10 +28,7 @@ def sddmm_kernel(
     f < H * C; with DOT: out[e, h] = sum over c of a[index[e], h, c] * b[targets[e], h, c]."""
     pid = tl.program_id(0).to(tl.int64)
     inner = H * C
-    if DOT:
-        per_edge_block = H
-    else:
-        per_edge_block = tl.cdiv(inner, BLOCK_F)
+    per_edge_block = H if DOT else tl.cdiv(inner, BLOCK_F)
     eb = pid // per_edge_block
     rest = pid % per_edge_block
     e = eb * BLOCK_E + tl.arange(0, BLOCK_E)

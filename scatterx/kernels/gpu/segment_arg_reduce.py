@@ -53,13 +53,10 @@ def segment_arg_reduce_kernel(
     which = tl.zeros([BLOCK_F], tl.int64) + none
     src_slice = src + o * n * inner
     for e0 in range(lo, hi, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, WORST, gather, BLOCK_E)
+        x, _rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, WORST, gather, BLOCK_E)
         x = x.to(ACC)
         x = tl.where(mask & (x == x), x, WORST)  # NaN and masked lanes never win
-        if REDUCE == AMIN:
-            top = tl.min(x, 0)
-        else:
-            top = tl.max(x, 0)
+        top = tl.min(x, 0) if REDUCE == AMIN else tl.max(x, 0)
         at_top = mask & (x == top[None, :])
         e = e0 + tl.arange(0, BLOCK_E)
         first = tl.min(tl.where(at_top, e[:, None], hi), 0)  # the first position holding the tile's best

@@ -34,7 +34,7 @@ def segment_logsumexp_kernel(
     src_slice = src + o * n * inner
     top = tl.zeros([BLOCK_F], ACC) + start
     for e0 in range(lo, hi, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, gather, BLOCK_E)
+        x, _rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, gather, BLOCK_E)
         x = x.to(ACC)
         x = tl.where(mask & (x == x), x, float("-inf"))  # NaN and masked lanes are never selected
         tile_top = tl.max(x, 0)
@@ -42,7 +42,7 @@ def segment_logsumexp_kernel(
     top = tl.where(log_softmax & (top == start), tl.zeros_like(top), top)
     total = tl.zeros([BLOCK_E, BLOCK_F], ACC)
     for e0 in range(lo, hi, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, gather, BLOCK_E)
+        x, _rows, mask = load_tile(src_slice, perm, e0, hi, f, fmask, inner, 0, gather, BLOCK_E)
         d = x.to(ACC) - top[None, :]
         keep = mask & ((d == d) | log_softmax)
         total += tl.where(keep, tl.exp(tl.where(keep, d, 0.0)), 0.0)

@@ -46,7 +46,7 @@ def segment_reduce_kernel(
     acc = tl.full([BLOCK_E, BLOCK_F], IDENTITY, ACC)
     src_slice = src + o * n * inner
     for e0 in range(start, end, BLOCK_E):
-        x, rows, mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, IDENTITY, gather, BLOCK_E)
+        x, _rows, _mask = load_tile(src_slice, perm, e0, end, f, fmask, inner, IDENTITY, gather, BLOCK_E)
         acc = combine(acc, x.to(ACC), REDUCE)
     result = reduce_rows(acc, REDUCE)
     at = o * S * inner + s * inner + f
