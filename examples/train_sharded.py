@@ -42,7 +42,7 @@ def main():
     if device.type == "cuda":
         import os
 
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
 
     scatterx.pyg.enable()

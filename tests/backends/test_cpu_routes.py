@@ -131,7 +131,7 @@ def test_a_forced_route_is_taken_with_the_same_bits(route):
     for reduce in REDUCES:
         want = scatterx.index_scatter_reduce(0, index, src, reduce)
         with routes.force(route):
-            names, got = launched(lambda: scatterx.index_scatter_reduce(0, index, src, reduce))
+            names, got = launched(lambda reduce=reduce: scatterx.index_scatter_reduce(0, index, src, reduce))
         assert names == [route.value]
         assert torch.equal(bits(got), bits(want)), reduce
 
@@ -153,14 +153,16 @@ def test_a_forced_route_that_cannot_serve_the_call_is_refused_by_name(route, kwa
 def test_order_not_known_takes_a_sorted_route_or_falls_back():
     src = torch.arange(6.0)
     for index in (torch.tensor([0, 0, 1, 2, 3, 3]), torch.tensor([3, 0, 2, 1, 3, 0])):
-        names, got = launched(lambda: cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4))
+        names, got = launched(lambda index=index: cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4))
         assert torch.equal(got, torch.zeros(4).index_add_(0, index, src))
         with routes.force(Route.RUNS):  # taken if the index turns out sorted, else refused by name
             if index[0] == 0:
-                names, got = launched(lambda: cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4))
+                names, got = launched(
+                    lambda index=index: cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4)
+                )
                 assert names == ["runs"] and torch.equal(got, torch.zeros(4).index_add_(0, index, src))
             else:
-                with pytest.raises(ValueError, match="'runs'.*order not given"):
+                with pytest.raises(ValueError, match=r"'runs'.*order not given"):
                     cpu.index_scatter_reduce(src, index, 0, BY_NAME["sum"], None, 4)
     with pytest.raises(ValueError, match="not sorted"):
         scatterx.index_scatter_reduce(0, torch.tensor([0, 0, 2, 1, 3, 3]), src, "sum", sorted=True)
@@ -240,7 +242,9 @@ def test_out_at_an_address_off_the_64_byte_grid_is_written_without_streaming(red
     with routes.tuned(stream_min_bytes=0, small_call_elements=-1):
         for out in (aligned, misaligned):
             flags.append(
-                _streamed(lambda: scatterx.index_scatter_reduce(0, index, src, reduce, out=out, include_self=True))[0]
+                _streamed(
+                    lambda out=out: scatterx.index_scatter_reduce(0, index, src, reduce, out=out, include_self=True)
+                )[0]
             )
     assert flags == [True, False]
     assert torch.equal(misaligned, aligned)
@@ -265,7 +269,7 @@ def _check_narrow_rows(shape, dim, threads):
     outer, inner = (1, src[0].numel()) if dim == 0 else (shape[0], shape[2] if len(shape) == 3 else 1)
     for reduce in REDUCES:
         names, got = launched(
-            lambda: scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=450)
+            lambda reduce=reduce: scatterx.index_scatter_reduce(dim, index, src, reduce, sorted=False, dim_size=450)
         )
         assert (names == ["serial"]) == (outer == 1 and inner * threads <= T.serial_unsorted_max_work)
         with routes.force(Route.GATHER):
@@ -284,9 +288,9 @@ def test_threads_for_small_work_is_one_and_each_caller_may_set_its_own_minimum()
 
 
 def test_an_unknown_route_or_threshold_is_refused_with_the_valid_names():
-    with pytest.raises(ValueError, match="unknown CPU route 'fastest'.*gather"), routes.force("fastest"):
+    with pytest.raises(ValueError, match=r"unknown CPU route 'fastest'.*gather"), routes.force("fastest"):
         pass
-    with pytest.raises(TypeError, match="unknown CPU threshold.*chunk_per_thread.*chunks_per_thread"):
-        with routes.tuned(chunk_per_thread=2):
-            pass
+    why = r"unknown CPU threshold.*chunk_per_thread.*chunks_per_thread"
+    with pytest.raises(TypeError, match=why), routes.tuned(chunk_per_thread=2):
+        pass
     assert routes.forced() is None and routes.tuning() is routes.TUNING

@@ -52,8 +52,8 @@ def test_a_forced_route_is_taken_or_refused_by_name():
 
     with routes.force(routes.Route.SORT):
         assert routes.route_for(resolve("sum"), False) is routes.Route.SORT
-    with routes.force(routes.Route.ATOMIC), pytest.raises(ValueError, match="'atomic'.*amax has no atomic form"):
+    with routes.force(routes.Route.ATOMIC), pytest.raises(ValueError, match=r"'atomic'.*amax has no atomic form"):
         routes.route_for(resolve("amax"), False)
-    with routes.force(routes.Route.SEGMENTS), pytest.raises(ValueError, match="'segments'.*needs a sorted index"):
+    with routes.force(routes.Route.SEGMENTS), pytest.raises(ValueError, match=r"'segments'.*needs a sorted index"):
         routes.route_for(resolve("sum"), False)
     assert routes.route_for(resolve("sum"), False) is routes.Route.ATOMIC  # the block is over

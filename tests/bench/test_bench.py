@@ -83,7 +83,7 @@ def test_wrong_result_aborts_the_benchmark(monkeypatch):
 def test_goals_compare_each_measurement_with_its_limit():
     report = run(Config(reductions=("sum",), orders=("sorted", "shuffled"), **TINY), log=lambda *_: None)
     table = {what: (op, limit, value, ok) for what, op, limit, value, ok in goals(report)}
-    op, limit, value, ok = table["sorted sum: time / read probe"]
+    _op, limit, value, ok = table["sorted sum: time / read probe"]
     assert value == pytest.approx(
         next(
             r.probe_ratio

@@ -70,6 +70,7 @@ def test_the_torchrun_recipe_trains_from_saved_shards(tmp_path, capsys):
         text=True,
         env=env,
         timeout=300,
+        check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     losses = [float(line.split()[-1]) for line in run.stdout.splitlines() if line.startswith("epoch")]

@@ -147,7 +147,7 @@ def test_wrong_gradient_aborts_the_grid(monkeypatch):
         "index_scatter_reduce",
         lambda *a, **k: real(*a, **k) * (2.0 if torch.is_grad_enabled() and a[2].requires_grad else 1.0),
     )
-    with pytest.raises(AssertionError, match="fwd\\+bwd.*wrong result"):
+    with pytest.raises(AssertionError, match=r"fwd\+bwd.*wrong result"):
         grid.run(tiny(backward=True), **QUIET)
 
 
@@ -240,7 +240,7 @@ def test_onnxruntime_giving_another_result_is_flagged_not_fatal(monkeypatch):
 def test_wrong_element_result_aborts(monkeypatch):
     real = scatterx.gather
     monkeypatch.setattr(scatterx, "gather", lambda *a, **k: real(*a, **k) + 1)
-    with pytest.raises(AssertionError, match="scatterx gather .*wrong result"):
+    with pytest.raises(AssertionError, match=r"scatterx gather .*wrong result"):
         _element_rows()
 
 

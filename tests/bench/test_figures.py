@@ -50,5 +50,5 @@ def test_machine_names_the_cpu_and_its_vector_extension():
 
 
 def test_plot_refuses_a_folder_without_results(tmp_path):
-    with pytest.raises(SystemExit, match="holds no bench.json"):
+    with pytest.raises(SystemExit, match=r"holds no bench\.json"):
         main(["plot", str(tmp_path)])

@@ -28,7 +28,7 @@ def test_measured_times_sit_beside_the_model(tmp_path):
     rows = model()
     measured = {("index_scatter_reduce sum, sorted", "bench"): 100.0}
     text = markdown(rows, measured, "NVIDIA H100 80GB HBM3")
-    line = next(l for l in text.splitlines() if l.startswith("| index_scatter_reduce sum, sorted | bench"))
+    line = next(row for row in text.splitlines() if row.startswith("| index_scatter_reduce sum, sorted | bench"))
     assert line.rstrip(" |").endswith("100.0 | 86%")  # 289.6 MB in 100 µs = 2.9 TB/s of the H100's 3.35
     assert "| - | - |" in text  # cases not measured
     paths = gpu_model.write(str(tmp_path), rows)

@@ -45,7 +45,7 @@ def test_the_checks_catch_a_careless_kernel():
         "print(json.dumps([g.failures(r) for r in g.compile_variant(c.CARELESS, (90,))]))"
     )
     run = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=gpu_compiling_env(), timeout=300
+        [sys.executable, "-c", code], capture_output=True, text=True, env=gpu_compiling_env(), timeout=300, check=False
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == [["atomics", "div64", "offsets"]]

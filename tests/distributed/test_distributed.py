@@ -34,7 +34,7 @@ def problem(seed: int, world: int, dtype, features, reduce):
         part = sxd.NodePartition.even(num_nodes, world)
     hubs = torch.randint(0, num_nodes, (2,), generator=g)
     indices, sources = [], []
-    for r in range(world):
+    for _ in range(world):
         edges = int(torch.randint(0, 9, (1,), generator=g))
         index = torch.randint(0, num_nodes, (edges,), generator=g)
         index = torch.where(
@@ -266,5 +266,5 @@ def test_argument_types_are_type_errors():
     for bounds in (["0", "3"], [0, True], "03"):
         with pytest.raises(TypeError, match="bounds must be a sequence of ints"):
             sxd.NodePartition(bounds)
-    with pytest.raises(TypeError, match="partition must be a scatterx.distributed.NodePartition"):
+    with pytest.raises(TypeError, match=r"partition must be a scatterx\.distributed\.NodePartition"):
         sxd.plan(torch.tensor([0, 1]), None)

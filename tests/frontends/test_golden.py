@@ -76,9 +76,9 @@ def test_golden_files_cover_every_frontend_function():
 def test_tensorflow_argument_errors():
     tf = scatterx.tf
     flags = torch.zeros(2, dtype=torch.bool)
-    with pytest.raises(TypeError, match="reducing torch.bool"):  # checked before negating (no RuntimeError)
+    with pytest.raises(TypeError, match=r"reducing torch\.bool"):  # checked before negating (no RuntimeError)
         tf.tensor_scatter_nd_sub(flags, torch.tensor([[0]]), torch.ones(1, dtype=torch.bool))
-    with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"tensor must be a torch\.Tensor"):
         tf.tensor_scatter_nd_add([0.0, 0.0], torch.tensor([[0]]), torch.ones(1))
     data, ids = torch.tensor([1.0, 2.0]), torch.tensor([0, 1])
     for bad in (2.0, "2", None, torch.tensor(2.7)):  # a float tensor was truncated to 2

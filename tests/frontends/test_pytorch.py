@@ -53,7 +53,7 @@ def test_scatter_reduce_equals_torch(p, reduce, include_self):
 @pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @given(p=problems(), mode=st.sampled_from([None, "add", "multiply"]))
 def test_scatter_equals_torch(p, mode):
-    inp, dim, index, src, dtype = p
+    inp, dim, index, src, _dtype = p
     got = scatterx.scatter(inp, dim, index, src, reduce=mode)
     want = torch.scatter(inp, dim, index, src) if mode is None else torch.scatter(inp, dim, index, src, reduce=mode)
     if mode is None:

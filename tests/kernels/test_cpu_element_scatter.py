@@ -1,5 +1,5 @@
-"""kernels/cpu/element_scatter.py called directly: the element plans' kernels against plain loops, on any split into work
-items (column blocks, target ranges and buffer sizes for the along-dim scatter, chunks for the others), so that
+"""kernels/cpu/element_scatter.py called directly: the element plans' kernels against plain loops, on any split into
+work items (column blocks, target ranges and buffer sizes for the along-dim scatter, chunks for the others), so that
 every boundary is exercised on small inputs; half-precision storage bit for bit against a float32 loop in the same
 order; bit-identical results whatever the split; bad entries counted and never written (guard cells)."""
 

@@ -24,7 +24,7 @@ NATIVE_DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64]
 def run_kernel(src, ptr, perm, base, reduce, include_self, fill_empty, stream, in_place, threads=1):
     """The kernel into an aligned, guarded output, two chunks of segments: ``(result, guards intact)``.
     ``in_place``: ``base`` is the output itself (``out=`` with its values taking part)."""
-    outer, n, inner = src.shape
+    outer, _n, inner = src.shape
     num_segments = ptr.numel() - 1
     out, intact = guarded((outer, num_segments, inner), src.dtype, align=True)
     if in_place:

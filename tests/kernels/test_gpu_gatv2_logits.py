@@ -33,7 +33,10 @@ def test_logits_and_gradients_match_the_reference(dtype, rows, heads, channels, 
     grad = torch.randn(index.numel(), heads, generator=g, dtype=torch.float64).to(dtype)
     tol = dict(atol=1e-5, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-10, rtol=1e-10)
     with on_gpu_backend() as (gpu, device):
-        put = lambda t: t.to(device)
+
+        def put(t):
+            return t.to(device)
+
         logits = gpu.gatv2_logits(put(ptr), put(index), put(a), put(b), put(att), 0.2)
         grad_b, grad_att = gpu.gatv2_grad(put(b), put(a), put(att), put(ptr), put(index), put(grad), 0.2, True)
     torch.testing.assert_close(logits.cpu(), reference.gatv2_logits(ptr, index, a, b, att, 0.2), **tol)

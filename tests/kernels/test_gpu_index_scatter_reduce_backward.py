@@ -40,7 +40,10 @@ def test_ties_split_the_gradient_evenly(reduce, dtype, n, inner, segments, sorte
     )
     grad = random_values(result.shape, dtype, g, "sum")
     with on_gpu_backend() as (gpu, device):
-        put = lambda t: None if t is None else t.to(device)
+
+        def put(t):
+            return None if t is None else t.to(device)
+
         grad_src, ties = gpu.tie_backward(
             put(grad), put(src), put(index), put(result), put(base), 1, sorted, count_base
         )

@@ -41,7 +41,10 @@ def test_matches_the_reference(problem, reduce, fill, with_base, finite_start):
     else:
         start = BY_NAME[reduce].identity(torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype)
     with on_gpu_backend() as (gpu, device):
-        put = lambda t: None if t is None else t.to(device)
+
+        def put(t):
+            return None if t is None else t.to(device)
+
         values, arg = gpu.segment_arg_reduce(
             put(src), put(ptr), put(perm), 1, BY_NAME[reduce], put(base), start, FILLS[fill], n
         )

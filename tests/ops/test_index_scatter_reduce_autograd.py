@@ -191,7 +191,7 @@ def test_compiled_message_passing_step_matches_eager(reduce):
 
 @pytest.mark.parametrize("reduce", REDUCES)
 def test_public_functions_differentiate_like_the_op(reduce):
-    src, index, base = problem(reduce, 0, True, seed=9)
+    src, index, _base = problem(reduce, 0, True, seed=9)
     grads = []
     for call in (
         lambda s: scatterx.index_scatter_reduce(0, index, s, reduce, dim_size=4),

@@ -125,8 +125,8 @@ def test_bad_input_raises_before_anything_runs(backend):
         (dict(ptr=torch.tensor([0.0, 2, 4])), TypeError, False),
         (dict(ptr=torch.tensor([0, 2, 4]), base=torch.zeros(3, 2)), ValueError, False),
     ]
-    for kwargs, error, is_value in cases:
-        kwargs = backend.put(dict(kwargs))
+    for case, error, is_value in cases:
+        kwargs = backend.put(dict(case))
         ptr = kwargs.pop("ptr")
         reduce = kwargs.pop("reduce", "amax")
         b = backend.put(base)

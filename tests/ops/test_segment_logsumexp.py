@@ -70,8 +70,8 @@ def test_opcheck_gradients_and_compile():
         dict(perm=perm, flavour="log_softmax", eps=0.5),
         dict(flavour="log_softmax", eps=0.0),
     ):
-        assert torch.autograd.gradcheck(lambda t: segment_logsumexp(t, ptr, **kw), (src,))
-        assert torch.autograd.gradgradcheck(lambda t: segment_logsumexp(t, ptr, **kw), (src,))
+        assert torch.autograd.gradcheck(lambda t, kw=kw: segment_logsumexp(t, ptr, **kw), (src,))
+        assert torch.autograd.gradgradcheck(lambda t, kw=kw: segment_logsumexp(t, ptr, **kw), (src,))
     x = torch.randn(9, 4, requires_grad=True)
     p = torch.tensor([0, 4, 9])
     f = lambda t: segment_logsumexp(t, p).sum()  # noqa: E731

@@ -171,7 +171,7 @@ def test_compiles_without_graph_breaks():
             ValueError,
             r"ptr must end at src.size\(0\)=3",
         ),
-        (lambda x: scatterx.segment_softmax(x), ValueError, "either index or ptr"),
+        (scatterx.segment_softmax, ValueError, "either index or ptr"),
         (
             lambda x: scatterx.segment_softmax(x, torch.tensor([0, 0, 0]), ptr=torch.tensor([0, 3])),
             ValueError,

@@ -211,7 +211,7 @@ def test_huge_sizes_of_the_structure_helpers_name_their_argument():
         scatterx.index_to_ptr(torch.tensor([0, 1]), 2**40)
     with pytest.raises(MemoryError, match="num_rows=1099511627776"):
         scatterx.csr_transpose(torch.tensor([0, 1]), torch.tensor([0]), 2**40)
-    with pytest.raises(ValueError, match="num_rows=.* too large"):
+    with pytest.raises(ValueError, match=r"num_rows=.* too large"):
         scatterx.csr_transpose(torch.tensor([0, 1]), torch.tensor([0]), 2**63)
 
 
