@@ -8,18 +8,29 @@ one more index dtype) then shows at once, with the kernel named, instead of as a
 the budget is a decision to record in ``docs/decisions/compile-budget.md``, with what the new variants buy.
 """
 
-from typing import List, Tuple
+import collections
+from typing import Iterable, List, Tuple
 
 #: compiled variants of all CPU kernels together, over the whole test suite
 BUDGET = 300
 
 
-def variants() -> List[Tuple[str, int]]:
-    """``(kernel, variants)`` for every kernel this process compiled or loaded from the disk cache, most first."""
+def compiled() -> List[Tuple[str, str]]:
+    """``(kernel, signature)`` of every variant this process compiled or loaded from the disk cache."""
     from scatterx.kernels.cpu._codegen import Kernel
 
-    rows = [(kernel.name, kernel.variants) for kernel in Kernel.all if kernel.variants]
-    return sorted(rows, key=lambda row: (-row[1], row[0]))
+    return [(kernel.name, str(sig)) for kernel in Kernel.all for sig in kernel.dispatcher.overloads]
+
+
+def count(signatures: Iterable[Tuple[str, str]]) -> List[Tuple[str, int]]:
+    """``(kernel, variants)`` from ``(kernel, signature)`` pairs, each distinct pair once, most first."""
+    counts = collections.Counter(name for name, _ in set(signatures))
+    return sorted(counts.items(), key=lambda row: (-row[1], row[0]))
+
+
+def variants() -> List[Tuple[str, int]]:
+    """``(kernel, variants)`` for every kernel this process compiled or loaded from the disk cache, most first."""
+    return count(compiled())
 
 
 def report(rows: List[Tuple[str, int]]) -> List[str]:

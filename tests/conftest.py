@@ -254,22 +254,73 @@ def broken_docs_source(directory):
     return source
 
 
+def xdist_workers() -> int:
+    """How many processes run the tests: pytest-xdist's workers (``-n``), or 1."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
+def _in_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _is_controller(config) -> bool:
+    """pytest-xdist's controller: it runs no test, and gathers what its workers report."""
+    return getattr(config.option, "dist", "no") != "no" and not _in_worker(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker per core, but no more than one per 1.5 GiB of the machine's memory (a worker holds
+    torch, Numba, PyG and the compiled kernels: ~1 GiB at its peak)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # no sysconf (Windows): cores alone
+        return cores
+    return max(1, min(cores, int(memory // (1.5 * 2**30))))
+
+
 def pytest_collection_modifyitems(config, items):
-    """The tests whose work runs in the background run last: their processes (started at collection) then overlap
-    the whole run."""
-    items.sort(key=lambda item: item.name in BACKGROUND_TESTS)
+    """The tests whose work runs in a process of its own (``BACKGROUND_TESTS``). In one process, they run last:
+    their processes, started at collection, overlap the whole run. Under pytest-xdist, where the workers already
+    keep every core busy, each runs its process when it runs, first: xdist hands the first tests out one per
+    worker, so the long ones start at once and the others are scheduled around them."""
+    first = _in_worker(config)
+    items.sort(key=lambda item: (item.name in BACKGROUND_TESTS) != first)
 
 
-def _start(session, name, command, out, env=None):
+def _background_command(config, name, many_tests):
+    """``(command, out_dir, env)`` of the process behind the test ``name``."""
+    import tempfile
+
+    if name == GPU_COMPILE_TEST:
+        cores = os.cpu_count() or 1
+        # alone: every core; beside other tests: a core for them (one process), or its share (xdist's workers)
+        jobs = max(1, cores // xdist_workers()) if _in_worker(config) else (max(1, cores - 1) if many_tests else cores)
+        out = tempfile.mkdtemp(prefix="scatterx-gpu-report-")
+        command = [sys.executable, "-m", "scatterx", "gpu-report", "--targets", "80,90", "--jobs", str(jobs)]
+        return [*command, "--out-dir", out], out, gpu_compiling_env()
+    if name == DOCS_BUILD_TEST:
+        out = tempfile.mkdtemp(prefix="scatterx-docs-")
+        return sphinx_command(_ROOT / "docs", out), out, None
+    out = tempfile.mkdtemp(prefix="scatterx-docs-broken-")
+    return sphinx_command(broken_docs_source(out), out), out, None
+
+
+def _start(config, name, many_tests=True):
     import subprocess
 
-    log = open(os.path.join(out, "log.txt"), "w")
+    command, out, env = _background_command(config, name, many_tests)
+    log = open(os.path.join(out, "log.txt"), "w")  # noqa: SIM115  # the process's; closed once it is waited for
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(_ROOT))
-    session.config._background[name] = (process, out, log)
+    config._background[name] = (process, out, log)
 
 
 def background(request, name, timeout=1800):
-    """``(returncode, output, out_dir)`` of the process started at collection for the test ``name``."""
+    """``(returncode, output, out_dir)`` of the process for the test ``name``: started at collection in a run of
+    one process, or now under pytest-xdist."""
+    if name not in request.config._background:
+        _start(request.config, name)
     process, out, log = request.config._background[name]
     returncode = process.wait(timeout=timeout)
     log.close()
@@ -277,59 +328,57 @@ def background(request, name, timeout=1800):
 
 
 def pytest_collection_finish(session):
-    """Start the slow work of a few tests in processes of their own as soon as the tests are collected, so that it
-    runs while the other tests do: most of them keep one core busy, and this work takes the other. The tests run
-    last and wait for their process. Run alone, such a test gets every core.
+    """In a run of one process, start the slow work of a few tests in processes of their own as soon as the tests
+    are collected, so that it runs while the other tests do: most of them keep one core busy, and this work takes
+    the other. The tests run last and wait for their process. Run alone, such a test gets every core. (Under
+    pytest-xdist each of these tests starts its process itself: ``background``.)
 
     - ``scatterx gpu-report`` for sm_80 and sm_90 (~3 core-minutes from an empty Triton cache);
     - the docs site's build, and a build that must fail on a broken cross-reference (~15 core-seconds)."""
-    import tempfile
-
     session.config._background = {}
-    if session.config.option.collectonly:
+    if session.config.option.collectonly or _in_worker(session.config):
         return
     names = {item.name for item in session.items}
-    if GPU_COMPILE_TEST in names and triton_available():
-        cores = os.cpu_count() or 1
-        jobs = cores if len(session.items) == 1 else max(1, cores - 1)
-        out = tempfile.mkdtemp(prefix="scatterx-gpu-report-")
-        command = [
-            sys.executable,
-            "-m",
-            "scatterx",
-            "gpu-report",
-            "--targets",
-            "80,90",
-            "--jobs",
-            str(jobs),
-            "--out-dir",
-            out,
-        ]
-        _start(session, GPU_COMPILE_TEST, command, out, env=gpu_compiling_env())
-    if DOCS_BUILD_TEST in names:
-        out = tempfile.mkdtemp(prefix="scatterx-docs-")
-        _start(session, DOCS_BUILD_TEST, sphinx_command(_ROOT / "docs", out), out)
-    if DOCS_BROKEN_TEST in names:
-        out = tempfile.mkdtemp(prefix="scatterx-docs-broken-")
-        _start(session, DOCS_BROKEN_TEST, sphinx_command(broken_docs_source(out), out), out)
+    for name in BACKGROUND_TESTS:
+        if name in names and (name != GPU_COMPILE_TEST or triton_available()):
+            _start(session.config, name, many_tests=len(session.items) > 1)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist's controller: keep what a worker reports at its end (``pytest_sessionfinish``)."""
+    reported = getattr(node, "workeroutput", {}).get("scatterx")
+    if reported:
+        node.config._from_workers = [*getattr(node.config, "_from_workers", []), reported]
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Count the CPU kernels' compiled variants (``compile_budget.py``); over the budget, the run fails. Likewise
-    a GPU launch whose variant the backend does not list."""
+    a GPU launch whose variant the backend does not list. Under pytest-xdist each worker reports its own, and the
+    controller counts the variants compiled anywhere (a variant two workers compiled counts once)."""
     import shutil
 
-    for process, out, log in getattr(session.config, "_background", {}).values():
+    config = session.config
+    for process, out, log in getattr(config, "_background", {}).values():
         if process.poll() is None:  # its test did not run to its end
             process.kill()
             process.wait()
         log.close()
         shutil.rmtree(out, ignore_errors=True)
-    rows = compile_budget.variants()
-    session.config._compile_budget = rows
+    compiled = compile_budget.compiled()
+    unlisted = unlisted_gpu_launches(config)
+    if _in_worker(config):
+        config.workeroutput["scatterx"] = {"compiled": [list(pair) for pair in compiled], "unlisted": unlisted}
+        return
+    if _is_controller(config):
+        reports = getattr(config, "_from_workers", [])
+        compiled = {tuple(pair) for report in reports for pair in report["compiled"]}
+        unlisted = sorted({name for report in reports for name in report["unlisted"]})
+    rows = compile_budget.count(compiled)
+    config._compile_budget = rows
     total = sum(n for _, n in rows)
-    session.config._unlisted = unlisted_gpu_launches(session.config)
-    if (total > compile_budget.BUDGET or session.config._unlisted) and session.exitstatus == pytest.ExitCode.OK:
+    config._unlisted = unlisted
+    if (total > compile_budget.BUDGET or unlisted) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

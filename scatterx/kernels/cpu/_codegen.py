@@ -44,6 +44,7 @@ from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from ..._reductions import BY_CODE
+from ._compile_lock import compiling
 from ._memory import stream_row
 
 NATIVE, F16, BF16 = 0, 1, 2
@@ -408,7 +409,8 @@ class Kernel:
                 # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns
                 # on correct kernels; a user should not see it on a first call
                 warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
-                self.dispatcher.compile(sig)
+                with compiling(self.dispatcher):  # processes sharing the disk cache: one compiles, the rest load
+                    self.dispatcher.compile(sig)
             entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
         return entry
 

@@ -1,0 +1,90 @@
+"""One compile of a kernel at a time across processes, so that processes sharing Numba's disk cache share it safely.
+
+Several processes often start cold on the same cache at once: the ranks of a ``torchrun`` job, a DataLoader's
+workers, the test suite's pytest-xdist workers. Numba's cache is not safe for that. Saving a variant reads the
+function's index file, picks the first free data-file name and writes both back; two processes saving different
+variants of one function at once can both pick ``.1.nbc``, and the index can then name the other variant's machine
+code for a signature (a wrong kernel, loaded by every later process). Each process also compiles what the others
+are compiling, for nothing.
+
+- ``guard(dispatcher)`` makes every save to the dispatcher's cache, and to the caches of the compiled functions it
+  can call (found through its module's globals, transitively: Numba compiles and caches a callee on its own), hold
+  an exclusive ``flock`` on a lock file beside the function's index.
+- ``compiling(dispatcher)`` holds that lock for a whole ``dispatcher.compile``: Numba looks in the cache first inside
+  it, so a second process loads what the first saved instead of compiling it again.
+
+Numba's own (re-entrant, per-process) compiler lock is always taken first, so two threads of one process never
+wait on each other's file lock, and a lock this process holds is not taken again. Where there is no disk cache, no
+``fcntl`` (Windows) or the lock file cannot be opened (a read-only cache), nothing is locked: one process alone
+still compiles correctly. See docs/decisions/parallel-tests.md.
+"""
+
+import contextlib
+import os
+from typing import Iterator, Optional, Set
+
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.dispatcher import Dispatcher
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; processes there compile as Numba alone does
+    fcntl = None  # type: ignore[assignment]
+
+#: lock files this process holds (read and written under Numba's compiler lock only)
+_held: Set[str] = set()
+
+
+def lock_path(dispatcher) -> Optional[str]:
+    """The lock file of ``dispatcher``'s disk cache (its index file's name with ``.lock``), or None without one."""
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    index = getattr(cache_file, "_index_path", None)
+    return f"{index}.lock" if isinstance(index, str) else None
+
+
+@contextlib.contextmanager
+def _file_lock(path: Optional[str]) -> Iterator[None]:
+    """Hold the lock file ``path`` (the caller holds Numba's compiler lock)."""
+    fd = None
+    if path is not None and fcntl is not None and path not in _held:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:  # a cache this process may read but not write: nothing to protect
+            fd = None
+    if fd is None or path is None:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _held.add(path)
+        yield
+    finally:
+        _held.discard(path)
+        os.close(fd)  # releases the lock
+
+
+def guard(dispatcher) -> None:
+    """Make every save to ``dispatcher``'s disk cache, and to those of the compiled functions it can call, hold the
+    function's lock file. Idempotent."""
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if cache_file is None or getattr(cache_file, "_scatterx_guarded", False):
+        return
+    save, path = cache_file.save, lock_path(dispatcher)
+
+    def locked_save(key, data):
+        with global_compiler_lock, _file_lock(path):
+            save(key, data)
+
+    cache_file.save = locked_save
+    cache_file._scatterx_guarded = True
+    for value in list(dispatcher.py_func.__globals__.values()):
+        if isinstance(value, Dispatcher):
+            guard(value)
+
+
+@contextlib.contextmanager
+def compiling(dispatcher) -> Iterator[None]:
+    """Hold ``dispatcher``'s compile lock (this process's compiler lock, then the file lock) within the block."""
+    guard(dispatcher)
+    with global_compiler_lock, _file_lock(lock_path(dispatcher)):
+        yield

@@ -1,0 +1,72 @@
+"""Processes sharing Numba's disk cache (``kernels/cpu/_compile_lock.py``): a compile waits while another process
+holds the kernel's lock, and a process that comes second loads the variant the first saved instead of compiling it.
+Each case runs kernels in fresh processes on a fresh cache directory."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+fcntl = pytest.importorskip("fcntl")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+#: compiles two variants of one small kernel: the first at once, timed; the second after a line on stdin. Prints
+#: the kernel's lock file, the first compile's seconds, and at the end whether the parent's marker existed then.
+CHILD = """
+import os, sys, time
+import numpy as np
+from scatterx.kernels.cpu._compile_lock import lock_path
+from scatterx.kernels.cpu.segments import index_bound
+
+t = time.perf_counter()
+assert index_bound(np.array([3, 1], dtype=np.int64)) == 4
+print(lock_path(index_bound.dispatcher), time.perf_counter() - t, flush=True)
+sys.stdin.readline()
+assert index_bound(np.array([4, 2], dtype=np.int32)) == 5
+print("marker" if os.path.exists(sys.argv[1]) else "no marker", flush=True)
+print("hits", sum(index_bound.dispatcher.stats.cache_hits.values()),
+      "misses", sum(index_bound.dispatcher.stats.cache_misses.values()), flush=True)
+"""
+
+
+def _child(cache, marker):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(marker)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+        cwd=str(ROOT),
+    )
+
+
+def test_a_compile_waits_for_the_process_holding_the_kernels_lock_then_the_next_process_loads_it(tmp_path):
+    cache, marker = tmp_path / "cache", tmp_path / "released"
+    first = _child(cache, marker)
+    path, seconds = first.stdout.readline().split()
+    assert path.startswith(str(cache)) and path.endswith(".nbi.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        first.stdin.write("go\n")
+        first.stdin.flush()
+        # held for several times what a compile of this kernel took in that process: unlocked, it would be done
+        time.sleep(max(3.0, 5 * float(seconds)))
+        assert first.poll() is None
+        marker.write_text("")
+    finally:
+        os.close(fd)
+    out, _ = first.communicate(timeout=300)
+    assert first.returncode == 0
+    assert out.splitlines()[0] == "marker"  # the second variant was compiled only once the lock was released
+
+    second = _child(cache, marker)
+    second.stdout.readline()
+    out, _ = second.communicate("go\n", timeout=300)
+    assert second.returncode == 0
+    assert out.splitlines()[1] == "hits 2 misses 0"  # both variants loaded from what the first process saved
