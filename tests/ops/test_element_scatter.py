@@ -147,6 +147,20 @@ def test_bad_index_raises_with_its_position_and_writes_nothing(reduce, index_dty
     assert torch.equal(base, before)
 
 
+@pytest.mark.parametrize("reduce", MODES)
+def test_a_base_with_no_element_still_rejects_every_entry(reduce):
+    """A base with a dim of size 0 has no target: no kernel runs, and every entry of a non-empty index is still
+    an error (along a dim: the index has base's size in every other dim; by coordinates: one coordinate is out)."""
+    base = torch.zeros(0, 2)
+    with pytest.raises(IndexError, match=r"index\[0, 0\] = 0 is out of bounds for dimension 0 with size 0"):
+        element_scatter(torch.tensor([[0, 1], [5, 0]]), torch.ones(2, 2), base, reduce, True, 0)
+    with pytest.raises(IndexError, match=r"index\[0\] = 1 is out of bounds for dimension 0 with size 0"):
+        element_scatter(torch.tensor([1, 0]), torch.ones(2), torch.zeros(0), reduce, True, 0)
+    with pytest.raises(IndexError, match=r"index\[0, 1\] = 0 is out of bounds for dimension 1 with size 0"):
+        element_scatter(torch.tensor([[0, 0], [1, 0]]), torch.ones(2), torch.zeros(3, 0), reduce, False)
+    assert element_scatter(torch.zeros(0, 2, dtype=torch.long), torch.ones(0, 2), base, reduce, True, 0).shape == (0, 2)
+
+
 def test_a_coordinate_out_of_its_dim_is_caught_even_when_the_flat_offset_is_in_range():
     base = torch.zeros(3, 4)
     with pytest.raises(IndexError, match=r"index\[0, 1\] = 4"):

@@ -9,6 +9,7 @@ from conftest import _backend
 
 import scatterx
 from scatterx import reference
+from scatterx.ops import index_scatter_reduce_from
 
 SRC = torch.arange(24, dtype=torch.float32).reshape(6, 4)
 GOOD_INDEX = torch.tensor([0, 0, 1, 2, 2, 3])
@@ -87,6 +88,40 @@ BAD_INPUTS = {
         ["dim_size=9223372036854775808", "too large"],
     ),
     "dim_size_float": (dict(out=None, dim_size=4.0), TypeError, ["dim_size", "float"]),
+    # an empty output runs no kernel, and still every entry is checked against its size
+    "dim_size_zero": (dict(out=None, dim_size=0), IndexError, ["index[0]=0", "dim_size=0"]),
+    "out_empty_along_dim": (dict(out=torch.zeros(0, 4)), IndexError, ["index[0]=0", "dim_size=0"]),
+    "dim_size_zero_unsorted": (
+        dict(index=torch.tensor([3, 0, 1, 2, 2, 0]), sorted=False, out=None, dim_size=0),
+        IndexError,
+        ["index[0]=3", "dim_size=0"],
+    ),
+    "empty_feature_dim": (
+        dict(src=SRC[:, :0], index=torch.tensor([0, 0, 1, 2, 2, 4]), out=torch.zeros(4, 0)),
+        IndexError,
+        ["index[5]=4", "dim_size=4"],
+    ),
+    "empty_feature_dim_new": (
+        dict(src=SRC[:, :0], index=torch.tensor([-1, 0, 1, 2, 2, 3]), out=None, dim_size=4),
+        IndexError,
+        ["index[0]=-1", "negative"],
+    ),
+    "empty_feature_dim_unsorted": (
+        dict(src=SRC[:, :0], index=torch.tensor([0, 3, 1, 9, 2, 3]), sorted=False, out=None, dim_size=4),
+        IndexError,
+        ["index[3]=9", "dim_size=4"],
+    ),
+    "empty_feature_dim_not_sorted": (
+        dict(src=SRC[:, :0], index=torch.tensor([0, 2, 1, 2, 2, 3]), out=None, dim_size=4),
+        ValueError,
+        ["not sorted", "index[2]=1", "sorted=False"],
+    ),
+    # without dim_size the size is index.max() + 1, here 0: the negative entries are the error
+    "negative_index_no_size": (
+        dict(index=torch.tensor([-1, -2, -1, -3, -1, -1]), sorted=False, out=None),
+        IndexError,
+        ["index[0]=-1", "negative"],
+    ),
 }
 
 
@@ -108,6 +143,91 @@ def test_out_untouched_when_out_of_range_value_hides_behind_a_sorted_prefix():
     with pytest.raises((IndexError, ValueError)):
         scatterx.index_scatter_reduce(0, index, src, out=out)
     assert not out.any()
+
+
+# --------------------------------------------------------------------------------------------- empty outputs
+#: (src shape, dim, dim_size, sorted index, unsorted index, the words of the CPU's message for each): calls whose
+#: output has no element, so that no kernel runs -- every index entry is still checked against the output size
+EMPTY_OUTPUTS = {
+    "dim_size_zero": ((3, 2), 0, 0, [0, 1, 5], [5, 0, 1], ["index[0]=0", "dim_size=0"], ["index[0]=5", "dim_size=0"]),
+    "empty_feature_dim": ((3, 0), 0, 3, [0, 1, 5], [1, -1, 0], ["index[2]=5", "dim_size=3"], ["index[1]=-1"]),
+    "empty_outer_dim": ((0, 3), 1, 3, [-1, 0, 1], [0, 3, 1], ["index[0]=-1"], ["index[1]=3", "dim_size=3"]),
+}
+
+
+@pytest.mark.parametrize("with_out", [False, True], ids=["new", "out"])
+@pytest.mark.parametrize("sorted", [True, False], ids=["sorted", "unsorted"])
+@pytest.mark.parametrize("case", list(EMPTY_OUTPUTS))
+def test_an_empty_output_still_checks_every_index_entry_on_every_route(route, case, sorted, with_out):
+    """Whatever the other dims, an entry outside ``[0, dim_size)`` raises before anything is written, on every
+    route: IndexError on the CPU, the device-side assert (RuntimeError) on the GPU backend."""
+    if with_out and route.into_new:
+        pytest.skip("the route writes new tensors only")
+    if route.sorted and not sorted:
+        pytest.skip("the route needs a sorted index")
+    if route.name == "gpu" and not route.interpreted:
+        pytest.skip("on CUDA the check is a device-side assert, which ends the process's CUDA context")
+    shape, dim, dim_size, sorted_index, unsorted_index, sorted_words, unsorted_words = EMPTY_OUTPUTS[case]
+    index = torch.tensor(sorted_index if sorted else unsorted_index)
+    out_shape = list(shape)
+    out_shape[dim] = dim_size
+    out = torch.zeros(out_shape) if with_out else None
+    size = dict(out=out) if with_out else dict(dim_size=dim_size)
+    error = IndexError if route.name == "cpu" else RuntimeError
+    with route, pytest.raises(error) as info:
+        scatterx.index_scatter_reduce(dim, index, torch.ones(shape), "amax", sorted, **size)
+    if route.name == "cpu":
+        for word in sorted_words if sorted else unsorted_words:
+            assert word in str(info.value)
+    if with_out:
+        assert torch.equal(out, torch.zeros(out_shape))
+
+
+@pytest.mark.parametrize("case", list(EMPTY_OUTPUTS))
+def test_an_empty_output_checks_the_index_on_every_entry_point(backend, case):
+    """The autograd path, and the functional form with a base, without one and with the order not known."""
+    if backend.name == "gpu" and not backend.interpreted:
+        pytest.skip("on CUDA the check is a device-side assert, which ends the process's CUDA context")
+    shape, dim, dim_size, _, index, _, words = EMPTY_OUTPUTS[case]
+    index = torch.tensor(index)
+    out_shape = list(shape)
+    out_shape[dim] = dim_size
+    base = torch.zeros(out_shape)
+    error = IndexError if backend.name == "cpu" else RuntimeError
+    calls = [
+        lambda: scatterx.index_scatter_reduce(
+            dim, index, torch.ones(shape, requires_grad=True), "sum", False, dim_size=dim_size
+        ),
+        lambda: index_scatter_reduce_from(dim, index, torch.ones(shape), "mean", None, None, dim_size=dim_size),
+        lambda: index_scatter_reduce_from(dim, index, torch.ones(shape), "prod", False, None, dim_size=dim_size),
+        lambda: index_scatter_reduce_from(dim, index, torch.ones(shape), "amin", None, base),
+        lambda: index_scatter_reduce_from(dim, index, torch.ones(shape, requires_grad=True), "sum", False, base),
+    ]
+    for run in calls:
+        with backend, pytest.raises(error) as info:
+            run()
+        if backend.name == "cpu":
+            for word in words:
+                assert word in str(info.value)
+    assert torch.equal(base, torch.zeros(out_shape))
+
+
+def test_an_empty_output_with_a_good_index_is_still_computed(route):
+    """The check on empty outputs rejects nothing valid: an index in range (any order where the call allows it)."""
+    index = torch.tensor([0, 2, 2] if route.sorted else [2, 0, 2])
+    with route:
+        got = scatterx.index_scatter_reduce(0, index, torch.ones(3, 0), "sum", route.sorted, dim_size=3)
+        assert got.shape == (3, 0)
+        got = scatterx.index_scatter_reduce(1, index, torch.ones(0, 3), "sum", route.sorted, dim_size=4)
+        assert got.shape == (0, 4)
+        got = scatterx.index_scatter_reduce(0, index[:0], torch.ones(3, 2), "sum", route.sorted, dim_size=0)
+        assert got.shape == (0, 2)
+        if not route.into_new:
+            out = torch.zeros(3, 0)
+            assert scatterx.index_scatter_reduce(0, index, torch.ones(3, 0), "sum", route.sorted, out=out) is out
+        if not route.sorted:  # the order not known: a decreasing index in range takes an unsorted path
+            got = index_scatter_reduce_from(0, torch.tensor([2, 1, 0]), torch.ones(3, 0), "sum", None, None, dim_size=3)
+            assert got.shape == (3, 0)
 
 
 # ----------------------------------------------------------------------------------------------- segment ops

@@ -35,6 +35,10 @@ def element_scatter(
     storage = element_kernels.NATIVE if assign else storage_code(src.dtype)  # assign moves bits: no conversion
     include_self = include_self and not assign
     out = empty(base.shape, base.dtype, "cpu")
+    if out.numel() == 0 and index.numel():
+        # no target at all (a dim of base is 0, which an entry indexes -- every other dim has index's size): every
+        # entry is bad, and no kernel would run to find it
+        raise _explain_element(index, base.shape, dim)
     if dim is not None and base.numel() // max(base.size(dim), 1) > 1:
         routes.record("element_scatter.along")
         bad = _along_scatter(src, index, base, out, dim, code, storage, assign, include_self, t)

@@ -24,7 +24,7 @@ from . import routes
 from ._launch import chunks, finish, index64, perm_np, streams, target, view3
 from .routes import Route
 from .segment_reduce import reduce_segments
-from .segments import count_index, head_sorted, segments, sorted_ptr
+from .segments import count_index, head_sorted, index_fits, segments, sorted_ptr
 
 _NO_COUNTS = np.empty(0, np.int64)
 _SMALL_DTYPES = frozenset(SUPPORTED_DTYPES)
@@ -170,7 +170,9 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
     shape[dim] = num_segments
     result = empty(shape, src.dtype, "cpu")
     if result.numel() == 0:
-        return result, owner.OK
+        # no kernel runs, so none checks the index: checked here as the kernel would (``_serial``'s message names
+        # a broken order first when ``sorted``)
+        return result, owner.OK if index_fits(index_np, num_segments, sorted) else owner.OUT_OF_RANGE
     storage = storage_code(src.dtype)
     src3 = view3(src, outer, n, inner)
     out3 = numpy_view(result).reshape(outer, num_segments, inner)
@@ -207,8 +209,8 @@ def _runs(src, index, red, num_segments, outer, n, inner, dim, t):
     """The runs route: a new tensor, or None if the index is not non-decreasing and in range."""
     m = index.numel()
     result = new_result(src, dim, num_segments)
-    if outer * inner * m * num_segments == 0:  # (the kernel needs an entry and a target)
-        return result.zero_()
+    if outer * inner * m * num_segments == 0:  # (the kernel needs an entry and a target; the index is checked here)
+        return result.zero_() if index_fits(index64(index), num_segments, True) else None
     threads = routes.threads_for(
         outer * (m + num_segments) * inner,
         torch.get_num_threads(),

@@ -39,6 +39,19 @@ def check_index(index: torch.Tensor, size: int, name: str = "index", size_name: 
         raise explain_bad_index(index, size, False, name, size_name)
 
 
+def index_fits(index_np: np.ndarray, num_segments: int, sorted: bool) -> bool:
+    """Whether every entry of the int64 ``index_np`` is in ``[0, num_segments)`` and, when ``sorted``, none is
+    smaller than its predecessor: the kernels' check, for a call whose output is empty (``num_segments`` or
+    another dim 0), where no kernel runs to make it. Those degenerate paths only: the others check in the pass
+    that builds their segments."""
+    if index_np.shape[0] == 0:
+        return True
+    low, high = kernels.index_extremes(index_np)
+    if low < 0 or high >= num_segments:
+        return False
+    return not sorted or kernels.first_decrease(index_np) < 0
+
+
 def check_ptr(ptr: torch.Tensor, length: int, what: str) -> torch.Tensor:
     """Validated CSR offsets (int64, contiguous) over ``length`` positions (``what`` names that length)."""
     if ptr.numel() == 0:
