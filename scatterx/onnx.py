@@ -64,7 +64,7 @@ def _elements_map(data, indices, axis, op):
     return m if wrapped is indices else replace(m, index=wrapped)
 
 
-def gather_elements(data, indices, axis: int = 0) -> torch.Tensor:
+def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int = 0) -> torch.Tensor:
     """ONNX ``GatherElements``: ``out[u] = data[u with u[axis] = indices[u]]``.
 
     The same as ``torch.gather(data, axis, indices)``, with negative indices counted from the end of ``axis``.
@@ -94,7 +94,9 @@ def gather_elements(data, indices, axis: int = 0) -> torch.Tensor:
     return planner.gather(_elements_map(data, indices, axis, "GatherElements"), data)
 
 
-def scatter_elements(data, indices, updates, axis: int = 0, reduction: str = "none") -> torch.Tensor:
+def scatter_elements(
+    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, axis: int = 0, reduction: str = "none"
+) -> torch.Tensor:
     """ONNX ``ScatterElements``: ``updates`` written or reduced into a copy of ``data`` along ``axis``.
 
     ``out[u with u[axis] = indices[u]]`` receives ``updates[u]`` for every position ``u`` of ``indices``; the
@@ -137,7 +139,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, reduction: str = "no
     return planner.scatter(m, data, updates, mode, include_self=True)
 
 
-def gather(data, indices, axis: int = 0) -> torch.Tensor:
+def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0) -> torch.Tensor:
     """ONNX ``Gather``: whole slices of ``data`` along ``axis``, picked by ``indices`` (= ``tf.gather``,
     ``numpy.take``).
 
@@ -182,7 +184,7 @@ def gather(data, indices, axis: int = 0) -> torch.Tensor:
     return planner.gather(m, data)
 
 
-def gather_nd(data, indices, batch_dims: int = 0) -> torch.Tensor:
+def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0) -> torch.Tensor:
     """ONNX ``GatherND``: the slices of ``data`` named by index tuples.
 
     ``indices`` has shape ``B + I + (k,)`` and ``data`` shape ``B + P``, where ``B`` are the ``batch_dims``
@@ -218,7 +220,9 @@ def gather_nd(data, indices, batch_dims: int = 0) -> torch.Tensor:
     return nd_gather(data, indices, batch_dims, "GatherND", negative=True)
 
 
-def scatter_nd(data, indices, updates, reduction: str = "none") -> torch.Tensor:
+def scatter_nd(
+    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, reduction: str = "none"
+) -> torch.Tensor:
     """ONNX ``ScatterND``: slices of ``updates`` written or reduced into a copy of ``data`` at index tuples.
 
     ``indices`` has shape ``I + (k,)``; ``updates[i]``, a slice of shape ``data.shape[k:]``, goes to

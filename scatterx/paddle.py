@@ -26,6 +26,8 @@ reduce="add", include_self=False)``, of which Paddle 3.3 itself implements the `
 
 from __future__ import annotations
 
+from typing import Union
+
 import torch
 
 from . import planner
@@ -60,7 +62,13 @@ def _check_flags(**flags) -> None:
 
 
 def scatter(
-    x, index, updates, overwrite: bool = True, axis: int = 0, reduce: str = "add", include_self: bool = False
+    x: torch.Tensor,
+    index: torch.Tensor,
+    updates: torch.Tensor,
+    overwrite: bool = True,
+    axis: int = 0,
+    reduce: str = "add",
+    include_self: bool = False,
 ) -> torch.Tensor:
     """Paddle's ``scatter``: a copy of ``x`` with the slices along ``axis`` named by ``index`` replaced by (or
     reduced with) the slices of ``updates``.
@@ -132,7 +140,13 @@ _PUT_REDUCE = {"assign": "assign", **_REDUCE}
 
 
 def put_along_axis(
-    arr, indices, values, axis: int, reduce: str = "assign", include_self: bool = True, broadcast: bool = True
+    arr: torch.Tensor,
+    indices: torch.Tensor,
+    values: Union[torch.Tensor, float],
+    axis: int,
+    reduce: str = "assign",
+    include_self: bool = True,
+    broadcast: bool = True,
 ) -> torch.Tensor:
     """Paddle's ``put_along_axis``: ``values`` written or reduced into a copy of ``arr`` at ``indices`` along
     ``axis`` (like ``torch.scatter_reduce``).

@@ -154,7 +154,15 @@ class XMap:
                 raise ValueError(f"carried dim {s} (size {self.shape[s]}) exceeds data dim {t} ({self.data_shape[t]})")
 
     @classmethod
-    def along_dim(cls, index: torch.Tensor, data_shape, dim: int, *, names=("index", "input"), op: str = "") -> XMap:
+    def along_dim(
+        cls,
+        index: torch.Tensor,
+        data_shape: Sequence[int],
+        dim: int,
+        *,
+        names: Tuple[str, str] = ("index", "input"),
+        op: str = "",
+    ) -> XMap:
         """The map of ``torch.gather``/``scatter``/``scatter_reduce``, ONNX ``GatherElements``/``ScatterElements``
         and Paddle's ``put_along_axis``: ``u`` runs over ``index``; ``t = u`` with ``t[dim] = index[u]``.
 
@@ -197,7 +205,7 @@ class XMap:
         return cls(tuple(index.shape), tuple(data_shape), index, tuple(range(ndim)), (dim,), carry)
 
     @classmethod
-    def slices(cls, index: torch.Tensor, data_shape, dim: int) -> XMap:
+    def slices(cls, index: torch.Tensor, data_shape: Sequence[int], dim: int) -> XMap:
         """The map of ``index_add`` / ``index_scatter_reduce``, Paddle's ``scatter`` and TensorFlow's
         ``unsorted_segment_*``: a 1-D ``index`` names, for each slice along ``dim`` of the iterated tensor, the
         data slice it goes to: ``t = u`` with ``t[dim] = index[u[dim]]``. Always sliceable.
@@ -230,7 +238,7 @@ class XMap:
         return cls(tuple(shape), tuple(data_shape), index, (dim,), (dim,), carry)
 
     @classmethod
-    def nd(cls, index: torch.Tensor, data_shape, batch_dims: int = 0, op: str = "") -> XMap:
+    def nd(cls, index: torch.Tensor, data_shape: Sequence[int], batch_dims: int = 0, op: str = "") -> XMap:
         """The map of ONNX ``GatherND``/``ScatterND`` and TensorFlow's ``*_nd``: ``index`` of shape
         ``B + I + (k,)`` over data of shape ``B + P``; position ``(b, i, rest)`` of the iterated tensor (shape
         ``B + I + P[k:]``) maps to ``data[b, index[b, i], rest]``. The batch dims are both looked up and carried,

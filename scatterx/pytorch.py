@@ -30,6 +30,8 @@ tensor([3., 0., 2.])
 
 from __future__ import annotations
 
+from typing import Optional, Union
+
 import torch
 
 from . import planner
@@ -69,7 +71,9 @@ def _src_region(src: torch.Tensor, index: torch.Tensor, name: str) -> torch.Tens
     return src
 
 
-def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True) -> torch.Tensor:
+def scatter_reduce(
+    input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *, include_self: bool = True
+) -> torch.Tensor:
     """``torch.scatter_reduce``: ``input`` with each ``src[u]`` reduced into ``input[u with u[dim] = index[u]]``.
 
     For a 2-D ``index`` and ``dim=0``: ``out[index[i][j]][j] (+)= src[i][j]``. Only the part of ``src`` that
@@ -126,7 +130,9 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     return planner.scatter(m, input, src, reduce, include_self, torch_ties=True).view(shape)
 
 
-def scatter(input, dim: int, index, src, *, reduce=None) -> torch.Tensor:
+def scatter(
+    input: torch.Tensor, dim: int, index: torch.Tensor, src: Union[torch.Tensor, float], *, reduce: Optional[str] = None
+) -> torch.Tensor:
     """``torch.scatter``: ``src`` written into a copy of ``input`` at the positions ``index`` names along ``dim``.
 
     ``out[u with u[dim] = index[u]] = src[u]`` for every position ``u`` of ``index`` (only the part of ``src``
@@ -167,10 +173,11 @@ def scatter(input, dim: int, index, src, *, reduce=None) -> torch.Tensor:
         raise ValueError(f"reduce must be None, 'add' or 'multiply', got {reduce!r}")
     mode = _SCATTER_MODES[reduce]
     shape = check_tensor(input, "input").shape  # before _prepare sees a 0-d input as one element
-    original = (input, dim, index, src)
+    original = (input, dim, index)
     input, dim, index, empty = _prepare(input, dim, index)
     if mode != "assign" and input.dtype not in SUPPORTED_DTYPES:  # see the module docstring
-        return torch.scatter(*original, reduce=reduce)
+        assert reduce is not None  # (mode is not "assign")
+        return torch.scatter(*original, src, reduce=reduce)
     if isinstance(src, torch.Tensor):
         src = check_updates(src, input, "src", reduces=mode != "assign")
         if empty:
@@ -186,7 +193,7 @@ def scatter(input, dim: int, index, src, *, reduce=None) -> torch.Tensor:
     return planner.scatter(m, input, src, mode, include_self=True).view(shape)
 
 
-def gather(input, dim: int, index, *, sparse_grad: bool = False) -> torch.Tensor:
+def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: bool = False) -> torch.Tensor:
     """``torch.gather``: ``out[u] = input[u with u[dim] = index[u]]`` for every position ``u`` of ``index``.
 
     Differentiable w.r.t. ``input``, with torch's gradient (a dense one: ``sparse_grad`` is accepted and

@@ -24,6 +24,8 @@ against golden vectors recorded by running TensorFlow itself (``tests/frontends/
 
 from __future__ import annotations
 
+from typing import Union
+
 import torch
 
 from . import planner
@@ -52,7 +54,7 @@ def _scatter_nd(tensor, indices, updates, mode: str, op: str) -> torch.Tensor:
     return nd_scatter(tensor, indices, updates, mode, op, negative=False)
 
 
-def tensor_scatter_nd_update(tensor, indices, updates) -> torch.Tensor:
+def tensor_scatter_nd_update(tensor: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor) -> torch.Tensor:
     """``tf.tensor_scatter_nd_update``: a copy of ``tensor`` with the slices at ``indices`` replaced by
     ``updates``.
 
@@ -83,7 +85,7 @@ def tensor_scatter_nd_update(tensor, indices, updates) -> torch.Tensor:
     return _scatter_nd(tensor, indices, updates, "assign", "tensor_scatter_nd_update")
 
 
-def tensor_scatter_nd_add(tensor, indices, updates) -> torch.Tensor:
+def tensor_scatter_nd_add(tensor: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor) -> torch.Tensor:
     """``tf.tensor_scatter_nd_add``: a copy of ``tensor`` with ``updates`` added at ``indices``.
 
     ``indices`` has shape ``I + (k,)``; ``updates[i]``, a slice of shape ``tensor.shape[k:]``, is added to
@@ -113,7 +115,7 @@ def tensor_scatter_nd_add(tensor, indices, updates) -> torch.Tensor:
     return _scatter_nd(tensor, indices, updates, "sum", "tensor_scatter_nd_add")
 
 
-def tensor_scatter_nd_sub(tensor, indices, updates) -> torch.Tensor:
+def tensor_scatter_nd_sub(tensor: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor) -> torch.Tensor:
     """``tf.tensor_scatter_nd_sub``: a copy of ``tensor`` with ``updates`` subtracted at ``indices``.
 
     ``indices`` has shape ``I + (k,)``; ``updates[i]``, a slice of shape ``tensor.shape[k:]``, is subtracted
@@ -145,7 +147,7 @@ def tensor_scatter_nd_sub(tensor, indices, updates) -> torch.Tensor:
     return _scatter_nd(tensor, indices, -updates, "sum", "tensor_scatter_nd_sub")
 
 
-def tensor_scatter_nd_max(tensor, indices, updates) -> torch.Tensor:
+def tensor_scatter_nd_max(tensor: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor) -> torch.Tensor:
     """``tf.tensor_scatter_nd_max``: a copy of ``tensor`` with each slice at ``indices`` the element-wise maximum
     of its value and the ``updates`` it receives.
 
@@ -175,7 +177,7 @@ def tensor_scatter_nd_max(tensor, indices, updates) -> torch.Tensor:
     return _scatter_nd(tensor, indices, updates, "amax", "tensor_scatter_nd_max")
 
 
-def tensor_scatter_nd_min(tensor, indices, updates) -> torch.Tensor:
+def tensor_scatter_nd_min(tensor: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor) -> torch.Tensor:
     """``tf.tensor_scatter_nd_min``: a copy of ``tensor`` with each slice at ``indices`` the element-wise minimum
     of its value and the ``updates`` it receives.
 
@@ -205,7 +207,7 @@ def tensor_scatter_nd_min(tensor, indices, updates) -> torch.Tensor:
     return _scatter_nd(tensor, indices, updates, "amin", "tensor_scatter_nd_min")
 
 
-def gather_nd(params, indices, batch_dims: int = 0) -> torch.Tensor:
+def gather_nd(params: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0) -> torch.Tensor:
     """``tf.gather_nd``: the slices of ``params`` named by index tuples.
 
     ``indices`` has shape ``B + I + (k,)`` and ``params`` shape ``B + P``, where ``B`` are the ``batch_dims``
@@ -293,7 +295,9 @@ def _unsorted_segment(data, segment_ids, num_segments, reduce: str) -> torch.Ten
     return planner.scatter(m, base, rows, reduce, include_self=reduce != "mean")
 
 
-def unsorted_segment_sum(data, segment_ids, num_segments) -> torch.Tensor:
+def unsorted_segment_sum(
+    data: torch.Tensor, segment_ids: torch.Tensor, num_segments: Union[int, torch.Tensor]
+) -> torch.Tensor:
     """``tf.math.unsorted_segment_sum``: the sum of the slices of ``data`` in each segment.
 
     ``out[s] = sum of data[i]`` over the positions ``i`` with ``segment_ids[i] == s``, ``segment_ids`` indexing
@@ -323,7 +327,9 @@ def unsorted_segment_sum(data, segment_ids, num_segments) -> torch.Tensor:
     return _unsorted_segment(data, segment_ids, num_segments, "sum")
 
 
-def unsorted_segment_prod(data, segment_ids, num_segments) -> torch.Tensor:
+def unsorted_segment_prod(
+    data: torch.Tensor, segment_ids: torch.Tensor, num_segments: Union[int, torch.Tensor]
+) -> torch.Tensor:
     """``tf.math.unsorted_segment_prod``: the product of the slices of ``data`` in each segment.
 
     ``out[s] = product of data[i]`` over the positions ``i`` with ``segment_ids[i] == s``, ``segment_ids``
@@ -353,7 +359,9 @@ def unsorted_segment_prod(data, segment_ids, num_segments) -> torch.Tensor:
     return _unsorted_segment(data, segment_ids, num_segments, "prod")
 
 
-def unsorted_segment_max(data, segment_ids, num_segments) -> torch.Tensor:
+def unsorted_segment_max(
+    data: torch.Tensor, segment_ids: torch.Tensor, num_segments: Union[int, torch.Tensor]
+) -> torch.Tensor:
     """``tf.math.unsorted_segment_max``: the element-wise maximum of the slices of ``data`` in each segment.
 
     ``out[s] = max of data[i]`` over the positions ``i`` with ``segment_ids[i] == s``, ``segment_ids`` indexing
@@ -385,7 +393,9 @@ def unsorted_segment_max(data, segment_ids, num_segments) -> torch.Tensor:
     return _unsorted_segment(data, segment_ids, num_segments, "amax")
 
 
-def unsorted_segment_min(data, segment_ids, num_segments) -> torch.Tensor:
+def unsorted_segment_min(
+    data: torch.Tensor, segment_ids: torch.Tensor, num_segments: Union[int, torch.Tensor]
+) -> torch.Tensor:
     """``tf.math.unsorted_segment_min``: the element-wise minimum of the slices of ``data`` in each segment.
 
     ``out[s] = min of data[i]`` over the positions ``i`` with ``segment_ids[i] == s``, ``segment_ids`` indexing
@@ -416,7 +426,9 @@ def unsorted_segment_min(data, segment_ids, num_segments) -> torch.Tensor:
     return _unsorted_segment(data, segment_ids, num_segments, "amin")
 
 
-def unsorted_segment_mean(data, segment_ids, num_segments) -> torch.Tensor:
+def unsorted_segment_mean(
+    data: torch.Tensor, segment_ids: torch.Tensor, num_segments: Union[int, torch.Tensor]
+) -> torch.Tensor:
     """``tf.math.unsorted_segment_mean``: the mean of the slices of ``data`` in each segment.
 
     ``out[s]`` is the mean of ``data[i]`` over the positions ``i`` with ``segment_ids[i] == s``,

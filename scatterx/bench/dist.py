@@ -129,6 +129,7 @@ def train_rank(
         x, edge_index, y, mask, share = data.x, data.edge_index, data.y, data.train_mask, 1.0
     else:
         shard = sxd.load_shard(shard_dir)
+        assert shard.y is not None  # (the shards are saved with the labels, below)
         x, edge_index, y, mask, share = shard.x, shard.edge_index, shard.y, shard.masks["train_mask"], shard.train_share
     torch.manual_seed(config.seed)
     model = build_model(model_name, config)

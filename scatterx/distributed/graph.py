@@ -17,13 +17,15 @@ sorted) is ``num_owned + k``. ``edge_index[0]`` (sources) is in ``[0, num_owned 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Optional
+from typing import Any, Callable, Dict, Hashable, Optional, TypeVar
 
 import torch
 
 from .halo_gather import _HaloGather, halo_gather
 from .partition import NodePartition
 from .plan import Plan, agree, rank_and_world
+
+_T = TypeVar("_T")
 
 #: what a ShardedGraph says when code other than the sharded layers touches it (completed by scatterx.pyg)
 UNSUPPORTED = (
@@ -66,7 +68,9 @@ class ShardedGraph:
         ShardedGraph(rank 0 of 1: 3 owned nodes, 3 edges, 0 halo nodes)
     """
 
-    def __init__(self, edge_index: torch.Tensor, partition: NodePartition, group=None):
+    def __init__(
+        self, edge_index: torch.Tensor, partition: NodePartition, group: Optional[torch.distributed.ProcessGroup] = None
+    ):
         rank, world = rank_and_world(group)
         problem = _check_edges(edge_index, partition, rank, world)
         agree(problem, ("sharded graph", getattr(partition, "bounds", None)), group)
@@ -112,7 +116,7 @@ class ShardedGraph:
         one row per halo node."""
         return self.num_halo * row_bytes
 
-    def cached(self, key, make):
+    def cached(self, key: Hashable, make: Callable[[], _T]) -> _T:
         """A value derived from this graph alone (e.g. its nodes' degrees), made once by ``make()``."""
         if key not in self._cache:
             self._cache[key] = make()

@@ -18,7 +18,11 @@ from .plan import Plan, agree, rank_and_world
 
 
 def halo_gather(
-    x_local: torch.Tensor, index: Union[torch.Tensor, Plan], *, partition: NodePartition, group=None
+    x_local: torch.Tensor,
+    index: Union[torch.Tensor, Plan],
+    *,
+    partition: NodePartition,
+    group: Optional[torch.distributed.ProcessGroup] = None,
 ) -> torch.Tensor:
     """``x[index]`` for the global node features ``x`` of which this rank holds only its own nodes' rows.
 

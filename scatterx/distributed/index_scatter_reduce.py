@@ -41,7 +41,7 @@ def index_scatter_reduce(
     *,
     partition: NodePartition,
     sorted: bool = False,
-    group=None,
+    group: Optional[torch.distributed.ProcessGroup] = None,
 ) -> torch.Tensor:
     """The rows this rank owns of the reduction of every rank's ``src`` rows into the global target ids ``index``.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Sequence, Tuple, Union
+from typing import Sequence, Tuple, Union, overload
 
 import torch
 
@@ -117,7 +117,13 @@ class NodePartition:
         start, stop = self.range(rank)
         return stop - start
 
-    def owner(self, node_ids):
+    @overload
+    def owner(self, node_ids: int) -> int: ...
+
+    @overload
+    def owner(self, node_ids: Union[torch.Tensor, Sequence[int]]) -> torch.Tensor: ...
+
+    def owner(self, node_ids: Union[int, torch.Tensor, Sequence[int]]) -> Union[int, torch.Tensor]:
         """The rank owning each node id: an int for an int, an int64 tensor for a tensor (or a list) of ids.
 
         Ids must be in ``[0, num_nodes)``: IndexError otherwise; TypeError for ids that are not integers."""

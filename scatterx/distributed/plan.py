@@ -39,7 +39,7 @@ _ERRORS = {
 }
 
 
-def rank_and_world(group=None) -> Tuple[int, int]:
+def rank_and_world(group: Optional[torch.distributed.ProcessGroup] = None) -> Tuple[int, int]:
     """This process's rank and the number of ranks in ``group``, or ``(0, 1)`` in a single process.
 
     What the ops of this module use to decide which nodes this process owns: without an initialised
@@ -65,7 +65,9 @@ def rank_and_world(group=None) -> Tuple[int, int]:
     return dist.get_rank(group), dist.get_world_size(group)
 
 
-def agree(problem: Optional[Exception], signature, group=None) -> None:
+def agree(
+    problem: Optional[Exception], signature: object, group: Optional[torch.distributed.ProcessGroup] = None
+) -> None:
     """Raise on every rank if any rank found a ``problem``, or if the ranks' ``signature``s (what must match
     across ranks: dtypes, feature shapes, the partition) differ. Costs one small ``all_gather_object``."""
     rank, world = rank_and_world(group)
@@ -87,7 +89,12 @@ def agree(problem: Optional[Exception], signature, group=None) -> None:
             raise ValueError(f"the ranks disagree: rank 0 has {first}, rank {r} has {theirs}")
 
 
-def exchange(rows: torch.Tensor, send_counts: List[int], recv_counts: List[int], group=None) -> torch.Tensor:
+def exchange(
+    rows: torch.Tensor,
+    send_counts: List[int],
+    recv_counts: List[int],
+    group: Optional[torch.distributed.ProcessGroup] = None,
+) -> torch.Tensor:
     """``all_to_all_single`` of ``rows`` (dim 0 split by ``send_counts``, in rank order): the rows every rank sent
     this one, in rank order. Moved as bytes, so every dtype travels on every backend."""
     _, world = rank_and_world(group)
@@ -164,7 +171,9 @@ class Plan:
         (tensor([0, 4]), tensor([1, 0, 1]), tensor([1, 0, 0, 0, 2]))
     """
 
-    def __init__(self, index: torch.Tensor, partition: NodePartition, group=None):
+    def __init__(
+        self, index: torch.Tensor, partition: NodePartition, group: Optional[torch.distributed.ProcessGroup] = None
+    ):
         rank, world = rank_and_world(group)
         problem = _check_index(index, partition, world)
         agree(problem, ("plan", getattr(partition, "bounds", None)), group)
@@ -252,7 +261,7 @@ def _check_index(index, partition: NodePartition, world: int) -> Optional[Except
     return None
 
 
-def plan(index: torch.Tensor, partition: NodePartition, group=None) -> Plan:
+def plan(index: torch.Tensor, partition: NodePartition, group: Optional[torch.distributed.ProcessGroup] = None) -> Plan:
     """The exchange pattern of ``index`` under ``partition``, for :func:`index_scatter_reduce` and
     :func:`halo_gather` to reuse.
 

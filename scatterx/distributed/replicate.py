@@ -20,7 +20,11 @@ from .plan import rank_and_world
 
 
 def replicate(
-    model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, weight: Optional[float] = None, group=None
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    weight: Optional[float] = None,
+    group: Optional[torch.distributed.ProcessGroup] = None,
 ) -> torch.nn.Module:
     """Train ``model`` on every rank of ``group`` as one model.
 
@@ -106,7 +110,7 @@ def replicate(
     return model
 
 
-def _sum_gradients(params, group) -> None:
+def _sum_gradients(params: List[torch.Tensor], group: Optional[torch.distributed.ProcessGroup]) -> None:
     """Each parameter's gradient summed over the ranks, one ``all_reduce`` per (device, dtype): the gradients and,
     after them, one flag per parameter counting the ranks that had one (a parameter no rank has a gradient for
     keeps None, as the optimizer then skips it)."""

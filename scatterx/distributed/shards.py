@@ -13,7 +13,7 @@ import atexit
 import hashlib
 import json
 import os
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 import torch.distributed as dist
@@ -170,10 +170,10 @@ class Shard:
     def __init__(
         self,
         edge_index: ShardedGraph,
-        x,
-        y,
+        x: torch.Tensor,
+        y: Optional[torch.Tensor],
         masks: Dict[str, torch.Tensor],
-        node_ids,
+        node_ids: torch.Tensor,
         meta: dict,
         mask_counts: Dict[str, int],
         edge_attrs: Optional[Dict[str, torch.Tensor]] = None,
@@ -215,7 +215,13 @@ def _destroy_if_alive() -> None:
         dist.destroy_process_group()
 
 
-def load_shard(out_dir: str, *, device=None, group=None, backend: Optional[str] = None) -> Shard:
+def load_shard(
+    out_dir: str,
+    *,
+    device: Optional[Union[torch.device, str, int]] = None,
+    group: Optional[torch.distributed.ProcessGroup] = None,
+    backend: Optional[str] = None,
+) -> Shard:
     """This rank's shard of the graph saved in ``out_dir`` (by ``scatterx partition`` or :func:`save_shards`).
 
     A collective: every rank of ``group`` calls it together. Under ``torchrun`` without a process group yet, it
@@ -283,7 +289,7 @@ _Loaded = Tuple[
 ]
 
 
-def _read(out_dir: str, rank: int, world: int, device) -> Tuple[_Loaded, dict]:
+def _read(out_dir: str, rank: int, world: int, device: Optional[Union[torch.device, str, int]]) -> Tuple[_Loaded, dict]:
     """This rank's shard file, checked against ``meta.json`` and moved to ``device``: everything that can fail on
     one rank only, before the ranks agree."""
     with open(os.path.join(out_dir, "meta.json")) as f:

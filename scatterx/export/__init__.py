@@ -28,7 +28,7 @@ result).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Union
 
 import torch
 
@@ -62,7 +62,12 @@ def onnx_translation_table() -> Dict[Any, Callable]:
     return {getattr(torch.ops.scatterx, name).default: fn for name, fn in TRANSLATIONS.items()}
 
 
-def to_onnx(model, args, path, **kw):
+def to_onnx(
+    model: Union[torch.nn.Module, torch.export.ExportedProgram, torch.jit.ScriptFunction],
+    args: Any,
+    path: Union[str, os.PathLike[str]],
+    **kw: Any,
+) -> torch.onnx.ONNXProgram:
     """Export ``model`` called on ``args`` to the ONNX file ``path``, scatterx's ops translated.
 
     It runs ``torch.onnx.export(model, args, dynamo=True, custom_translation_table=...)`` with

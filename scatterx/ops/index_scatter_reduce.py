@@ -39,8 +39,8 @@ def index_scatter_reduce(
     reduce: str = "sum",
     sorted: bool = True,
     *,
-    dim_size=None,
-    out=None,
+    dim_size: Optional[int] = None,
+    out: Optional[torch.Tensor] = None,
     include_self: bool = True,
 ) -> torch.Tensor:
     """Reduce the slices of ``src`` along ``dim`` into the output slices that ``index`` names.

@@ -79,7 +79,15 @@ class ScatterAggregation(Aggregation):
         )
         return super().__call__(x, index, ptr, dim_size, dim, **kwargs)
 
-    def forward(self, x, index=None, ptr=None, dim_size=None, dim: int = -2, max_num_elements=None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        index: Optional[Tensor] = None,
+        ptr: Optional[Tensor] = None,
+        dim_size: Optional[int] = None,
+        dim: int = -2,
+        max_num_elements: Optional[int] = None,
+    ) -> Tensor:
         """Reduce the rows of ``x`` (along ``dim``) per group; called through the module, as PyG's aggregations.
 
         Args:
@@ -99,6 +107,7 @@ class ScatterAggregation(Aggregation):
         if ptr is not None and self.reduce_name in REDUCE and ptr.dim() == 1:
             return segment_reduce(x, ptr, REDUCE[self.reduce_name], dim)
         self.assert_index_present(index)
+        assert index is not None  # (assert_index_present raised otherwise)
         if index.dim() == 1 and index.numel() != x.size(dim):
             raise ValueError(
                 f"ScatterAggregation: index has {index.numel()} entries but x has {x.size(dim)} rows along dim {dim}"

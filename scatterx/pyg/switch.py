@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
+from typing import Iterator
 
 from . import fused, routed, sharded
 from ._common import ABSENT, ORIGINAL, PATCHED, aggr_base, is_enabled, message_passing
@@ -125,7 +126,7 @@ def disable() -> None:
 
 
 @contextlib.contextmanager
-def enabled():
+def enabled() -> Iterator[None]:
     """The switch on inside a ``with`` block, and as it was before after it.
 
     An :func:`enable` called inside a block that found the switch off is undone at its end too; a block entered
