@@ -760,8 +760,10 @@ def _run(p: Plan, rows: torch.Tensor, data, updates, reduce, include_self, torch
     """Run ``p`` on the slice path, with ``rows``: the plan's, or the flat offsets built for an element plan."""
     src = updates.reshape(p.outer, p.n, p.inner)
     base = data.reshape(p.outer, p.S, p.inner)
-    if p.n == 0 or src.numel() == 0:
+    if p.n == 0:  # no row, so no index entry: nothing to reduce or check
         return data.clone()
+    # rows with no element (an empty outer or inner dim) still go to the op, whose pass over them checks each one:
+    # a row out of range raises as it would with elements to move
     if reduce == "assign":
         result = _assign(p, rows, src, base)
     else:  # sorted=None: the sorted path when the rows happen to be sorted

@@ -333,3 +333,44 @@ def test_bad_arguments_raise_documented_errors():
     with pytest.raises(ValueError, match="kind must be one of"):
         planner.Plan("rows", 1, 1, 1, 1, None, False, None)
     assert torch.equal(data, torch.zeros(2, 2))
+
+
+# ------------------------------------------------------------------------------ rows with no element to move
+#: maps whose updates have no element though the index has entries (an empty inner or outer dim), with a bad
+#: entry: a row index into a (3, 0) or (0, 3) data tensor, and one coordinate of a (3, 0) one (ONNX/TF ND)
+EMPTY_UPDATES = {
+    "inner": (XMap.slices(torch.tensor([0, 1, 5]), (3, 0), 0), (3, 0), r"index\[2\]=5 is out of range"),
+    "outer": (XMap.slices(torch.tensor([-1, 0, 2]), (0, 3), 1), (0, 3), r"index\[0\]=-1 is negative"),
+    "nd": (XMap.nd(torch.tensor([[0], [5]]), (3, 0)), (2, 0), r"index\[1\]=5 is out of range"),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["plain", "grad"])
+@pytest.mark.parametrize("case", list(EMPTY_UPDATES))
+def test_rows_with_no_element_to_move_are_still_checked(case, grad):
+    """Updates with no element but an index with entries: each entry is checked as it would be with elements to
+    move (the engine returned a copy of the data before any check), in every reduction and in ``reduced``."""
+    m, shape, message = EMPTY_UPDATES[case]
+    data = torch.zeros(m.data_shape)
+    updates = torch.ones(shape, requires_grad=grad)
+    for reduce in ("assign", "sum", "mean", "prod", "amax", "amin"):
+        with pytest.raises(IndexError, match=message):
+            planner.scatter(m, data, updates, reduce)
+        with pytest.raises(IndexError, match=message):
+            planner.scatter(m, data, updates, reduce, include_self=False, torch_ties=True)
+        if reduce != "assign":
+            with pytest.raises(IndexError, match=message):
+                planner.reduced(m, updates, reduce)
+
+
+def test_rows_with_no_element_to_move_and_a_good_index_give_the_data():
+    for index, data_shape, dim in [([0, 2, 2], (3, 0), 0), ([2, 0, 1], (0, 3), 1)]:
+        m = XMap.slices(torch.tensor(index), data_shape, dim)
+        for reduce in ("assign", "sum", "amax"):
+            got = planner.scatter(m, torch.zeros(data_shape), torch.ones(m.shape), reduce)
+            assert got.shape == data_shape
+        assert planner.reduced(m, torch.ones(m.shape), "mean").shape == data_shape
+    m = XMap.slices(torch.tensor([0, 2, 2]), (3, 0), 0)
+    updates = torch.ones(m.shape, requires_grad=True)
+    planner.scatter(m, torch.zeros(3, 0), updates, "sum").sum().backward()
+    assert updates.grad is not None and updates.grad.shape == (3, 0)

@@ -90,6 +90,26 @@ def out_of_range(index: torch.Tensor, size: int, dim: int = 0) -> Exception:
     raise AssertionError("index was rejected but no entry is out of range")
 
 
+def check_unread(index: torch.Tensor, src: torch.Tensor, dim: int, size: Optional[int]) -> None:
+    """Check the caller's ``index`` (as given, not broadcast) of a call whose ``src`` has no element. Broadcast to
+    ``src`` it has no entry and nothing reads it, yet each entry names a row as it would with elements to move, and
+    must be in ``[0, size)``; with ``size`` None (inferred from the index) only a negative entry is wrong. The
+    culprit is named as the other paths name it (``out_of_range``): at its position in a 1-D index (or one that
+    varies along ``dim`` only), else in ``index`` seen with ``src``'s rank. One pass over ``index``, on this path
+    only."""
+    if index.numel() == 0 or torch.compiler.is_compiling():
+        return
+    low, high = torch.aminmax(index)
+    if int(low) >= 0 and (size is None or int(high) < size):
+        return
+    lifted = index.reshape([1] * dim + [index.numel()]) if index.dim() == 1 else index  # as ``broadcast``, unexpanded
+    lifted = lifted.reshape(list(lifted.shape) + [1] * (src.dim() - lifted.dim()))
+    bound = size if size is not None else int(high) + 1
+    if all(lifted.size(d) == 1 for d in range(lifted.dim()) if d != dim):
+        raise out_of_range(lifted.reshape(-1), bound)
+    raise out_of_range(lifted, bound, dim)
+
+
 def broadcast_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:
     """torch_scatter's broadcast of ``index`` to ``src``'s shape (``dim >= 0``), with ValueError where it cannot
     be (torch_scatter lets ``expand`` raise RuntimeError) or the devices differ."""

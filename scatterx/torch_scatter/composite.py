@@ -8,6 +8,9 @@ result is ``(x - max) - log(sum + eps)`` as torch_scatter rounds it, exact for l
 function with a general index, are made of the drop-in's own kernels (``scatter_max``'s selection, the core sums)
 and elementwise torch ops, as torch_scatter composes them -- never a Python loop over groups. A general index is
 used as int64: torch's CPU ``gather`` misreads an expanded (stride-0) int32 index.
+
+Why this module is long: four public functions, each with a TorchScript-visible signature, an implementation with a
+fast path and a general one, and a full docstring; most of the length is their reference documentation.
 """
 
 from typing import Optional
@@ -59,10 +62,14 @@ def _minus_gathered(
     return torch.sub(src, gathered, out=src if in_place else gathered)
 
 
-def _general_index(index: torch.Tensor, src: torch.Tensor, dim: int) -> torch.Tensor:
+def _general_index(index: torch.Tensor, src: torch.Tensor, dim: int, size: Optional[int]) -> torch.Tensor:
     """torch_scatter's broadcast of ``index`` to ``src``'s shape, as int64 (torch's CPU ``gather`` misreads an
-    expanded int32 index)."""
-    return _engine.broadcast_index(index.to(torch.int64), src, dim)
+    expanded int32 index). For an empty ``src`` the broadcast has no entry: the caller's entries are checked
+    against ``size`` (the output's, None when inferred) here, as the scatters would check them with elements."""
+    full = _engine.broadcast_index(index.to(torch.int64), src, dim)
+    if src.numel() == 0:
+        _engine.check_unread(index, src, dim, size)
+    return full
 
 
 @torch.jit.ignore
@@ -75,7 +82,7 @@ def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optiona
     if one is not None:
         size = dim_size if dim_size is not None else _engine.size_from_index(one)
         return segment_softmax(src1, one, dim=d, num_segments=size).view(src.shape)
-    full = _general_index(index, src1, d)
+    full = _general_index(index, src1, d, dim_size)
     top = scatter_max(src1, full, d, dim_size=dim_size)[0]
     shifted = (src1 - top.gather(d, full)).exp()
     total = scatter_sum(shifted, full, d, dim_size=dim_size)
@@ -128,7 +135,7 @@ def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float, d
         # the shifted values' own top is 0 (or nothing is selected: also 0), so this is log(sum + eps) alone
         norm = segment_logsumexp(shifted, ptr, d, perm=perm, eps=eps, flavour="log_softmax")
         return _minus_gathered(shifted, norm, d, one, in_place=True)
-    full = _general_index(index, src, dim)
+    full = _general_index(index, src, dim, dim_size)
     top = scatter_max(src, full, dim, dim_size=dim_size)[0]
     shifted = src - top.gather(dim, full)
     total = scatter_sum(shifted.exp(), full, dim, dim_size=dim_size)
@@ -181,7 +188,7 @@ def _logsumexp(
     if fast is not None and out is None:  # one kernel, no temporary of src's size
         d, _, ptr, perm = fast
         return segment_logsumexp(src, ptr, d, perm=perm, eps=eps).nan_to_num(neginf=0.0)
-    full = _general_index(index, src, dim)
+    full = _general_index(index, src, dim, out.size(dim) if out is not None else dim_size)
     if out is not None:
         dim_size = out.size(dim)
     elif dim_size is None:
@@ -284,7 +291,7 @@ def _std(
         if unbiased:
             count = count.sub(1).clamp_(min=1)
         return result.div_(count + 1e-6).sqrt_()
-    full = _general_index(index, src, dim)
+    full = _general_index(index, src, dim, dim_size)  # (dim_size: out's, when out is given)
     total = scatter_sum(src, full, dim, dim_size=dim_size)
     # the members of each group, counted on the broadcast index (torch_scatter counts on the index's own shape,
     # which miscounts an index that broadcasts along ``dim``: the guide page *The torch_scatter drop-in*)

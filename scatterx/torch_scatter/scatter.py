@@ -61,11 +61,13 @@ def _reduce(
     into a new tensor on the core op, the rest on the planner's scatter."""
     _engine.check_tensor(src, "src")
     dtype = src.dtype
+    given = index
     src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
     work = _engine.widened(src)
     shape = list(src.shape)
     shape[dim] = size
     if src.numel() == 0:  # nothing to reduce: torch_scatter's zeros (mul too), or out as it is
+        _engine.check_unread(given, src, dim, None if out is None and dim_size is None else size)
         return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
     if vector is not None and out is None and reduce != "mul":  # the core op's form: its sum, its mean
         return _engine.finish(
@@ -96,9 +98,11 @@ def _select(
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     _engine.check_tensor(src, "src")
     dtype = src.dtype
+    given = index
     src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
     work = _engine.widened(src)
     if src.numel() == 0:  # nothing to select: zeros (or out as it is), argindex src.size(dim)
+        _engine.check_unread(given, src, dim, None if out is None and dim_size is None else size)
         shape = list(src.shape)
         shape[dim] = size
         arg = torch.full(shape, src.size(dim), dtype=torch.int64, device=src.device)

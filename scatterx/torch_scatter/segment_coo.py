@@ -446,14 +446,15 @@ def _gather(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor])
     _engine.check_out(out, src, shape, dim)
     if out is not None and out.size(dim) != index.size(dim):
         raise ValueError(f"out.size({dim}) = {out.size(dim)} but index has {index.size(dim)} entries")
-    if index.numel() == 0 or src.numel() == 0:
-        if index.numel() and src.size(dim) == 0:
-            raise IndexError(f"gather_coo: index names rows of src, which has none along dim {dim}")
-        return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
     # the index looks up dims 0..dim of the result (its batch dims and dim), the others are carried: a bad entry
     # is named at its position in the caller's index
     carry = tuple((d, d) for d in range(src.dim()) if d != dim)
     m = planner.XMap(tuple(shape), tuple(src.shape), index, tuple(range(dim + 1)), (dim,), carry)
+    if index.numel() == 0 or src.numel() == 0:
+        if index.numel() and src.size(dim) == 0:
+            raise IndexError(f"gather_coo: index names rows of src, which has none along dim {dim}")
+        planner.check_coordinates(m)  # nothing is read (an empty trailing dim), yet every entry names a row
+        return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
     result = planner.gather(m, src)
     return result if out is None else out.copy_(result)
 

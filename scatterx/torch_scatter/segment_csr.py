@@ -418,12 +418,14 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
         low, high = torch.aminmax(indptr)
         if int(low) < 0:
             raise _offset_error("gather_csr", indptr, indptr < 0, f"[0, {E}] (the output's size)")
+        # an empty src too: it reads nothing, but the offsets are still the caller's
+        steps = indptr[..., 1:] < indptr[..., :-1]
+        bounded = out is not None or src.numel() > 0  # (else E is torch_scatter's 0, not indptr's last offset)
+        if (bounded and int(high) > E) or bool(steps.any()):
+            within = f" within [0, {E}] (the output's size)" if bounded else ""
+            raise ValueError(f"gather_csr: indptr must be non-decreasing{within}")
     if src.numel() == 0 or indptr.numel() == 0:
         return _engine.untouched(out, src) if out is not None else _engine.nothing(src, shape)
-    if checked:
-        steps = indptr[..., 1:] < indptr[..., :-1]
-        if int(high) > E or bool(steps.any()):
-            raise ValueError(f"gather_csr: indptr must be non-decreasing within [0, {E}] (the output's size)")
     one = _engine.leading_batch(indptr, lead) if dim > 0 else indptr
     if one is not None:  # one set of offsets: each slice repeated, by index_select
         first, last = (int(one[0]), int(one[-1])) if not torch.compiler.is_compiling() else (0, E)

@@ -108,3 +108,41 @@ def test_paddle_argument_errors():
         pd.put_along_axis(arr, indices, torch.ones(2, 3), 1)
     with pytest.raises(ValueError, match="at least one dimension"):  # was an IndexError from torch
         pd.put_along_axis(torch.tensor(1.0), torch.tensor(0), 5.0, 0)
+
+
+def test_tensorflow_checks_every_index_when_the_data_has_no_element():
+    """Slices of no element (an empty trailing dim) still name segments and rows: an id or index out of range
+    raises as it does with elements (it passed silently); negative segment ids are still dropped."""
+    tf = scatterx.tf
+    data = torch.ones(3, 0)
+    for fn in (tf.unsorted_segment_sum, tf.unsorted_segment_mean, tf.unsorted_segment_max, tf.unsorted_segment_prod):
+        with pytest.raises(IndexError, match=r"index\[2\]=5 is out of range for dim_size=3"):
+            fn(data, torch.tensor([0, 1, 5]), 3)
+        assert fn(data, torch.tensor([0, -1, 2]), 3).shape == (3, 0)
+    with pytest.raises(IndexError, match=r"index\[3\]=7 is out of range for dim_size=3"):
+        tf.unsorted_segment_min(torch.ones(2, 2, 0), torch.tensor([[0, 1], [2, 7]]), 3)
+    tensor = torch.zeros(3, 0)
+    for fn in (
+        tf.tensor_scatter_nd_update,
+        tf.tensor_scatter_nd_add,
+        tf.tensor_scatter_nd_sub,
+        tf.tensor_scatter_nd_max,
+        tf.tensor_scatter_nd_min,
+    ):
+        with pytest.raises(IndexError, match=r"index\[1\]=5 is out of range for dim_size=3"):
+            fn(tensor, torch.tensor([[0], [5]]), torch.ones(2, 0))
+        with pytest.raises(IndexError, match=r"index\[0\]=-1 is negative"):
+            fn(tensor, torch.tensor([[-1], [0]]), torch.ones(2, 0))
+        assert fn(tensor, torch.tensor([[0], [2]]), torch.ones(2, 0)).shape == (3, 0)
+    with pytest.raises(IndexError, match=r"index\[1, 0\] = 5 is out of bounds"):
+        tf.gather_nd(tensor, torch.tensor([[0], [5]]))
+
+
+def test_paddle_checks_every_index_when_the_data_has_no_element():
+    pd = scatterx.paddle
+    for x, axis in ((torch.zeros(3, 0), 0), (torch.zeros(0, 3), 1)):
+        updates = torch.ones(x.shape[:axis] + (3,) + x.shape[axis + 1 :])
+        for overwrite in (True, False):
+            with pytest.raises(IndexError, match=r"index\[2\] = 5 is out of range"):
+                pd.scatter(x, torch.tensor([0, 1, 5]), updates, overwrite=overwrite, axis=axis)
+        assert pd.scatter(x, torch.tensor([0, -1, 2]), updates, overwrite=False, axis=axis).shape == x.shape

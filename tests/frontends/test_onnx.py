@@ -144,6 +144,11 @@ def test_scatter_nd_duplicates_last_write_wins():
         lambda: sxo.gather_nd(torch.zeros(2, 3), torch.tensor([[1, 3]])),
         lambda: sxo.scatter_nd(torch.zeros(2, 3), torch.tensor([[1, -4]]), torch.zeros(1)),
         lambda: sxo.scatter_elements(torch.zeros(2, 3), torch.tensor([[5]]), torch.zeros(1, 1), reduction="add"),
+        # updates with no element (an empty trailing dim of data): the indices are checked all the same
+        lambda: sxo.scatter_nd(torch.zeros(3, 0), torch.tensor([[0], [5]]), torch.zeros(2, 0)),
+        lambda: sxo.scatter_nd(torch.zeros(3, 0), torch.tensor([[0], [-4]]), torch.zeros(2, 0), reduction="max"),
+        lambda: sxo.scatter_elements(torch.zeros(0, 3), torch.tensor([[0, 1, 2]]), torch.zeros(1, 3)),
+        lambda: sxo.gather_nd(torch.zeros(3, 0), torch.tensor([[3]])),
     ],
 )
 def test_out_of_range_indices_raise_index_error(call):

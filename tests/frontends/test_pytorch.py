@@ -358,6 +358,25 @@ def test_a_1d_scatter_rejects_a_bad_index_before_writing():
     assert torch.equal(x, torch.arange(4.0))
 
 
+def test_an_input_with_no_element_still_checks_every_index_entry():
+    """An index with entries into an ``input`` with no element raises, as torch does; an index with no entry
+    (here a view expanded from a bad value) reads nothing and is accepted, as torch accepts it. (torch's ``src``
+    covers the index, so a ``src`` with no element comes with an index with none.)"""
+    x = torch.zeros(0, 3)
+    index = torch.tensor([[5, 0, 1]])
+    for call in (
+        lambda: scatterx.scatter_reduce(x, 0, index, torch.ones(1, 3), "sum"),
+        lambda: scatterx.scatter(x, 0, index, torch.ones(1, 3)),
+        lambda: scatterx.scatter(x, 0, index, 2.0, reduce="add"),
+        lambda: scatterx.gather(x, 0, index),
+    ):
+        with pytest.raises(IndexError, match=r"index\[0, 0\] = 5 is out of bounds for dimension 0 with size 0"):
+            call()
+    nothing = torch.tensor([[5]]).expand(1, 0)
+    want = torch.zeros(3, 0).scatter_reduce(0, nothing, torch.ones(1, 0), "sum")
+    assert torch.equal(scatterx.scatter_reduce(torch.zeros(3, 0), 0, nothing, torch.ones(1, 0), "sum"), want)
+
+
 @pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.bool, torch.complex64], ids=str)
 def test_dtypes_the_kernels_do_not_take_give_torch_s_results(dtype):

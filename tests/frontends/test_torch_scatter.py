@@ -514,3 +514,82 @@ def test_negative_index_entry_raises_in_a_scripted_function():
     scripted = torch.jit.script(ts.scatter)
     with pytest.raises(Exception, match=names_entry(NEGATIVE["everywhere"])):
         scripted(torch.ones(7), NEGATIVE["everywhere"], 0)
+
+
+# ---------------------------------------------------------------------------------------- src with no element
+COMPOSITES = ["scatter_std", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax"]
+
+#: (src shape, dim, index, messages): a src with no element, so that nothing is reduced, but the caller's index has
+#: entries -- 1-D, of src's rank varying along dim only, varying along another dim, and of one entry along an
+#: empty dim (torch_scatter broadcasts it to none). The index's bad entry is 5 (with a size of 3: ``dim_size`` or
+#: ``out``), or -1 (inferred), with the message for each.
+NO_ELEMENT = {
+    "1d": ((3, 0), 0, [0, 1, "bad"], [r"^index\[2\]=5 is out of range for dim_size=3", r"^index\[2\]=-1 is negative"]),
+    "column": (
+        (3, 0),
+        0,
+        [[0], [1], ["bad"]],
+        [r"^index\[2\]=5 is out of range for dim_size=3", r"^index\[2\]=-1 is negative"],
+    ),
+    "general": (
+        (2, 3, 0),
+        1,
+        [[[0], [1], [2]], [[0], ["bad"], [1]]],
+        [
+            r"^index\[1, 1, 0\] = 5 is out of bounds for dimension 1 with size 3",
+            r"^index\[1, 1, 0\] = -1 is out of bounds for dimension 1",
+        ],
+    ),
+    "along_dim": ((0, 2), 0, ["bad"], [r"^index\[0\]=5 is out of range for dim_size=3", r"^index\[0\]=-1 is negative"]),
+}
+
+
+def _with(index, value: int) -> torch.Tensor:
+    """``index`` (nested lists) with ``value`` for its "bad" entry."""
+
+    def fill(x):
+        return [fill(y) for y in x] if isinstance(x, list) else (value if x == "bad" else x)
+
+    return torch.tensor(fill(index))
+
+
+def _no_element_call(name, src, index, dim, size, out):
+    fn = getattr(ts, name)
+    if size == "out":
+        return fn(src, index, dim, out=out)
+    return fn(src, index, dim, dim_size=3 if size == "dim_size" else None)
+
+
+@pytest.mark.parametrize("name", SCATTERS + COMPOSITES)
+@pytest.mark.parametrize("size", ["inferred", "dim_size", "out"])
+@pytest.mark.parametrize("case", list(NO_ELEMENT))
+def test_src_with_no_element_still_checks_every_index_entry(name, size, case):
+    """Nothing is reduced, yet each entry of the caller's index is checked against the output's size, before
+    ``out`` is written or attached to a graph (it passed silently); without a size (torch_scatter's 0 rows here)
+    a negative entry is the error. A good index still gives torch_scatter's result."""
+    if size == "out" and name in ("scatter_softmax", "scatter_log_softmax"):
+        pytest.skip("no out= argument")
+    shape, dim, index, (sized, inferred) = NO_ELEMENT[case]
+    out_shape = list(shape)
+    out_shape[dim] = 3
+    src = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    bad = _with(index, -1 if size == "inferred" else 5)
+    for dtype in (torch.int64, torch.int32):
+        out = torch.full(out_shape, 7.0, dtype=torch.float64)
+        with pytest.raises(IndexError, match=inferred if size == "inferred" else sized):
+            _no_element_call(name, src, bad.to(dtype), dim, size, out)
+        assert torch.equal(out, torch.full(out_shape, 7.0, dtype=torch.float64)) and out.grad_fn is None
+    result = _no_element_call(name, src, _with(index, 2), dim, size, torch.zeros(out_shape, dtype=torch.float64))
+    result = result[0] if isinstance(result, tuple) else result
+    if name in ("scatter_softmax", "scatter_log_softmax"):
+        assert result.shape == shape
+    else:
+        assert result.shape[dim] == (0 if size == "inferred" else 3) and not result.any()
+
+
+def test_src_with_no_element_names_the_entry():
+    """The messages a user gets (the brief's case): as with elements to move."""
+    with pytest.raises(IndexError, match=r"^index\[2\]=5 is out of range for dim_size=3 \(must be < 3\)$"):
+        ts.scatter(torch.ones(3, 0), torch.tensor([0, 1, 5]), 0, dim_size=3)
+    with pytest.raises(IndexError, match=r"^index\[1\]=-1 is negative; indices must be in \[0, 3\)$"):
+        ts.scatter_max(torch.ones(3, 0), torch.tensor([0, -1, 2]), 0)

@@ -317,3 +317,32 @@ def test_csr_negative_offset_raises_index_error_naming_it(name):
         assert (out == 7.0).all()
         with pytest.raises(IndexError, match=names_entry(indptr, "indptr")):
             ts.gather_csr(src[:2], indptr)
+
+
+def test_gathers_from_src_with_no_element_still_check_the_index():
+    """A src with no element (an empty trailing dim) gives nothing to read, yet gather_coo's entries must name its
+    rows and gather_csr's offsets must be non-decreasing (and within out's size), as with elements: both passed
+    silently. ``out`` is neither written nor attached to a graph; a good index still gives an empty result."""
+    src = torch.zeros(3, 0, dtype=torch.float64, requires_grad=True)
+    for index, message in [
+        (torch.tensor([0, 5]), r"^index\[1\] = 5 is out of bounds for dimension 0 with size 3"),
+        (torch.tensor([-1, 0]), r"^index\[0\] = -1 is out of bounds for dimension 0 with size 3"),
+    ]:
+        for with_out in (False, True):
+            out = torch.zeros(2, 0, dtype=torch.float64) if with_out else None
+            with pytest.raises(IndexError, match=message):
+                ts.gather_coo(src, index, out)
+            assert out is None or out.grad_fn is None
+    batched = torch.zeros(2, 3, 0)
+    with pytest.raises(IndexError, match=r"^index\[1, 0\] = 3 is out of bounds for dimension 1 with size 3"):
+        ts.gather_coo(batched, torch.tensor([[0, 2], [3, 0]]))
+    assert ts.gather_coo(src, torch.tensor([2, 0, 2])).shape == (3, 0)
+    with pytest.raises(ValueError, match=r"^gather_csr: indptr must be non-decreasing$"):
+        ts.gather_csr(src, torch.tensor([0, 2, 1, 3]))
+    out = torch.zeros(3, 0, dtype=torch.float64)
+    for indptr in (torch.tensor([0, 2, 1, 3]), torch.tensor([0, 1, 2, 9])):
+        with pytest.raises(ValueError, match=r"non-decreasing within \[0, 3\] \(the output's size\)"):
+            ts.gather_csr(src, indptr, out)
+        assert out.grad_fn is None
+    assert ts.gather_csr(src, torch.tensor([0, 1, 2, 9])).shape == (0, 0)  # torch_scatter's: no row without out
+    assert ts.gather_csr(src, torch.tensor([0, 1, 1, 3]), out) is out
