@@ -11,8 +11,10 @@ a data file missing from the wheel fails here); that its version is the distribu
 import doctest
 import importlib
 import importlib.metadata
+import os
 import pathlib
 import pkgutil
+import shutil
 import subprocess
 import sys
 
@@ -35,7 +37,9 @@ def main(readme: str) -> int:
         importlib.import_module(name)
     print(f"imported {len(names)} modules")
 
-    done = subprocess.run(["scatterx", "--help"], capture_output=True, text=True, check=False)
+    command = shutil.which("scatterx", path=os.path.dirname(sys.executable))  # the environment's console script
+    assert command, f"the wheel installed no scatterx command beside {sys.executable}"
+    done = subprocess.run([command, "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "bench" in done.stdout, f"the scatterx command failed:\n{done.stderr}"
 
     text = pathlib.Path(readme).read_text()
