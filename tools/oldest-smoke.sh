@@ -9,15 +9,18 @@ cd "$(dirname "$0")/.."
 venv=.venv-oldest
 python3 -m venv "$venv"
 # NumPy < 2: Triton 3.0 (torch 2.4's) interprets kernels with NumPy 1's casting rules (tests/interpreter_probe.py);
-# onnxscript: the README's export example; pytest, hypothesis: the tests. No pip cache: a CUDA build of torch
+# onnxscript: the README's export example; pytest, pytest-xdist, hypothesis: the tests (over every core: in CI they
+# mostly run once the main run is done, and its compiles are most of their time). No pip cache: a CUDA build of torch
 # is gigabytes, which the cache would hold twice.
-"$venv/bin/pip" install -q --no-cache-dir $(python3 tools/oldest_requirements.py pyg) "numpy<2" onnxscript pytest hypothesis
+"$venv/bin/pip" install -q --no-cache-dir $(python3 tools/oldest_requirements.py pyg) "numpy<2" onnxscript pytest \
+  pytest-xdist hypothesis
+echo "[oldest] $(date -u +%H:%M:%S): installed"
 "$venv/bin/python" -c "import torch, torch_geometric, numba, triton, numpy; print('oldest: torch', torch.__version__,
       'PyG', torch_geometric.__version__, 'Numba', numba.__version__, 'Triton', triton.__version__, 'NumPy',
       numpy.__version__)"
 # scatterx from the checkout as it is (no install: the main run installs it, editable, at the same time); the
 # Numba cache is this Numba version's own (tests/conftest.py)
 PYTHONPATH="$PWD" SCATTERX_HYPOTHESIS_EXAMPLES=20 \
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=5 \
+  "$venv/bin/python" -m pytest -q -n auto -p no:cacheprovider --durations=5 \
   tests/test_readme.py tests/ops/test_index_scatter_reduce.py tests/ops/test_index_scatter_reduce_autograd.py \
   tests/pyg/test_pyg.py "$@"

@@ -16,5 +16,6 @@ wheel=$(ls dist/scatterx-*.whl)
 # the README's examples use PyG and the ONNX translations, and every module imports with Triton there too;
 # torch pinned as the README pins it
 .venv-wheel/bin/pip install -q torch==2.13.0 "${wheel}[pyg,export,gpu]"
+echo "[wheel] $(date -u +%H:%M:%S): installed"
 cd "$(mktemp -d)"
 "$root/.venv-wheel/bin/python" "$root/tools/wheel_smoke.py" "$root/README.md"
