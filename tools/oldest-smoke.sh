@@ -20,7 +20,8 @@ echo "[oldest] $(date -u +%H:%M:%S): installed"
       numpy.__version__)"
 # scatterx from the checkout as it is (no install: the main run installs it, editable, at the same time); the
 # Numba cache is this Numba version's own (tests/conftest.py)
-PYTHONPATH="$PWD" SCATTERX_HYPOTHESIS_EXAMPLES=20 \
+# (SMOKE_TEST_NICE: CI runs the tests at a low priority beside its main run, and the installs at the usual one)
+PYTHONPATH="$PWD" SCATTERX_HYPOTHESIS_EXAMPLES=20 nice -n "${SMOKE_TEST_NICE:-0}" \
   "$venv/bin/python" -m pytest -q -n auto -p no:cacheprovider --durations=5 \
   tests/test_readme.py tests/ops/test_index_scatter_reduce.py tests/ops/test_index_scatter_reduce_autograd.py \
   tests/pyg/test_pyg.py "$@"

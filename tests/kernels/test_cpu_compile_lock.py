@@ -15,16 +15,19 @@ fcntl = pytest.importorskip("fcntl")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 #: compiles two variants of one small kernel: the first at once, timed; the second after a line on stdin. Prints
-#: the kernel's lock file, the first compile's seconds, and at the end whether the parent's marker existed then.
+#: the second variant's lock file, the first compile's seconds, and at the end whether the parent's marker existed
+#: then.
 CHILD = """
 import os, sys, time
 import numpy as np
+from numba import typeof
 from scatterx.kernels.cpu._compile_lock import lock_path
 from scatterx.kernels.cpu.segments import index_bound
 
 t = time.perf_counter()
 assert index_bound(np.array([3, 1], dtype=np.int64)) == 4
-print(lock_path(index_bound.dispatcher), time.perf_counter() - t, flush=True)
+second = (typeof(np.array([4, 2], dtype=np.int32)),)  # the signature Kernel.entry builds for it
+print(lock_path(index_bound.dispatcher, second), time.perf_counter() - t, flush=True)
 sys.stdin.readline()
 assert index_bound(np.array([4, 2], dtype=np.int32)) == 5
 print("marker" if os.path.exists(sys.argv[1]) else "no marker", flush=True)
@@ -45,11 +48,11 @@ def _child(cache, marker):
     )
 
 
-def test_a_compile_waits_for_the_process_holding_the_kernels_lock_then_the_next_process_loads_it(tmp_path):
+def test_a_compile_waits_for_the_process_holding_its_variants_lock_then_the_next_process_loads_it(tmp_path):
     cache, marker = tmp_path / "cache", tmp_path / "released"
     first = _child(cache, marker)
     path, seconds = first.stdout.readline().split()
-    assert path.startswith(str(cache)) and path.endswith(".nbi.lock")
+    assert path.startswith(str(cache)) and path.endswith(".lock") and ".nbi." in path
     fd = os.open(path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -409,7 +409,7 @@ class Kernel:
                 # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns
                 # on correct kernels; a user should not see it on a first call
                 warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
-                with compiling(self.dispatcher):  # processes sharing the disk cache: one compiles, the rest load
+                with compiling(self.dispatcher, sig):  # processes sharing the disk cache: one compiles, the rest load
                     self.dispatcher.compile(sig)
             entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
         return entry

@@ -10,8 +10,9 @@ are compiling, for nothing.
 - ``guard(dispatcher)`` makes every save to the dispatcher's cache, and to the caches of the compiled functions it
   can call (found through its module's globals, transitively: Numba compiles and caches a callee on its own), hold
   an exclusive ``flock`` on a lock file beside the function's index.
-- ``compiling(dispatcher)`` holds that lock for a whole ``dispatcher.compile``: Numba looks in the cache first inside
-  it, so a second process loads what the first saved instead of compiling it again.
+- ``compiling(dispatcher, sig)`` holds a lock of that one variant for its whole ``dispatcher.compile``: Numba looks
+  in the cache first inside it, so a second process wanting the same variant waits and loads what the first saved
+  instead of compiling it again, while processes compiling other variants of the same kernel go on in parallel.
 
 Numba's own (re-entrant, per-process) compiler lock is always taken first, so two threads of one process never
 wait on each other's file lock, and a lock this process holds is not taken again. Where there is no disk cache, no
@@ -20,6 +21,7 @@ still compiles correctly. See docs/decisions/parallel-tests.md.
 """
 
 import contextlib
+import hashlib
 import os
 from typing import Iterator, Optional, Set
 
@@ -35,11 +37,16 @@ except ImportError:  # Windows: no flock; processes there compile as Numba alone
 _held: Set[str] = set()
 
 
-def lock_path(dispatcher) -> Optional[str]:
-    """The lock file of ``dispatcher``'s disk cache (its index file's name with ``.lock``), or None without one."""
+def lock_path(dispatcher, sig=None) -> Optional[str]:
+    """A lock file beside ``dispatcher``'s disk cache index, or None without a disk cache: the index's own (held by
+    every save) or, given a signature, that variant's (held by its compile)."""
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
     index = getattr(cache_file, "_index_path", None)
-    return f"{index}.lock" if isinstance(index, str) else None
+    if not isinstance(index, str):
+        return None
+    if sig is None:
+        return f"{index}.lock"
+    return f"{index}.{hashlib.sha1(str(sig).encode()).hexdigest()[:16]}.lock"
 
 
 @contextlib.contextmanager
@@ -83,8 +90,9 @@ def guard(dispatcher) -> None:
 
 
 @contextlib.contextmanager
-def compiling(dispatcher) -> Iterator[None]:
-    """Hold ``dispatcher``'s compile lock (this process's compiler lock, then the file lock) within the block."""
+def compiling(dispatcher, sig) -> Iterator[None]:
+    """Hold the compile lock of ``dispatcher``'s variant ``sig`` (this process's compiler lock, then the variant's
+    file lock) within the block."""
     guard(dispatcher)
-    with global_compiler_lock, _file_lock(lock_path(dispatcher)):
+    with global_compiler_lock, _file_lock(lock_path(dispatcher, sig)):
         yield
