@@ -11,8 +11,9 @@ python3 -m venv "$venv"
 # NumPy < 2: Triton 3.0 (torch 2.4's) interprets kernels with NumPy 1's casting rules (tests/interpreter_probe.py);
 # onnxscript: the README's export example; pytest, pytest-xdist, hypothesis: the tests (over every core: in CI they
 # mostly run once the main run is done, and its compiles are most of their time). No pip cache: a CUDA build of torch
-# is gigabytes, which the cache would hold twice.
-"$venv/bin/pip" install -q --no-cache-dir $(python3 tools/oldest_requirements.py pyg) "numpy<2" onnxscript pytest \
+# is gigabytes, which the cache would hold twice. No byte-compiling at install (--no-compile): Python compiles
+# what the tests import, and the rest of those gigabytes is never read.
+"$venv/bin/pip" install -q --no-cache-dir --no-compile $(python3 tools/oldest_requirements.py pyg) "numpy<2" onnxscript pytest \
   pytest-xdist hypothesis
 echo "[oldest] $(date -u +%H:%M:%S): installed"
 "$venv/bin/python" -c "import torch, torch_geometric, numba, triton, numpy; print('oldest: torch', torch.__version__,

@@ -9,13 +9,15 @@ cd "$(dirname "$0")/.."
 root=$PWD
 rm -rf dist .venv-wheel
 python3 -m venv .venv-wheel
-.venv-wheel/bin/pip install -q build
-.venv-wheel/bin/python -m build -q --outdir dist . > /dev/null
+# (no isolated build environments: the venv's own setuptools builds, as pyproject.toml's build-system asks)
+.venv-wheel/bin/pip install -q --no-compile build "setuptools>=77"
+.venv-wheel/bin/python -m build -q --no-isolation --outdir dist . > /dev/null
 ls dist
 wheel=$(ls dist/scatterx-*.whl)
 # the README's examples use PyG and the ONNX translations, and every module imports with Triton there too;
 # torch pinned as the README pins it
-.venv-wheel/bin/pip install -q torch==2.13.0 "${wheel}[pyg,export,gpu]"
+# (--no-compile: Python compiles what the smoke imports; the rest is never read)
+.venv-wheel/bin/pip install -q --no-compile torch==2.13.0 "${wheel}[pyg,export,gpu]"
 echo "[wheel] $(date -u +%H:%M:%S): installed"
 cd "$(mktemp -d)"
 "$root/.venv-wheel/bin/python" "$root/tools/wheel_smoke.py" "$root/README.md"
