@@ -14,22 +14,9 @@ import re
 import types
 
 import pytest
+from test_docs import PUBLIC_MODULES  # the modules docs/api/ documents, one page each: the public API
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-# the modules docs/api/ documents, one page each: the public API
-PUBLIC_MODULES = [
-    "scatterx",
-    "scatterx.pytorch",
-    "scatterx.onnx",
-    "scatterx.tf",
-    "scatterx.paddle",
-    "scatterx.planner",
-    "scatterx.torch_scatter",
-    "scatterx.pyg",
-    "scatterx.export",
-    "scatterx.distributed",
-]
 
 # a public module that cannot be imported without an optional dependency: that dependency
 OPTIONAL = {"scatterx.pyg": "torch_geometric"}
