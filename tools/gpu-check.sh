@@ -29,6 +29,11 @@ work=$(mktemp -d)
 export PYTHONUNBUFFERED=1 PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 budget=${GPU_CHECK_SECONDS:-450}
 steps=${GPU_CHECK_STEPS:-tests memcheck bench gpu-report}
+case "$budget" in '' | *[!0-9]*) echo "GPU_CHECK_SECONDS must be a whole number of seconds, got '$budget'" >&2; exit 2 ;; esac
+for s in $steps; do
+  case "$s" in tests | memcheck | bench | gpu-report) ;;
+    *) echo "GPU_CHECK_STEPS: unknown step '$s' (the steps: tests memcheck bench gpu-report)" >&2; exit 2 ;; esac
+done
 start=$SECONDS
 summary="$OUT/summary.txt"
 : > "$summary"
