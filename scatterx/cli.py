@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=d.seed)
     b.add_argument("--no-peers", action="store_true", help="time scatterx only")
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
+    b.add_argument("--no-launch", action="store_true", help="skip the CPU kernel launch table")
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
     b.add_argument("--no-softmax", action="store_true", help="skip the segment softmax rows")
     b.add_argument(
@@ -373,6 +374,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             seed=args.seed,
             peers=not args.no_peers,
             latency=not args.no_latency,
+            launch=not args.no_launch,
             backward=not args.no_backward,
             softmax=not args.no_softmax,
             weighted=not args.no_weighted,

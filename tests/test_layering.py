@@ -198,9 +198,9 @@ def test_long_modules_say_why(module):
 
 
 # ------------------------------------------------------------------------------------------- one name per op
-#: kernel modules that serve no single op: the index -> segments pass every segment op starts with, and the thread
-#: pool that runs every CPU kernel
-KERNEL_INFRASTRUCTURE = {"segments", "pool"}
+#: kernel modules that serve no single op: the index -> segments pass every segment op starts with, the launch that
+#: runs every CPU kernel on threads (the OpenMP team, the pool), and the kernels that time a launch
+KERNEL_INFRASTRUCTURE = {"segments", "pool", "openmp", "launch_probe"}
 OPS = sorted(p.stem for p in (PACKAGE / "ops").glob("*.py") if not p.stem.startswith("_"))
 TESTS = ROOT / "tests"
 
@@ -252,7 +252,7 @@ def test_every_op_has_its_backend_modules_and_tests():
 #: the kernel's own file; ``tests/conftest.py`` keys the test cache on these files, so nothing else may be compiled in
 KERNEL_SOURCES = {"scatterx._reductions", "scatterx.kernels.cpu._codegen", "scatterx.kernels.cpu._memory"}
 #: modules a kernel file may import that hold no compiled code (so no edit there changes a kernel)
-NOT_COMPILED = {"scatterx.kernels.cpu._compile_lock"}
+NOT_COMPILED = {"scatterx.kernels.cpu._compile_lock", "scatterx.kernels.cpu.openmp"}
 
 
 @pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("scatterx.kernels.cpu.")])

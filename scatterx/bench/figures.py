@@ -431,7 +431,7 @@ def plot_dir(directory: str) -> List[str]:
         for p in runs:
             with open(p) as f:
                 loaded.append(json.load(f))
-        order = {"cora": 0, "pubmed": 1, "arxiv": 2, "products-small": 3}
+        order = {"cora": 0, "citeseer": 1, "narrow": 2, "pubmed": 3, "arxiv": 4, "products-small": 5}
         loaded.sort(key=lambda d: order.get(d.get("graph_shape"), math.inf))
         path = gnn_figure(loaded, os.path.join(directory, "epochs.png"))
         if path:

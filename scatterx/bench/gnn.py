@@ -45,9 +45,13 @@ ARXIV = dict(nodes=169_343, edges=1_166_243, features=128, classes=40)
 #: the built-in graph shapes (synthetic, built in code): Planetoid's Cora and PubMed, ogbn-arxiv, and a slice of
 #: ogbn-products (its 100 features, 47 classes and ~25 edges a node on 250k of its 2.4M nodes); the same slice
 #: with community structure (``community.py``: 100 blocks, a fifth of the edges between them), where a locality
-#: partition has something to find
+#: partition has something to find. Two more shapes where a switch could slow a model: CiteSeer's (few edges,
+#: very wide features: the layers' linear maps dominate) and a narrow one (10 output channels: little reduction
+#: work a layer call)
 GRAPHS = {
     "cora": dict(nodes=2_708, edges=10_556, features=1_433, classes=7),
+    "citeseer": dict(nodes=3_327, edges=9_104, features=3_703, classes=6),
+    "narrow": dict(nodes=20_000, edges=200_000, features=64, classes=10),
     "pubmed": dict(nodes=19_717, edges=88_648, features=500, classes=3),
     "arxiv": ARXIV,
     "products-small": dict(nodes=250_000, edges=6_250_000, features=100, classes=47),

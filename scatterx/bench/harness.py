@@ -36,6 +36,7 @@ from scatterx._reductions import NAMES
 from . import dropin
 from .graphs import Graph, make_graph
 from .latency import first_call_latency
+from .launch import measure as launch_costs
 from .peers import (
     BACKWARD_PEERS,
     BACKWARD_REDUCTIONS,
@@ -71,6 +72,7 @@ class Config:
     seed: int = 0
     peers: bool = True
     latency: bool = True
+    launch: bool = True
     backward: bool = True  # forward+backward rows for sum, mean, amax (floating dtypes)
     softmax: bool = True  # segment softmax rows (floating dtypes)
     weighted: bool = True  # weighted gather-segment sum and GATv2 logits rows, forward+backward (floating dtypes)
@@ -111,6 +113,7 @@ class Report:
     probe_gbps: float
     rows: List[Row]
     latency: Dict[str, float] = field(default_factory=dict)
+    launch: List[Dict] = field(default_factory=list)
     environment: Dict[str, str] = field(default_factory=dict)
 
     def to_dict(self):
@@ -327,6 +330,9 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     if config.latency and device == "cpu":  # Numba's JIT and disk cache; Triton's are not measured
         log("measuring first-call latency in fresh processes (cold and cached Numba cache)...")
         report.latency = first_call_latency(graph=(config.edges, config.nodes, config.features))
+    if config.launch and device == "cpu":
+        log("measuring the CPU kernel launch...")
+        report.launch = launch_costs(threads=sorted({1, 2, config.threads}))
     return report
 
 

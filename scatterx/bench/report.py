@@ -12,6 +12,7 @@ from .figures import bench_figures
 from .goals import evaluate
 from .goals import lines as goal_lines
 from .harness import DROP_IN_MODE, SCATTERX, Report, best
+from .launch import table as launch_table
 
 
 def table(report: Report) -> str:
@@ -71,6 +72,9 @@ def table(report: Report) -> str:
     if report.latency:
         lines.append("")
         lines += _latency_table(report)
+    if report.launch:
+        lines.append("")
+        lines += launch_table(report.launch)
     lines.append("")
     if c.device == "cuda":
         lines.append("GPU goals (stated for an H100)")

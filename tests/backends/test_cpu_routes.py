@@ -12,6 +12,7 @@ from scatterx._reductions import BY_NAME
 from scatterx.backends import cpu
 from scatterx.backends.cpu import routes
 from scatterx.backends.cpu.routes import Route
+from scatterx.kernels.cpu import openmp
 
 T = routes.TUNING
 
@@ -285,6 +286,15 @@ def test_threads_for_small_work_is_one_and_each_caller_may_set_its_own_minimum()
     assert routes.threads_for(T.parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 1
     assert routes.threads_for(T.reduce_parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 4
     assert routes.threads_for(10**9, 0, T) == 1  # never fewer than one thread
+
+
+def test_the_reductions_keep_a_threshold_of_their_own_only_on_the_pool(monkeypatch):
+    """A pool launch costs 50-150 us, one on torch's OpenMP team a few: the memory-bound reductions wait for more
+    work before going parallel on the pool only."""
+    if openmp.runtime() is not None:
+        assert routes.reduce_minimum(T) is None
+    monkeypatch.setitem(openmp._state, "runtime", None)
+    assert routes.reduce_minimum(T) == T.reduce_parallel_min_elements
 
 
 def test_an_unknown_route_or_threshold_is_refused_with_the_valid_names():

@@ -13,7 +13,7 @@ from scatterx.bench import Config, goals, make_graph, run
 from scatterx.bench.harness import REDUCTIONS
 from scatterx.cli import main
 
-TINY = dict(edges=3000, nodes=300, features=4, repeat=1, warmup=0, latency=False)
+TINY = dict(edges=3000, nodes=300, features=4, repeat=1, warmup=0, latency=False, launch=False)
 
 
 @pytest.mark.parametrize("degrees", ["powerlaw", "uniform"])
@@ -107,7 +107,9 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
     if not gpu.interpreted:
         pytest.skip("on a GPU, run `scatterx bench --device cuda` itself")
     # the smallest graph with every code path (its drop-in rows run the frontends' GPU tests' kernels; left out)
-    config = harness.Config(edges=16, nodes=4, features=32, repeat=1, warmup=0, latency=False, peers=True, dropin=False)
+    config = harness.Config(
+        edges=16, nodes=4, features=32, repeat=1, warmup=0, latency=False, launch=False, peers=True, dropin=False
+    )
     with gpu:
         result = harness.run(config)
     cases = {(r.reduce, r.order, r.mode) for r in result.rows if r.implementation == harness.SCATTERX.name}

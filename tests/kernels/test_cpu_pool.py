@@ -1,6 +1,7 @@
-"""The thread pool that runs the CPU kernels (``kernels/cpu/pool.py``): every work item claimed exactly once,
-whatever the thread count; launches from several Python threads at once; an exception raised where the launcher
-sees it; a forked child that launches (its parent's workers did not come along)."""
+"""``launch`` (``kernels/cpu/pool.py``), on both ways it runs a kernel on several threads -- torch's OpenMP team
+(``openmp.py``) and the fallback pool of Python threads: every work item claimed exactly once, whatever the thread
+count; launches from several Python threads at once; an exception raised where the launcher sees it, once, as on one
+thread; a forked child that launches (its parent's threads did not come along)."""
 
 import os
 import subprocess
@@ -12,8 +13,19 @@ import numpy as np
 import pytest
 from numba import njit
 
-from scatterx.kernels.cpu import launch
+from scatterx.kernels.cpu import launch, openmp
 from scatterx.kernels.cpu._codegen import Kernel, claim
+
+
+@pytest.fixture(params=["openmp", "pool"], autouse=True)
+def launcher(request, monkeypatch):
+    """Every test here runs on each launcher: ``pool`` with the OpenMP runtime switched off."""
+    if request.param == "pool":
+        monkeypatch.setitem(openmp._state, "runtime", None)
+        monkeypatch.setitem(openmp._state, "why_not", "switched off by the test")
+    elif openmp.runtime() is None:
+        pytest.skip(f"no OpenMP launch here: {openmp.why_not()}")
+    return request.param
 
 
 @njit(nogil=True)
@@ -58,30 +70,36 @@ def test_launches_from_several_python_threads_at_once():
     assert not failures
 
 
-class _Boom(Kernel):
-    """A kernel whose compiled entry raises (as a failed allocation inside a kernel would)."""
+@njit(nogil=True)
+def _raise_at(counter, at):
+    """Claims items; raises on item ``at`` (as a failed allocation inside a kernel would)."""
+    claimed = 0
+    while True:
+        item = claim(counter)
+        if item < 0:
+            break
+        if item == at:
+            raise MemoryError("boom at an item")
+        claimed += 1
+    return claimed
 
-    def __init__(self):
-        pass
 
-    def entry(self, key, args):
-        def raises(counter, *rest):
-            raise MemoryError("boom")
-
-        return raises
+_RAISE = Kernel(_raise_at)
 
 
-def test_an_exception_in_any_thread_reaches_the_launcher_after_every_call_returned():
-    with pytest.raises(MemoryError, match="boom"):
-        launch(_Boom(), None, 10, 3)
-    seen = np.zeros(10, np.int64)  # the pool still works
-    assert launch(_MARK, None, 10, 3, seen, 1) == 10
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_an_exception_on_any_thread_reaches_the_launcher_once_with_its_message(threads):
+    with pytest.raises(MemoryError, match=r"^boom at an item$"):
+        launch(_RAISE, None, 10, threads, 7)
+    assert launch(_RAISE, None, 10, threads, 10) == 10  # and the next launch works
+    seen = np.zeros(10, np.int64)
+    assert launch(_MARK, None, 10, threads, seen, 1) == 10
 
 
 _FORK = """
     import os, numpy as np, torch, scatterx
     import test_cpu_pool as pool_test
-    from scatterx.kernels.cpu import launch
+    from scatterx.kernels.cpu import launch, openmp
     index, src = torch.arange(100_000) // 3, torch.randn(100_000, 4)
     expected = scatterx.index_scatter_reduce(0, index, src, "sum")
     launch(pool_test._MARK, None, 100, 3, np.zeros(100, np.int64), 1)  # the parent's workers exist
@@ -91,7 +109,8 @@ _FORK = """
         torch.set_num_threads(1)  # as a DataLoader worker does: torch's own OpenMP is not fork-safe
         seen = np.zeros(100, np.int64)
         said = [launch(pool_test._MARK, None, 100, 3, seen, 1) == 100 and bool((seen == 1).all()),
-                torch.equal(scatterx.index_scatter_reduce(0, index, src, "sum"), expected)]
+                torch.equal(scatterx.index_scatter_reduce(0, index, src, "sum"), expected),
+                openmp.runtime() is None]  # GNU OpenMP's team did not come along either
         os.write(write, str(said).encode())
         os._exit(0)
     os.close(write)
@@ -101,11 +120,12 @@ _FORK = """
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_forked_child_launches_on_threads_of_its_own():
+def test_a_forked_child_launches_on_threads_of_its_own(launcher):
     """A child forked after a parallel launch (as a DataLoader worker): the parent's workers and lock did not come
     along; the child starts its own, and computes the parent's result."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    env["SCATTERX_CPU_LAUNCH"] = launcher
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_FORK)],
         capture_output=True,
@@ -115,4 +135,4 @@ def test_a_forked_child_launches_on_threads_of_its_own():
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "[True, True] | exit 0"
+    assert done.stdout.strip().splitlines()[-1] == "[True, True, True] | exit 0"

@@ -215,7 +215,7 @@ def _runs(src, index, red, num_segments, outer, n, inner, dim, t):
         outer * (m + num_segments) * inner,
         torch.get_num_threads(),
         t,
-        t.reduce_parallel_min_elements if inner > 1 else None,
+        routes.reduce_minimum(t) if inner > 1 else None,
     )
     nchunks = 1 if threads == 1 else t.chunks_per_thread * threads
     if outer > 1 or inner > 1:  # chunks small enough to balance hubs (and, with outer > 1, to keep the index in L2)
@@ -266,7 +266,7 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
             outer * (n + num_segments) * inner,
             torch.get_num_threads(),
             t,
-            t.reduce_parallel_min_elements if inner > 1 else None,
+            routes.reduce_minimum(t) if inner > 1 else None,
         )
         launch(
             owner.index_scatter_reduce_owner,

@@ -30,6 +30,7 @@ import enum
 from dataclasses import dataclass
 from typing import Iterator, List, NamedTuple, Optional
 
+from ...kernels.cpu import openmp
 from .._common import forced_route
 
 
@@ -50,9 +51,11 @@ class Tuning:
     #: the work (see docs/decisions/cpu-parallelism.md).
     parallel_min_elements: int = 1 << 15
     #: ... and this many for the reductions of ``index_scatter_reduce`` and ``segment_reduce`` over rows wider than
-    #: one element (a few operations an element, bound by memory; one-element rows cost more per element): below
-    #: it one thread beat two on the 2-vCPU VM measured, where a pool launch (waking a worker, handing it the GIL,
-    #: waking the caller at the end) is dear (see docs/decisions/cpu-parallelism.md).
+    #: one element (a few operations an element, bound by memory; one-element rows cost more per element) where the
+    #: kernels launch on the pool of Python threads: below it one thread beat two on the 2-vCPU VM measured, as a
+    #: pool launch (waking a worker, handing it the GIL, waking the caller at the end) is dear. A launch on torch's
+    #: OpenMP team costs microseconds, and there ``parallel_min_elements`` holds for them too
+    #: (docs/decisions/cpu-parallelism.md).
     reduce_parallel_min_elements: int = 1 << 20
     #: A call into a new tensor whose ``src`` and output hold at most this many elements takes the serial route:
     #: the other routes' fixed costs (offsets, chunks, waking threads) dominate below it (small-calls.md).
@@ -161,6 +164,12 @@ def record(route: str, stream: bool = False) -> None:
     log = _LOG.get()
     if log is not None:
         log.append(Launch(str(route.value if isinstance(route, Route) else route), bool(stream)))
+
+
+def reduce_minimum(t: Tuning) -> Optional[int]:
+    """The ``minimum`` of ``threads_for`` for the reductions over rows wider than one element: the pool's own
+    threshold where kernels launch on the pool, the general one (None) where they launch on torch's OpenMP team."""
+    return None if openmp.runtime() is not None else t.reduce_parallel_min_elements
 
 
 def threads_for(work: int, threads: int, t: Tuning, minimum: Optional[int] = None) -> int:

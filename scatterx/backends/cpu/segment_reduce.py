@@ -47,7 +47,7 @@ def reduce_segments(
         gather = perm is not None
         stream = not gather and streams(src, written, inner, t)
         routes.record(route, stream)
-        bounds, threads = chunks(ptr_np, outer, n, inner, t, t.reduce_parallel_min_elements if inner > 1 else None)
+        bounds, threads = chunks(ptr_np, outer, n, inner, t, routes.reduce_minimum(t) if inner > 1 else None)
         # every array here is C-contiguous, aligned and writable: the dtypes and literals determine the variant
         launch(
             segment_kernel,

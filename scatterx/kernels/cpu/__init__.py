@@ -2,7 +2,8 @@
 
 One module per op family (named after the op, as in ``ops/`` and ``backends/cpu/``); ``_codegen.py`` turns the
 reduction table into the kernels' steps, ``_memory.py`` holds the memory intrinsics, ``pool.py`` runs a kernel on
-several threads.
+several threads (on torch's OpenMP team, ``openmp.py``, or a pool of Python threads); ``launch_probe.py`` holds the
+two kernels that time a launch.
 """
 
 from __future__ import annotations

@@ -370,6 +370,9 @@ class Kernel:
         self._literal = frozenset(names.index(a) for a in literal)
         self._strided = frozenset(names.index(a) for a in strided)
         self._entries = {}
+        self._signatures = {}
+        #: per key: what ``pool.launch`` needs to run the variant on an OpenMP team (``openmp.py``), or None
+        self.native: dict = {}
         self.name = f"{dispatcher.py_func.__module__.rsplit('.', 1)[-1]}.{dispatcher.py_func.__name__}"
         self.__doc__ = dispatcher.py_func.__doc__
         Kernel.all.append(self)
@@ -394,7 +397,7 @@ class Kernel:
         aligned): a small call's dispatch then costs a dict lookup instead of ``_key`` on each argument. Keep such
         keys apart from ``_key``'s tuples (start them with a string). None: computed here."""
         if key is None:
-            key = tuple(self._key(i, a) for i, a in enumerate(args))
+            key = self.key_of(args)
         entry = self._entries.get(key)
         if entry is None:
             sig = tuple(
@@ -412,7 +415,18 @@ class Kernel:
                 with compiling(self.dispatcher, sig):  # processes sharing the disk cache: one compiles, the rest load
                     self.dispatcher.compile(sig)
             entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
+            self._signatures[key] = sig
         return entry
+
+    def compiled(self, key, args):
+        """Numba's compile result for the variant ``entry(key, args)`` calls (compiled now if need be)."""
+        key = self.key_of(args) if key is None else key
+        self.entry(key, args)
+        return self.dispatcher.overloads[self._signatures[key]]
+
+    def key_of(self, args) -> tuple:
+        """The key ``entry`` computes when given None."""
+        return tuple(self._key(i, a) for i, a in enumerate(args))
 
     def _key(self, position, arg):
         """What Numba's type of ``arg`` depends on, computed much faster than ``numba.typeof`` (which would

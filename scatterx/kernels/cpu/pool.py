@@ -2,11 +2,15 @@
 
 **How a kernel runs in parallel.** Every kernel is a plain ``@njit(nogil=True)`` function over *work items*: it
 takes a shared counter, claims the next item with an atomic add (``_codegen.claim``) until none is left, and
-returns a count (of bad entries, or 0). ``launch`` runs one such function on several threads at once -- the caller's
-own thread and workers of a small pool of Python threads, each calling the compiled function with the same
-arguments; ``nogil`` lets them run side by side. Numba's ``prange`` is not used: its parallel machinery (parfor
-passes and a second compile of the loop body as a gufunc) made every compiled variant 2-3x dearer to compile, and
-the first call of a user -- and the test suite -- is mostly compile time (``docs/decisions/cpu-parallelism.md``).
+returns a count (of bad entries, or 0). ``launch`` runs one such function on several threads at once, each calling
+the compiled function with the same arguments: threads of torch's own OpenMP team, entered from compiled code with
+no Python on any thread but the caller's (``openmp.py``: a launch in microseconds), or -- where that runtime is
+missing, and in a forked child -- the caller's own thread and workers of a small pool of Python threads (below;
+``nogil`` lets them run side by side, and each launch hands the GIL to every worker in turn).
+
+Numba's ``prange`` is not used: its parallel machinery (parfor passes and a second compile of the loop body as a
+gufunc) made every compiled variant 2-3x dearer to compile, and the first call of a user -- and the test suite -- is
+mostly compile time (``docs/decisions/cpu-parallelism.md``).
 
 Claiming items one by one also balances the load: a thread that drew a hub (a huge segment) takes fewer items.
 Each item is processed by exactly one thread, and what an item computes does not depend on which thread runs it, so
@@ -21,6 +25,7 @@ from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
+from . import openmp
 from ._codegen import Kernel
 
 
@@ -101,11 +106,40 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_POOL.forget_workers)
 
 
+_COUNTER = np.zeros(2, np.int64)  # stands for a launch's counter where only its type matters
+
+
 def launch(kernel: Kernel, key, items: int, threads: int, *args) -> int:
     """Run ``kernel`` over work items ``0 .. items - 1`` on up to ``threads`` threads: every thread calls it with
     ``(counter, *args)`` and claims items from ``counter`` until none is left. Returns the sum of the calls'
-    returns. ``key``: as ``Kernel.entry``'s (None: computed from the arguments)."""
+    returns. ``key``: as ``Kernel.entry``'s (None: computed from the arguments).
+
+    On several threads, the kernel runs on torch's OpenMP team where there is one (``openmp.py``), else on the
+    pool of Python threads above."""
+    threads = max(1, min(threads, items))
+    if threads > 1 and openmp.runtime() is not None:
+        native = _native(kernel, kernel.key_of((_COUNTER, *args)) if key is None else key, args)
+        if native is not None:
+            address, trampoline, packs = native
+            return openmp.run(openmp.runtime(), address, trampoline, packs, items, threads, args)
     counter = np.array([0, items], np.int64)
-    args = (counter,) + args
-    entry = kernel.entry(key, args)
-    return _POOL.run(entry, max(1, min(threads, items)), args)
+    args = (counter, *args)
+    return _POOL.run(kernel.entry(key, args), threads, args)
+
+
+def _native(kernel: Kernel, key, args):
+    """(the variant's native address, its trampoline, how its arguments are packed), or None if the variant has
+    no trampoline (it then runs on the pool)."""
+    try:
+        return kernel.native[key]
+    except KeyError:
+        pass
+    compiled = kernel.compiled(key, (_COUNTER, *args))
+    argtypes, restype = compiled.signature.args, compiled.signature.return_type
+    trampoline = openmp.trampoline(argtypes, restype)
+    found = None
+    if trampoline is not None:
+        address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+        found = (address, trampoline, openmp.packing(argtypes))
+    kernel.native[key] = found
+    return found
