@@ -26,6 +26,10 @@ While the switch is on:
   ``edge_index``: full-graph training over several processes, each holding its own nodes' rows and the edges into
   them (``sharded.py``; the guide *Beyond one machine*).
 
+On the CPU, a call too small for scatterx's fixed cost to pay (a layer on a few thousand edges, a scatter of a few
+thousand elements) runs PyG's own code too: the rule reads the shapes only (``scatterx.pyg.pays``), so a small
+graph's model is not slowed by the switch.
+
 Whatever scatterx does not take runs PyG's own code -- a dtype or device scatterx does not support,
 ``reduce="any"``; for the fused layers also hooks, explain mode and ``torch.compile`` -- so the results are PyG's
 (up to the order of floating-point sums).

@@ -19,7 +19,8 @@ without materializing them.
 PyG compiles a per-class ``propagate`` from a jinja template on first instantiation, unless the class's
 ``propagate.__module__`` already carries the template's name; the wrapper takes that name, so PyG keeps it.
 Anything the fused path does not cover -- hooks, explain mode, decomposed layers, ``torch.compile``, other
-flows, TorchScript -- runs PyG's own ``propagate``.
+flows, TorchScript -- and, on the CPU, a call too small for the fused path's fixed cost (``pays.py``) runs PyG's own
+``propagate``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, 
 from ..ops import gatv2_logits, segment_softmax
 from ._common import ABSENT, PATCHED, REDUCE, is_enabled, message_passing, runs_here
 from .adjacency import adjacency
-from .sharded import ORIGINAL_CHECK_INPUT, with_halo_sources
+from .pays import fused_pays
+from .sharded import ORIGINAL_CHECK_INPUT, active_graph, with_halo_sources
 
 #: Layers whose ``message(x_j)`` returns ``x_j`` and whose ``message_and_aggregate`` is ``spmm(adj_t, x[0], aggr)``:
 #: their propagate may run fused. Only the exact methods of these classes qualify (a subclass that overrides
@@ -121,6 +123,15 @@ def _sizes(conv, edge_index, size, x_j, x_i):
     return mutable_size, mutable_size[0], num_targets
 
 
+def _pays(conv, edge_index: Tensor, x_j: Tensor) -> bool:
+    """``pays.fused_pays`` for messages from the rows of ``x_j`` along ``edge_index``; always on a ShardedGraph
+    (whose halo rows the fused path reads; a rank's shapes may differ from another's)."""
+    rows = x_j.size(0)
+    if active_graph(conv) is not None:
+        return True
+    return fused_pays(edge_index.size(-1), x_j.numel() // rows if rows else 0, x_j.device.type)
+
+
 def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     """PyG's fused branch of ``propagate`` on a plain edge list, or None when it does not apply."""
     if not (fusable(conv) and isinstance(edge_index, Tensor) and edge_index.layout == torch.strided):
@@ -132,7 +143,11 @@ def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     if not (isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], Tensor)):
         return None
     x_j, x_i = x
-    if not runs_here(x_j, edge_index if edge_index.dim() == 2 else None) or x_j.dim() == 0:
+    if (
+        not runs_here(x_j, edge_index if edge_index.dim() == 2 else None)
+        or x_j.dim() == 0
+        or not _pays(conv, edge_index, x_j)
+    ):
         return None
     mutable_size, num_sources, num_targets = _sizes(conv, edge_index, size, x_j, x_i)
     adj = adjacency(edge_index, num_sources, num_targets, conv.node_dim)
@@ -157,8 +172,8 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
     if not (isinstance(aggr, str) and aggr in REDUCE and runs_here(x_j, edge_index if edge_index.dim() == 2 else None)):
         return None
     heads = weight_name == "alpha"
-    if x_j.dim() != (3 if heads else 2):  # PyG's broadcast of view(-1, 1) / unsqueeze(-1) is this shape's
-        return None
+    if x_j.dim() != (3 if heads else 2) or not _pays(conv, edge_index, x_j):  # (PyG's broadcast of view(-1, 1) /
+        return None  # unsqueeze(-1) is that shape's)
     if weight is not None:
         if not (
             isinstance(weight, Tensor)
@@ -208,6 +223,7 @@ def fused_edge_update(conv, edge_index, size, kwargs) -> Optional[Tensor]:
         and att.dtype == x_j.dtype
         and att.device == x_j.device
         and att.shape[-2:] == x_j.shape[1:]
+        and _pays(conv, edge_index, x_j)
     ):
         return None
     _, num_sources, num_targets = _sizes(conv, edge_index, None, x_j, x_i)

@@ -1,9 +1,10 @@
 """PyG's scatter-like functions on scatterx: what ``enable()`` puts in place of ``torch_geometric.utils.scatter``,
 ``segment``, ``softmax``, ``spmm`` and of ``Aggregation.reduce``.
 
-Each runs scatterx's kernels where they take the call and PyG's original function otherwise (a dtype or device
-scatterx does not support, ``reduce='any'``, a multi-dimensional ``ptr``, PyG's own argument errors), so behaviour
-is PyG's everywhere else. Under ``torch.jit.script`` each calls PyG's own function: TorchScript compiles whatever a
+Each runs scatterx's kernels where they take the call and where that pays (``pays.py``: on the CPU, calls too small
+for scatterx's fixed cost run PyG's code), and PyG's original function otherwise (a dtype or device scatterx does
+not support, ``reduce='any'``, a multi-dimensional ``ptr``, PyG's own argument errors), so behaviour is PyG's
+everywhere else. Under ``torch.jit.script`` each calls PyG's own function: TorchScript compiles whatever a
 scripted function reaches, and it compiles neither the Numba/Triton kernels nor module-level dicts; the originals
 are therefore also kept in plain module globals (``_pyg_*_fn``).
 """
@@ -21,6 +22,7 @@ from ..ops import index_scatter_reduce, segment_reduce, segment_softmax
 from ..ops._checks import check_tensor
 from ._common import ORIGINAL, REDUCE, is_enabled, is_sorted, runs_here
 from .adjacency import Adjacency
+from .pays import routed_pays
 
 _pyg_scatter_fn = ORIGINAL["scatter"]
 _pyg_segment_fn = ORIGINAL["segment"]
@@ -103,9 +105,16 @@ def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: Optional[int] = 
         and (reduce != "mean" or src.is_floating_point())  # PyG's integer mean divides exactly (a float result)
     ):
         dim = dim % src.dim()
-        if index.numel() == src.size(dim):
+        if index.numel() == src.size(dim) and _pays(src, dim, REDUCE.get(reduce, "prod")):
             return scatter_pyg(src, index, dim, dim_size, reduce)
     return ORIGINAL["scatter"](src, index, dim, dim_size, reduce)
+
+
+def _pays(src: Tensor, dim: int, reduce: str) -> bool:
+    """``pays.routed_pays`` for the reduction ``reduce`` (scatterx's name, or "softmax") of ``src`` along ``dim``."""
+    rows = src.size(dim)
+    grad = src.requires_grad and torch.is_grad_enabled()
+    return routed_pays(rows, src.numel() // rows if rows else 0, reduce, grad, src.device.type)
 
 
 def _flat_ptr(ptr: Tensor) -> Optional[Tuple[Tensor, int]]:
@@ -156,7 +165,13 @@ def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
         return _pyg_segment_fn(src, ptr, reduce)
     _check_types("segment", {"src": src, "ptr": ptr}, indices=("ptr",))
     flat = _flat_ptr(ptr) if isinstance(ptr, Tensor) and is_enabled() else None
-    if reduce in REDUCE and flat is not None and runs_here(src, flat[0]) and flat[1] < src.dim():
+    if (
+        reduce in REDUCE
+        and flat is not None
+        and runs_here(src, flat[0])
+        and flat[1] < src.dim()
+        and _pays(src, flat[1], REDUCE[reduce])
+    ):
         return segment_reduce(src, flat[0], REDUCE[reduce], flat[1])
     return ORIGINAL["segment"](src, ptr, reduce)
 
@@ -214,6 +229,7 @@ def softmax(
         and src.is_floating_point()
         and src.dim() > 0
         and -src.dim() <= dim < src.dim()
+        and _pays(src, dim % src.dim(), "softmax")
     ):
         dim = dim % src.dim()
         if ptr is not None and ptr.dim() == 1:
@@ -284,6 +300,7 @@ def aggregation_reduce(
         and ptr.dim() == 1
         and runs_here(x, ptr)
         and -x.dim() <= dim < x.dim()
+        and _pays(x, dim % x.dim(), REDUCE[reduce])
     ):
         return segment_reduce(x, ptr, REDUCE[reduce], dim % x.dim())
     return ORIGINAL["Aggregation.reduce"](self, x, index, ptr, dim_size, dim, reduce)

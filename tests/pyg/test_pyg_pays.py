@@ -1,0 +1,115 @@
+"""The switch's rule (``scatterx/pyg/pays.py``): from the shapes alone, which calls run on scatterx and which on
+PyG's own code -- on a table of shapes, and through a layer and ``utils.scatter`` with the switch on."""
+
+import pytest
+
+pytest.importorskip("torch_geometric")
+
+import torch
+import torch_geometric.utils as pyg_utils
+from torch_geometric.nn import GATConv, GCNConv
+
+import scatterx.pyg as sxpyg
+from scatterx.pyg import fused, pays, routed
+
+T = pays.TUNING
+
+#: (edges, width, expected) for a fused layer call on the CPU
+FUSED = [
+    (1_000, 8, False),
+    (1_000, 128, False),
+    (3_000, 128, False),
+    (10_000, 32, False),
+    (T.fused_min_edges - 1, 8, False),
+    (T.fused_min_edges, 1, True),  # enough edges at any width
+    (30_000, 8, True),
+    (T.fused_min_elements // 128, 128, True),  # enough elements
+    (10_000, 128, True),
+    (1_000_000, 1, True),
+]
+
+
+@pytest.mark.parametrize(("edges", "width", "expected"), FUSED)
+def test_a_fused_layer_call_runs_on_scatterx_from_enough_edges_or_elements(edges, width, expected):
+    assert pays.fused_pays(edges, width, "cpu") is expected
+    assert pays.fused_pays(edges, width, "cuda") is True  # no rule on the GPU
+
+
+#: (rows, width, reduce, grad, expected) for a routed reduction on the CPU
+ROUTED = [
+    (300, 16, "sum", True, False),
+    (1_000, 64, "sum", True, False),
+    (3_000, 64, "sum", True, True),
+    (10_000, 16, "amax", True, True),
+    (10_000, 32, "mean", True, False),  # a mean's gradient: PyG's is cheap
+    (40_000, 32, "mean", True, True),
+    (30_000, 64, "sum", False, False),  # a forward alone gains less
+    (100_000, 32, "sum", False, True),
+    (30_000, 1, "amax", False, True),  # narrow max: torch's is slow
+    (30_000, 1, "sum", False, False),
+    (30_000, 64, "amin", False, False),
+    (1_000, 4, "softmax", True, False),
+    (10_000, 4, "softmax", True, True),
+    (1_000_000, 1, "softmax", True, False),  # rows of one element never paid
+]
+
+
+@pytest.mark.parametrize(("rows", "width", "reduce", "grad", "expected"), ROUTED)
+def test_a_routed_reduction_runs_on_scatterx_where_it_was_measured_to_pay(rows, width, reduce, grad, expected):
+    assert pays.routed_pays(rows, width, reduce, grad, "cpu") is expected
+    assert pays.routed_pays(rows, width, reduce, grad, "cuda") is True
+
+
+def test_always_takes_every_call_and_tuned_refuses_an_unknown_threshold():
+    with pays.tuned(pays.ALWAYS):
+        assert pays.fused_pays(1, 1, "cpu") and pays.routed_pays(1, 1, "softmax", True, "cpu")
+        assert pays.routed_pays(2, 1, "mean", False, "cpu")
+    assert not pays.fused_pays(1, 1, "cpu")
+    with pytest.raises(TypeError, match="unknown switch threshold"), pays.tuned(fused_min_nodes=3):
+        pass
+
+
+def _spy(monkeypatch, module, name):
+    calls = []
+    original = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("layer", [GCNConv(8, 8), GATConv(8, 2, heads=4)], ids=["gcn", "gat"])
+def test_a_layer_call_takes_the_fused_path_only_above_the_rule(monkeypatch, layer):
+    torch.manual_seed(0)
+    x, edge_index = torch.randn(50, 8), torch.randint(0, 50, (2, 400))
+    expected = layer(x, edge_index)
+    fused_calls = _spy(monkeypatch, fused, "adjacency")
+    routed_calls = _spy(monkeypatch, routed, "index_scatter_reduce")
+    with sxpyg.enabled():
+        small = layer(x, edge_index)  # far below the shipped thresholds: PyG's own code, scatterx never called
+        assert fused_calls == [] and routed_calls == []
+        with pays.tuned(fused_min_edges=400):  # the same call, now at the threshold
+            large = layer(x, edge_index)
+        assert fused_calls  # the fused path built its adjacency
+    torch.testing.assert_close(small, expected)
+    torch.testing.assert_close(large, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_utils_scatter_hands_small_calls_to_pyg_and_large_ones_to_scatterx(monkeypatch):
+    calls = _spy(monkeypatch, routed, "index_scatter_reduce")
+    src, index = torch.randn(100, 4, requires_grad=True), torch.randint(0, 10, (100,))
+    expected = pyg_utils.scatter(src, index, 0, 10, "max")
+    with sxpyg.enabled():
+        small = pyg_utils.scatter(src, index, 0, 10, "max")
+        assert calls == []
+        with pays.tuned(routed_min_elements_grad=400):
+            large = pyg_utils.scatter(src, index, 0, 10, "max")
+        assert calls == ["index_scatter_reduce"]
+        with torch.no_grad(), pays.tuned(routed_min_elements_grad=400):  # without a gradient: its own threshold
+            pyg_utils.scatter(src, index, 0, 10, "max")
+        assert calls == ["index_scatter_reduce"]
+    torch.testing.assert_close(small, expected)
+    torch.testing.assert_close(large, expected)
