@@ -31,8 +31,9 @@ thousand elements) runs PyG's own code too: the rule reads the shapes only (``sc
 graph's model is not slowed by the switch.
 
 Whatever scatterx does not take runs PyG's own code -- a dtype or device scatterx does not support,
-``reduce="any"``; for the fused layers also hooks, explain mode and ``torch.compile`` -- so the results are PyG's
-(up to the order of floating-point sums).
+``reduce="any"``, anything traced by ``torch.compile`` (inductor fuses PyG's torch ops with their neighbours, which
+a custom op in between would prevent: the compiled model is PyG's own); for the fused layers also hooks and explain
+mode -- so the results are PyG's (up to the order of floating-point sums).
 
 ``torch.jit.script`` of PyG code with the switch on compiles PyG's own functions: TorchScript cannot compile
 scatterx's Numba or Triton kernels, so the scripted module runs PyG's default path while the eager one stays on

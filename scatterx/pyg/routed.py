@@ -111,7 +111,11 @@ def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: Optional[int] = 
 
 
 def _pays(src: Tensor, dim: int, reduce: str) -> bool:
-    """``pays.routed_pays`` for the reduction ``reduce`` (scatterx's name, or "softmax") of ``src`` along ``dim``."""
+    """``pays.routed_pays`` for the reduction ``reduce`` (scatterx's name, or "softmax") of ``src`` along ``dim``;
+    never under ``torch.compile``, where inductor fuses PyG's torch ops with what surrounds them and a custom op
+    would stand between them (docs/decisions/pyg-switch-rule.md)."""
+    if torch.compiler.is_compiling():
+        return False
     rows = src.size(dim)
     grad = src.requires_grad and torch.is_grad_enabled()
     return routed_pays(rows, src.numel() // rows if rows else 0, reduce, grad, src.device.type)

@@ -113,3 +113,21 @@ def test_utils_scatter_hands_small_calls_to_pyg_and_large_ones_to_scatterx(monke
         assert calls == ["index_scatter_reduce"]
     torch.testing.assert_close(small, expected)
     torch.testing.assert_close(large, expected)
+
+
+def test_under_torch_compile_the_model_traced_is_pygs_own():
+    """Traced by dynamo, a routed call runs PyG's torch ops (inductor fuses them with their neighbours), whatever
+    its size: the same graphs and breaks as with the switch off, and no scatterx op in them."""
+    from torch_geometric.nn import SAGEConv
+
+    torch.manual_seed(0)
+    layer = SAGEConv(8, 8)
+    x, edge_index = torch.randn(50, 8), torch.randint(0, 50, (2, 400))
+    torch._dynamo.reset()
+    off = torch._dynamo.explain(layer)(x, edge_index)
+    with sxpyg.enabled(), pays.tuned(pays.ALWAYS):
+        torch._dynamo.reset()
+        on = torch._dynamo.explain(layer)(x, edge_index)
+    torch._dynamo.reset()
+    assert (on.graph_count, on.graph_break_count) == (off.graph_count, off.graph_break_count) == (1, 0)
+    assert "scatterx" not in on.graphs[0].code
