@@ -3,6 +3,7 @@
 the kernel's own Python entry point does; where the runtime is looked up and what switches it off."""
 
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -107,3 +108,29 @@ def test_the_runtime_is_the_one_torch_loaded():
     assert loaded, "torch loaded no OpenMP runtime"
     assert openmp.runtime() is not None
     assert openmp._array_layout_reads_back()
+
+
+_TWICE = """
+import numpy as np
+from scatterx.kernels.cpu import launch, openmp
+from scatterx.kernels.cpu.launch_probe import add_one
+built = []
+build = openmp._build
+openmp._build = lambda *args: built.append(1) or build(*args)
+values = np.zeros(5000, np.float32)
+launch(add_one, None, 10, 2, values, 500)
+print(len(built), bool((values == 1).all()))
+"""
+
+
+def test_a_trampoline_built_once_is_loaded_from_disk_by_the_next_process(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _TWICE], env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
+    assert [r.stdout.split()[-2:] for r in runs] == [["1", "True"], ["0", "True"]]
+    assert list((tmp_path / "scatterx-openmp").glob("*.nbt"))

@@ -18,8 +18,8 @@ Python (``ndarray.ctypes.data``) would cost one per array.
 
 **Trampolines** depend only on the *kinds* of a kernel's arguments (an array's dimensions and item size, an
 integer's width, ...) and read the kernel's address from the block, so variants that differ in a dtype of the same
-size or in a literal (the reduction) share one; each is built once per process (about 10 ms), far fewer than the
-variants.
+size or in a literal (the reduction) share one -- far fewer than the variants. A built trampoline (10-20 ms) is
+kept on disk beside Numba's cache of the kernels, and a later process loads it (about a millisecond).
 
 Where it is not used (``launch`` then uses the pool of Python threads, ``pool.py``): torch built without OpenMP or
 with a runtime that lacks ``GOMP_parallel`` (Windows' builds use MSVC's ``vcomp``; macOS arm64 wheels ship LLVM's
@@ -32,10 +32,13 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import hashlib
 import os
 import pickle
+import sys
 from typing import Dict, Optional, Tuple
 
+import numba
 import numpy as np
 import torch
 from llvmlite import ir
@@ -194,7 +197,7 @@ def trampoline(argtypes, restype) -> Optional[int]:
         return None
     key = (kinds, result)
     if key not in _TRAMPOLINES:
-        _TRAMPOLINES[key] = _build(kinds, result)
+        _TRAMPOLINES[key] = _cached(kinds, result)
     return _TRAMPOLINES[key][1]
 
 
@@ -204,7 +207,48 @@ def packing(argtypes) -> Tuple[int, ...]:
     return tuple(codes[_kind(t)[0]] for t in argtypes[1:])  # type: ignore[index]  # trampoline() checked the kinds
 
 
+def _cache_dir() -> Optional[str]:
+    """Where built trampolines are kept: Numba's cache directory when one is set (``NUMBA_CACHE_DIR``), else the
+    ``__pycache__`` beside this file (where Numba keeps the kernels' own), else none."""
+    numba_cache = os.environ.get("NUMBA_CACHE_DIR", "")  # what Numba's config reads
+    here = os.path.join(os.path.dirname(__file__), "__pycache__")
+    folder = os.path.join(numba_cache, "scatterx-openmp") if numba_cache else here
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
 @global_compiler_lock
+def _cached(kinds, result):
+    """``_build``'s (library, address), from the disk cache when a process built it before (a build costs ~10-20 ms,
+    a load about one): keyed by the argument kinds, the object header's size, Numba's version and the CPU target."""
+    codegen = cpu_target.target_context.codegen()
+    key = repr((kinds, result, _HEADER, sys.version_info[:2], numba.__version__, codegen.magic_tuple()))
+    folder = _cache_dir()
+    path = None if folder is None else os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:32] + ".nbt")
+    if path is not None and os.path.exists(path):
+        try:
+            with open(path, "rb") as file:
+                stored_key, state = pickle.load(file)
+            if stored_key == key:
+                library = codegen.unserialize_library(state)
+                return library, library.get_pointer_to_function("scatterx_trampoline")
+        except Exception:  # a truncated or foreign file: build afresh (and overwrite it)
+            pass
+    library, address = _build(kinds, result)
+    if path is not None:
+        try:
+            temporary = f"{path}.{os.getpid()}.tmp"
+            with open(temporary, "wb") as file:
+                pickle.dump((key, library.serialize_using_object_code()), file)
+            os.replace(temporary, path)  # atomic: a reader sees the old file or the whole new one
+        except OSError:
+            pass
+    return library, address
+
+
 def _build(kinds, result):
     context = cpu_target.target_context
     library = context.codegen().create_library("scatterx_openmp_trampoline")
@@ -266,6 +310,7 @@ def _build(kinds, result):
                 b.select(status.is_user_exc, b.ptrtoint(status.excinfoptr, _I64), ir.Constant(_I64, 0)), word(EXCINFO)
             )
     b.ret_void()
+    library.enable_object_caching()  # (so that _cached can save its machine code)
     library.add_ir_module(module)
     library.finalize()
     return library, library.get_pointer_to_function("scatterx_trampoline")
