@@ -9,7 +9,8 @@ from scatterx.bench import gnn, gnn_cold
 
 
 def test_first_steps_run_in_fresh_processes_and_the_cache_is_reused():
-    config = gnn.GnnConfig.for_graph("cora", nodes=200, edges=1_000, features=8, hidden=8, classes=3)
+    # edges enough for the PyG switch to fuse the layers (smaller graphs run PyG's own code: nothing to compile)
+    config = gnn.GnnConfig.for_graph("cora", nodes=2_000, edges=25_000, features=8, hidden=8, classes=3)
     config.models = ("gcn",)
     config.threads = 1
     rows = gnn_cold.first_steps(config, log=lambda msg: None)

@@ -26,6 +26,9 @@ with a runtime that lacks ``GOMP_parallel`` (Windows' builds use MSVC's ``vcomp`
 ``libomp``, which exports it but is untested here), a forked child (GNU OpenMP's team does not survive a fork), a
 NumPy whose array struct does not read back as checked, and a kernel whose argument or return kind has no
 trampoline. ``SCATTERX_CPU_LAUNCH=pool`` picks the pool everywhere. The measurements: docs/decisions/cpu-parallelism.md.
+
+Why this module is long: the runtime's lookup, the trampolines (their IR, their disk cache) and a launch (packing,
+the exception read back) are one mechanism; split, each part would depend on the others' block layout.
 """
 
 from __future__ import annotations
