@@ -136,3 +136,43 @@ def test_a_forked_child_launches_on_threads_of_its_own(launcher):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[True, True, True] | exit 0"
+
+
+_INTERRUPTED = """
+import os, signal, threading, time
+import numpy as np
+from scatterx.kernels.cpu import launch, openmp
+import test_cpu_pool as pool_test
+
+seen = np.zeros(64, np.int64)
+threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+start, interrupted = time.perf_counter(), False
+try:
+    while time.perf_counter() - start < 30:  # launches until the interrupt lands in one (or between two)
+        seen[:] = 0
+        launch(pool_test._MARK, None, 64, 2, seen, 200_000)
+except KeyboardInterrupt:
+    interrupted = True
+seen = np.zeros(64, np.int64)
+works = launch(pool_test._MARK, None, 64, 2, seen, 1) == 64 and bool((seen == 1).all())
+print(interrupted, works, openmp.runtime() is not None)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "kill") or sys.platform == "win32", reason="needs SIGINT")
+def test_a_launch_interrupted_by_keyboardinterrupt_leaves_the_next_launch_working(launcher):
+    """Ctrl-C during launches (in a child process: pytest would take a KeyboardInterrupt for the user's): it
+    reaches the caller, and the next launch claims every item exactly once."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    env["SCATTERX_CPU_LAUNCH"] = launcher
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_INTERRUPTED)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == f"True True {launcher == 'openmp'}"
