@@ -122,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
         "processes: scatterx with an empty Numba cache and cached, and PyG",
     )
     n.add_argument(
+        "--compile",
+        action="store_true",
+        help="also train each model under torch.compile, PyG's default path against the switch on",
+    )
+    n.add_argument(
         "--onnx",
         action="store_true",
         help="also time onnxruntime's inference of the SAGE model "
@@ -549,6 +554,7 @@ def _bench_gnn(args) -> None:
         memory=not args.no_memory,
         onnx=args.onnx,
         cold=args.cold,
+        compile=args.compile,
     )
     report = gnn.run(config, log=lambda msg: print(msg, file=sys.stderr))
     print(gnn.table(report))

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, TypedDict
 import torch
 import torch.nn.functional as F
 
-from . import gnn_cold
+from . import gnn_cold, gnn_compiled
 from .community import make_community_graph
 from .figures import gnn_figure
 from .gnn_onnx import onnx_inference
@@ -88,6 +88,7 @@ class GnnConfig:
     memory: bool = True  # measure the peak step memory of each path (after the timed epochs)
     onnx: bool = False  # time onnxruntime's inference of the exported SAGE model against scatterx eager
     cold: bool = False  # also time each model's first training step in fresh processes (gnn_cold.py)
+    compile: bool = False  # also train each model under torch.compile, both paths (gnn_compiled.py)
 
     @classmethod
     def for_graph(cls, graph: str, **overrides) -> GnnConfig:
@@ -210,6 +211,7 @@ class GnnReport:
     csr_build_ms: Optional[float] = None
     onnx: Optional[Any] = None  # gnn_onnx.OnnxRow
     cold: List[Any] = field(default_factory=list)  # gnn_cold.FirstStep per model
+    compiled: List[Any] = field(default_factory=list)  # gnn_compiled.CompiledRow per model
 
 
 def _step(model, optimizer, data: ArxivLike) -> float:
@@ -264,6 +266,11 @@ def run(config: GnnConfig, log: Callable = print) -> GnnReport:
                 r.peak_bytes = {path: peak_step_bytes(r.model, path, data, config) for path in ("pyg", "scatterx")}
                 sizes = ", ".join(f"{p} {b / 2**20:.0f} MiB" for p, b in r.peak_bytes.items())
                 log(f"{r.model} peak step memory: {sizes}")
+        compiled = (
+            [gnn_compiled.compiled_epochs(name, data, config, build_model, _step, log) for name in config.models]
+            if config.compile
+            else []
+        )
         onnx = None
         if config.onnx:
             torch.manual_seed(config.seed)
@@ -275,7 +282,7 @@ def run(config: GnnConfig, log: Callable = print) -> GnnReport:
     import torch_geometric
 
     env = {**environment(), "torch_geometric": torch_geometric.__version__, "torch_threads": str(config.threads)}
-    return GnnReport(data.describe(), config, results, env, csr_ms, onnx, cold)
+    return GnnReport(data.describe(), config, results, env, csr_ms, onnx, cold, compiled)
 
 
 def csr_build_ms(data: ArxivLike, repeats: int = 5) -> float:
@@ -400,6 +407,8 @@ def table(report: GnnReport) -> str:
             f"scatterx eager {o.eager_ms:.1f} ms ({o.onnxruntime_ms / o.eager_ms:.2f}x), "
             f"max |difference| {o.max_abs_diff:.1e}"
         )
+    if report.compiled:
+        lines += gnn_compiled.table(report.compiled)
     if report.cold:
         lines += gnn_cold.table(report.cold)
     lines.append("goals:")
@@ -445,6 +454,7 @@ def write_files(report: GnnReport, out_dir: str) -> List[str]:
                 "graph_shape": report.config.graph,
                 "csr_build_ms": report.csr_build_ms,
                 "first_steps": gnn_cold.as_dicts(report.cold),
+                "compiled": gnn_compiled.as_dicts(report.compiled),
                 "goals": [dict(label=g[0], value=g[1], op=g[2], limit=g[3], ok=g[4]) for g in goals(report)],
             },
             f,

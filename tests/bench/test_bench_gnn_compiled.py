@@ -1,0 +1,21 @@
+"""``scatterx bench-gnn --compile`` (``bench/gnn_compiled.py``): both paths trained under ``torch.compile`` (here
+with dynamo's eager backend: the traced graphs without inductor's compile time), equal losses, and the table."""
+
+import pytest
+
+pytest.importorskip("torch_geometric")
+
+from scatterx.bench import gnn, gnn_compiled
+
+
+def test_a_compiled_model_trains_on_both_paths_with_equal_losses():
+    config = gnn.GnnConfig.for_graph("cora", nodes=300, edges=2_000, features=8, hidden=8, classes=3, epochs=2)
+    data = gnn.make_arxiv_like(config)
+    row = gnn_compiled.compiled_epochs(
+        "sage", data, config, gnn.build_model, gnn._step, log=lambda msg: None, backend="eager"
+    )
+    assert row.model == "sage" and row.pyg_ms > 0 and row.scatterx_ms > 0 and row.pyg_first_s > 0
+    assert row.max_loss_rel_diff <= gnn.LOSS_RTOL
+    lines = gnn_compiled.table([row])
+    assert lines[-1].split()[0] == "sage" and lines[-1].split()[3] == f"{row.speedup:.2f}x"
+    assert gnn_compiled.as_dicts([row])[0]["speedup"] == row.speedup
