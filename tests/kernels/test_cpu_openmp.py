@@ -99,6 +99,8 @@ def test_scatterx_cpu_launch_picks_the_pool(monkeypatch):
     assert "neither 'openmp' nor 'pool'" in openmp._find_runtime()
     monkeypatch.setenv("SCATTERX_CPU_LAUNCH", "openmp")
     assert not isinstance(openmp._find_runtime(), str)
+    monkeypatch.setattr(sys, "platform", "win32")  # torch's runtime there has no GOMP_parallel: the pool
+    assert "vcomp" in openmp._find_runtime()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the runtime torch's Linux wheels ship")

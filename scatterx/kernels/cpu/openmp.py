@@ -77,6 +77,8 @@ def _find_runtime():
         return f"SCATTERX_CPU_LAUNCH={choice!r} is neither 'openmp' nor 'pool'"
     if not torch.backends.openmp.is_available():
         return "torch was built without OpenMP"
+    if sys.platform == "win32":  # (torch/lib holds Intel's libiomp5md for MKL there: not the runtime torch runs on)
+        return "torch's Windows builds run on MSVC's OpenMP (vcomp), which has no GOMP_parallel"
     here = os.path.join(os.path.dirname(torch.__file__), "lib")
     candidates = [
         p for name in ("libgomp*", "libomp*", "libiomp5*") for p in sorted(glob.glob(os.path.join(here, name)))
