@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import ctypes
+import dataclasses
 import enum
 import functools
 import math
@@ -13,6 +14,21 @@ import sys
 from typing import Iterator, Optional, Tuple, Type
 
 import torch
+
+
+@contextlib.contextmanager
+def tuned_block(var: contextvars.ContextVar, base, changes: dict, what: str) -> Iterator:
+    """Within the block, ``var`` holds the thresholds ``base`` (a frozen dataclass) with ``changes``; a TypeError
+    naming the valid fields for a field it lacks. What ``tuned`` of the CPU routes and of the PyG switch share."""
+    fields = [f.name for f in dataclasses.fields(base)]
+    unknown = sorted(set(changes) - set(fields))
+    if unknown:
+        raise TypeError(f"unknown {what} {unknown}; {type(base).__name__} has: {', '.join(fields)}")
+    token = var.set(dataclasses.replace(base, **changes))
+    try:
+        yield var.get()
+    finally:
+        var.reset(token)
 
 
 def shape3(t: torch.Tensor, dim: int) -> Tuple[int, int, int]:

@@ -223,33 +223,45 @@ def _step(model, optimizer, data: ArxivLike) -> float:
     return float(loss.detach())
 
 
-def train_side_by_side(name: str, data: ArxivLike, config: GnnConfig, log: Callable = print) -> ModelResult:
-    """Two copies of one model (same seed), trained epoch by epoch in turn: PyG's default path and scatterx."""
+def train_side_by_side(
+    name: str, data: ArxivLike, config: GnnConfig, log: Callable = print, compile_backend: Optional[str] = None
+) -> ModelResult:
+    """Two copies of one model (same seed), trained epoch by epoch in turn: PyG's default path and scatterx.
+    ``compile_backend``: each copy wrapped by ``torch.compile(backend=...)`` (dynamo's caches reset around)."""
     import scatterx.pyg as sxpyg
 
-    models = {}
+    modules = {}
     for path in ("pyg", "scatterx"):
         torch.manual_seed(config.seed)
-        models[path] = build_model(name, config)
-    optimizers = {path: torch.optim.Adam(m.parameters(), lr=0.01) for path, m in models.items()}
+        modules[path] = build_model(name, config)
+    optimizers = {path: torch.optim.Adam(m.parameters(), lr=0.01) for path, m in modules.items()}
+    models: Dict[str, Callable] = dict(modules)
+    if compile_backend is not None:
+        torch._dynamo.reset()
+        models = {path: torch.compile(m, backend=compile_backend) for path, m in modules.items()}
+    label = name if compile_backend is None else f"{name} compiled"
     times: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
     losses: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
-    for epoch in range(config.epochs):
-        # which path goes first alternates, so that neither always finds the other's memory just freed
-        for path in ("pyg", "scatterx") if epoch % 2 == 0 else ("scatterx", "pyg"):
-            if path == "scatterx":
-                sxpyg.enable()
-            try:
-                start = time.perf_counter()
-                loss = _step(models[path], optimizers[path], data)
-                times[path].append(time.perf_counter() - start)
-            finally:
-                sxpyg.disable()
-            losses[path].append(loss)
-        log(
-            f"{name} epoch {epoch}: pyg {times['pyg'][-1] * 1e3:.0f} ms (loss {losses['pyg'][-1]:.5f}), "
-            f"scatterx {times['scatterx'][-1] * 1e3:.0f} ms (loss {losses['scatterx'][-1]:.5f})"
-        )
+    try:
+        for epoch in range(config.epochs):
+            # which path goes first alternates, so that neither always finds the other's memory just freed
+            for path in ("pyg", "scatterx") if epoch % 2 == 0 else ("scatterx", "pyg"):
+                if path == "scatterx":
+                    sxpyg.enable()
+                try:
+                    start = time.perf_counter()
+                    loss = _step(models[path], optimizers[path], data)
+                    times[path].append(time.perf_counter() - start)
+                finally:
+                    sxpyg.disable()
+                losses[path].append(loss)
+            log(
+                f"{label} epoch {epoch}: pyg {times['pyg'][-1] * 1e3:.0f} ms (loss {losses['pyg'][-1]:.5f}), "
+                f"scatterx {times['scatterx'][-1] * 1e3:.0f} ms (loss {losses['scatterx'][-1]:.5f})"
+            )
+    finally:
+        if compile_backend is not None:
+            torch._dynamo.reset()
     return ModelResult(name, times, losses)
 
 
@@ -267,7 +279,10 @@ def run(config: GnnConfig, log: Callable = print) -> GnnReport:
                 sizes = ", ".join(f"{p} {b / 2**20:.0f} MiB" for p, b in r.peak_bytes.items())
                 log(f"{r.model} peak step memory: {sizes}")
         compiled = (
-            [gnn_compiled.compiled_epochs(name, data, config, build_model, _step, log) for name in config.models]
+            [
+                gnn_compiled.row(train_side_by_side(name, data, config, log, compile_backend="inductor"))
+                for name in config.models
+            ]
             if config.compile
             else []
         )

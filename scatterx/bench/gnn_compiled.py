@@ -1,20 +1,17 @@
 """``scatterx bench-gnn --compile``: each model under ``torch.compile``, PyG's default path against the switch on.
 
-Two copies of a model (same seed), each wrapped by ``torch.compile``, trained epoch by epoch in turn as the eager
-rows are. Under ``torch.compile`` the switch hands every call to PyG's own code (inductor fuses PyG's torch ops;
-a custom op would stand between them: docs/decisions/pyg-switch-rule.md), so the two should run the same graphs:
-the row shows that a user who compiles a model loses nothing by leaving the switch on, and the eager row beside it
-what the switch gains without compiling. The first epoch of each (the compile) is reported apart.
+Two copies of a model (same seed), each wrapped by ``torch.compile``, trained epoch by epoch in turn by the eager
+rows' own loop (``gnn.train_side_by_side(..., compile_backend=...)``); this module makes the row and its table.
+Under ``torch.compile`` the switch hands every call to PyG's own code (inductor fuses PyG's torch ops; a custom op
+would stand between them: docs/decisions/pyg-switch-rule.md), so the two should run the same graphs: the row shows
+that a user who compiles a model loses nothing by leaving the switch on, and the eager row beside it what the switch
+gains without compiling. The first epoch of each (the compile) is reported apart.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, List
-
-import torch
+from typing import Dict, List
 
 
 @dataclass
@@ -31,45 +28,16 @@ class CompiledRow:
         return self.pyg_ms / self.scatterx_ms
 
 
-def compiled_epochs(
-    name: str, data, config, build_model: Callable, step: Callable, log: Callable = print, backend: str = "inductor"
-) -> CompiledRow:
-    """``name`` trained for ``config.epochs`` epochs under ``torch.compile(backend=backend)``, both paths;
-    ``build_model(name, config)`` and ``step(model, optimizer, data) -> loss`` are bench-gnn's own."""
-    import scatterx.pyg as sxpyg
-
-    torch._dynamo.reset()
-    models, optimizers = {}, {}
-    for path in ("pyg", "scatterx"):
-        torch.manual_seed(config.seed)
-        model = build_model(name, config)
-        optimizers[path] = torch.optim.Adam(model.parameters(), lr=0.01)
-        models[path] = torch.compile(model, backend=backend)
-    times: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
-    losses: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
-    try:
-        for epoch in range(config.epochs):
-            for path in ("pyg", "scatterx") if epoch % 2 == 0 else ("scatterx", "pyg"):
-                if path == "scatterx":
-                    sxpyg.enable()
-                try:
-                    start = time.perf_counter()
-                    losses[path].append(step(models[path], optimizers[path], data))
-                    times[path].append(time.perf_counter() - start)
-                finally:
-                    sxpyg.disable()
-            log(
-                f"{name} compiled, epoch {epoch}: pyg {times['pyg'][-1] * 1e3:.0f} ms, "
-                f"scatterx {times['scatterx'][-1] * 1e3:.0f} ms"
-            )
-    finally:
-        torch._dynamo.reset()
-
-    def median_ms(path: str) -> float:
-        return statistics.median(times[path][1:] or times[path]) * 1e3
-
-    diff = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(losses["pyg"], losses["scatterx"]))
-    return CompiledRow(name, median_ms("pyg"), median_ms("scatterx"), times["pyg"][0], times["scatterx"][0], diff)
+def row(result) -> CompiledRow:
+    """The compiled row of a ``gnn.ModelResult`` trained with ``train_side_by_side(..., compile_backend=...)``."""
+    return CompiledRow(
+        result.model,
+        result.median("pyg") * 1e3,
+        result.median("scatterx") * 1e3,
+        result.epoch_s["pyg"][0],
+        result.epoch_s["scatterx"][0],
+        result.max_loss_rel_diff,
+    )
 
 
 def table(rows: List[CompiledRow]) -> List[str]:

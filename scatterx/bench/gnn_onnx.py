@@ -3,11 +3,11 @@ inference timed in onnxruntime against scatterx's eager forward on the same grap
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .timing import median_seconds
 
 
 @dataclass
@@ -18,13 +18,7 @@ class OnnxRow:
 
 
 def _median_ms(fn, repeats: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return median_seconds(fn, 1, repeats) * 1e3
 
 
 def onnx_inference(model, x, edge_index, threads: int) -> OnnxRow:

@@ -52,6 +52,7 @@ from .peers import (
 )
 from .peers_message_passing import GATV2, GATV2_IMPLEMENTATIONS, WEIGHTED, WEIGHTED_IMPLEMENTATIONS
 from .targets import numba_cpu
+from .timing import median_seconds
 
 REDUCTIONS = NAMES
 ORDERS = ("sorted", "shuffled")
@@ -121,27 +122,6 @@ class Report:
         d["config"]["reductions"] = list(self.config.reductions)
         d["config"]["orders"] = list(self.config.orders)
         return d
-
-
-def median_seconds(fn: Callable, warmup: int, repeat: int, device: str = "cpu") -> float:
-    """Median wall time of ``fn()``; on CUDA, between events around the call (the queue drained first)."""
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        if device == "cuda":
-            torch.cuda.synchronize()
-            start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start_event.record()
-            fn()
-            end_event.record()
-            end_event.synchronize()
-            samples.append(start_event.elapsed_time(end_event) / 1e3)
-        else:
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def _tolerance(dtype: torch.dtype):

@@ -5,7 +5,7 @@ threads). Timed back to back in one process, median of many launches; the figure
 
 from __future__ import annotations
 
-import time
+import contextlib
 from typing import Callable, Dict, List, Sequence
 
 import numpy as np
@@ -13,21 +13,12 @@ import torch
 
 from ..kernels.cpu import launch, openmp
 from ..kernels.cpu.launch_probe import add_one, empty
+from .timing import median_seconds
 
 #: the work sizes timed (elements; 0: the empty kernel)
 SIZES = (0, 1_000, 30_000, 1_000_000)
 #: the adding kernel's work items: this many a thread, of at least ``MIN_STEP`` positions each
 ITEMS_PER_THREAD, MIN_STEP = 16, 256
-
-
-def _median_us(fn, repeat: int) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples) * 1e6)
 
 
 #: keys for the probe kernels' entry points, as every backend passes one (``Kernel.entry``: the arguments' types are
@@ -55,17 +46,16 @@ def measure(threads: Sequence[int] = (1, 2), sizes: Sequence[int] = SIZES, repea
     """One row per (launcher, threads, size): ``{"launcher", "threads", "elements", "us"}``. One thread is the
     caller alone (the same for both launchers: timed once, as ``serial``)."""
     rows = []
-    runtime, parallel = openmp.runtime(), launchers()
-    try:
-        for count in threads:
-            for name in ["serial"] if count == 1 else parallel:
-                openmp._state["runtime"] = runtime if name == "openmp" else None
+    parallel = launchers()
+    for count in threads:
+        for name in ["serial"] if count == 1 else parallel:
+            with contextlib.nullcontext() if name == "openmp" else openmp.switched_off("the bench times the pool"):
                 for size in sizes:
                     fn = _empty_launch(count) if size == 0 else _add_one_launch(size, count)
                     reps = max(20, repeat // max(1, size // 30_000))
-                    rows.append({"launcher": name, "threads": count, "elements": size, "us": _median_us(fn, reps)})
-    finally:
-        openmp._state["runtime"] = runtime
+                    rows.append(
+                        {"launcher": name, "threads": count, "elements": size, "us": median_seconds(fn, 1, reps) * 1e6}
+                    )
     return rows
 
 

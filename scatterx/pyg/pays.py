@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 from dataclasses import dataclass
 from typing import Iterator
+
+from ..backends._common import tuned_block
 
 
 @dataclass(frozen=True)
@@ -79,14 +80,8 @@ def tuning() -> SwitchTuning:
 def tuned(tuning: SwitchTuning = TUNING, **changes) -> Iterator[SwitchTuning]:
     """Within the block, the switch decides by ``tuning`` (default: the shipped one) with these fields changed
     (``tuned(ALWAYS)``: scatterx for every call)."""
-    unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(SwitchTuning)})
-    if unknown:
-        raise TypeError(f"unknown switch threshold(s) {unknown}")
-    token = _TUNING.set(dataclasses.replace(tuning, **changes))
-    try:
-        yield _TUNING.get()
-    finally:
-        _TUNING.reset(token)
+    with tuned_block(_TUNING, tuning, changes, "switch threshold(s)") as t:
+        yield t
 
 
 def fused_pays(edges: int, width: int, device_type: str) -> bool:

@@ -11,9 +11,7 @@ from scatterx.bench import gnn, gnn_compiled
 def test_a_compiled_model_trains_on_both_paths_with_equal_losses():
     config = gnn.GnnConfig.for_graph("cora", nodes=300, edges=2_000, features=8, hidden=8, classes=3, epochs=2)
     data = gnn.make_arxiv_like(config)
-    row = gnn_compiled.compiled_epochs(
-        "sage", data, config, gnn.build_model, gnn._step, log=lambda msg: None, backend="eager"
-    )
+    row = gnn_compiled.row(gnn.train_side_by_side("sage", data, config, log=lambda msg: None, compile_backend="eager"))
     assert row.model == "sage" and row.pyg_ms > 0 and row.scatterx_ms > 0 and row.pyg_first_s > 0
     assert row.max_loss_rel_diff <= gnn.LOSS_RTOL
     lines = gnn_compiled.table([row])

@@ -96,7 +96,8 @@ def test_scatterx_cpu_launch_picks_the_pool(monkeypatch):
     monkeypatch.setenv("SCATTERX_CPU_LAUNCH", "pool")
     assert openmp._find_runtime() == "SCATTERX_CPU_LAUNCH=pool"
     monkeypatch.setenv("SCATTERX_CPU_LAUNCH", "threads")
-    assert "neither 'openmp' nor 'pool'" in openmp._find_runtime()
+    with pytest.warns(RuntimeWarning, match="'threads' is neither 'openmp' nor 'pool'"):
+        assert "neither 'openmp' nor 'pool'" in openmp._find_runtime()
     monkeypatch.setenv("SCATTERX_CPU_LAUNCH", "openmp")
     assert not isinstance(openmp._find_runtime(), str)
     monkeypatch.setattr(sys, "platform", "win32")  # torch's runtime there has no GOMP_parallel: the pool

@@ -96,6 +96,24 @@ def test_an_exception_on_any_thread_reaches_the_launcher_once_with_its_message(t
     assert launch(_MARK, None, 10, threads, seen, 1) == 10
 
 
+def _last_line(script: str, launcher: str) -> str:
+    """The last line ``script`` prints, run in a child process (this folder importable) with ``launcher``'s way of
+    launching; the child must exit cleanly."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    env["SCATTERX_CPU_LAUNCH"] = launcher
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
 _FORK = """
     import os, numpy as np, torch, scatterx
     import test_cpu_pool as pool_test
@@ -123,19 +141,7 @@ _FORK = """
 def test_a_forked_child_launches_on_threads_of_its_own(launcher):
     """A child forked after a parallel launch (as a DataLoader worker): the parent's workers and lock did not come
     along; the child starts its own, and computes the parent's result."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
-    env["SCATTERX_CPU_LAUNCH"] = launcher
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_FORK)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "[True, True, True] | exit 0"
+    assert _last_line(_FORK, launcher) == "[True, True, True] | exit 0"
 
 
 _INTERRUPTED = """
@@ -163,16 +169,4 @@ print(interrupted, works, openmp.runtime() is not None)
 def test_a_launch_interrupted_by_keyboardinterrupt_leaves_the_next_launch_working(launcher):
     """Ctrl-C during launches (in a child process: pytest would take a KeyboardInterrupt for the user's): it
     reaches the caller, and the next launch claims every item exactly once."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
-    env["SCATTERX_CPU_LAUNCH"] = launcher
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_INTERRUPTED)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == f"True True {launcher == 'openmp'}"
+    assert _last_line(_INTERRUPTED, launcher) == f"True True {launcher == 'openmp'}"

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Iterator, List, NamedTuple, Optional
 
 from ...kernels.cpu import openmp
-from .._common import forced_route
+from .._common import forced_route, tuned_block
 
 
 class Route(str, enum.Enum):
@@ -116,16 +115,8 @@ def tuning() -> Tuning:
 @contextlib.contextmanager
 def tuned(**changes) -> Iterator[Tuning]:
     """Within the block, the CPU backend uses these thresholds (fields of ``Tuning``)."""
-    unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(Tuning)})
-    if unknown:
-        raise TypeError(
-            f"unknown CPU threshold(s) {unknown}; Tuning has: {', '.join(f.name for f in dataclasses.fields(Tuning))}"
-        )
-    token = _TUNING.set(dataclasses.replace(_TUNING.get(), **changes))
-    try:
-        yield _TUNING.get()
-    finally:
-        _TUNING.reset(token)
+    with tuned_block(_TUNING, _TUNING.get(), changes, "CPU threshold(s)") as t:
+        yield t
 
 
 @contextlib.contextmanager

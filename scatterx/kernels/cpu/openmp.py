@@ -33,13 +33,15 @@ the exception read back) are one mechanism; split, each part would depend on the
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import hashlib
 import os
 import pickle
 import sys
-from typing import Dict, Optional, Tuple
+import warnings
+from typing import Dict, Iterator, Optional, Tuple
 
 import numba
 import numpy as np
@@ -74,7 +76,9 @@ def _find_runtime():
     if choice == "pool":
         return "SCATTERX_CPU_LAUNCH=pool"
     if choice not in ("", "openmp"):
-        return f"SCATTERX_CPU_LAUNCH={choice!r} is neither 'openmp' nor 'pool'"
+        why = f"SCATTERX_CPU_LAUNCH={choice!r} is neither 'openmp' nor 'pool'"
+        warnings.warn(f"{why}: CPU kernels launch on scatterx's pool of Python threads", RuntimeWarning, stacklevel=2)
+        return why
     if not torch.backends.openmp.is_available():
         return "torch was built without OpenMP"
     if sys.platform == "win32":  # (torch/lib holds Intel's libiomp5md for MKL there: not the runtime torch runs on)
@@ -134,6 +138,19 @@ def runtime():
         _state["runtime"] = None if isinstance(found, str) else found
         _state["why_not"] = found if isinstance(found, str) else ""
     return _state["runtime"]
+
+
+@contextlib.contextmanager
+def switched_off(reason: str = "switched off") -> Iterator[None]:
+    """Within the block, launches in this process take the pool (what benchmarks compare against); not meant for
+    code that runs launches from other threads meanwhile."""
+    runtime()
+    saved = dict(_state)
+    _state["runtime"], _state["why_not"] = None, reason
+    try:
+        yield
+    finally:
+        _state.update(saved)
 
 
 def why_not() -> str:
@@ -359,4 +376,4 @@ def _exception(excinfo: int) -> BaseException:
     return RuntimeError("a CPU kernel raised on a thread of the OpenMP team (the exception could not be read back)")
 
 
-__all__ = ["packing", "run", "runtime", "trampoline", "why_not"]
+__all__ = ["packing", "run", "runtime", "switched_off", "trampoline", "why_not"]
