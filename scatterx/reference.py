@@ -560,3 +560,74 @@ def segment_logsumexp(src, ptr, dim=0, perm=None, eps=1e-12, flavour="logsumexp"
             v = total + eps
             out[s, j] = math.nan if v != v else top + (math.log(v) if v > 0 else -math.inf)
     return out.view((S,) + tuple(moved.shape[1:])).movedim(0, dim).to(src.dtype)
+
+
+# ------------------------------------------------------------------------------------------- neighbour sampling
+_M64 = (1 << 64) - 1
+
+
+def _splitmix(x: int) -> int:
+    x &= _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _stream_uniform(h: int, j: int) -> float:
+    return (_splitmix(h + (j + 1) * 0x9E3779B97F4A7C15) >> 11) * (1.0 / 9007199254740992.0)
+
+
+def neighbor_sample(colptr, row, seed, num_neighbors, replace=False, floyd_max=64):
+    """Uniform neighbour sampling on a CSC graph, one node at a time, with the random streams of the kernels:
+    torch's generator gives one base per call, each (hop, frontier node, draw) hashes its own number. Returns
+    (neighbour local, frontier local, edge position, node ids, nodes per hop, edges per hop), as
+    ``scatterx.pyg_lib.sampler.neighbor_sample(..., csc=True)``."""
+    colptr, row, seed = colptr.tolist(), row.tolist(), seed.tolist()
+    base = int(torch.randint(0, 1 << 62, (1,)).item())
+    nodes = list(seed)
+    local = {v: i for i, v in enumerate(seed)}  # a seed given twice maps to its last place
+    rows, cols, edges, nodes_per_hop, edges_per_hop = [], [], [], [len(seed)], []
+    begin = 0
+    for hop, count in enumerate(num_neighbors):
+        stream_base = _splitmix(base + _splitmix(hop * 1000003)) >> 2
+        end = len(nodes)
+        drawn_this_hop = 0
+        for i in range(begin, end):
+            a, b = colptr[nodes[i]], colptr[nodes[i] + 1]
+            pop = b - a
+            k = pop if count < 0 or (not replace and count >= pop) else (count if pop > 0 else 0)
+            h = _splitmix((stream_base + (i - begin) * 0x9E3779B97F4A7C15) & _M64)
+
+            def below(j, m, h=h):
+                return min(int(_stream_uniform(h, j) * m), m - 1)
+
+            if k == pop and not replace:
+                picks = list(range(pop))
+            elif replace:
+                picks = [below(j, pop) for j in range(k)]
+            elif k <= floyd_max:
+                picks = []
+                for j in range(k):
+                    t = below(j, pop - k + j + 1)
+                    picks.append(pop - k + j if t in picks else t)
+            else:
+                chosen, need = [], k
+                for e in range(pop):
+                    if need and _stream_uniform(h, e) * (pop - e) < need:
+                        chosen.append(e)
+                        need -= 1
+                picks = chosen
+            for p in picks:
+                u = row[a + p]
+                if u not in local:
+                    local[u] = len(nodes)
+                    nodes.append(u)
+                rows.append(local[u])
+                cols.append(i)
+                edges.append(a + p)
+            drawn_this_hop += len(picks)
+        begin = end
+        nodes_per_hop.append(len(nodes) - end)
+        edges_per_hop.append(drawn_this_hop)
+    as_t = lambda x: torch.tensor(x, dtype=torch.int64)  # noqa: E731
+    return as_t(rows), as_t(cols), as_t(edges), as_t(nodes), nodes_per_hop, edges_per_hop

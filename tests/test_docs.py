@@ -31,6 +31,10 @@ PUBLIC_MODULES = [
     "scatterx.planner",
     "scatterx.torch_scatter",
     "scatterx.pyg",
+    "scatterx.pyg_lib",
+    "scatterx.pyg_lib.sampler",
+    "scatterx.pyg_lib.ops",
+    "scatterx.pyg_lib.partition",
     "scatterx.export",
     "scatterx.distributed",
 ]

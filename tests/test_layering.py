@@ -43,6 +43,7 @@ LAYERS = [
     ("scatterx.paddle", 5),
     ("scatterx.torch_scatter", 5),
     ("scatterx.pyg", 5),
+    ("scatterx.pyg_lib", 5),
     ("scatterx.distributed", 5),
     ("scatterx.export", 5),
     ("scatterx.bench", 6),
@@ -201,6 +202,9 @@ def test_long_modules_say_why(module):
 #: kernel modules that serve no single op: the index -> segments pass every segment op starts with, the launch that
 #: runs every CPU kernel on threads (the OpenMP team, the pool), and the kernels that time a launch
 KERNEL_INFRASTRUCTURE = {"segments", "pool", "openmp", "launch_probe"}
+#: kernels of the pyg-lib drop-in's samplers, named after its functions (``scatterx.pyg_lib.sampler``): sampling is
+#: no differentiable op of ``ops/`` (CPU only, as pyg-lib's, and nothing to differentiate)
+SAMPLER_KERNELS = {"neighbor_sample", "random_walk"}
 OPS = sorted(p.stem for p in (PACKAGE / "ops").glob("*.py") if not p.stem.startswith("_"))
 TESTS = ROOT / "tests"
 
@@ -217,7 +221,7 @@ def test_every_kernel_module_is_named_after_its_op(side):
         stem
         for stem in _stems(PACKAGE / "kernels" / side)
         if not stem.startswith("_")
-        and stem not in KERNEL_INFRASTRUCTURE
+        and stem not in KERNEL_INFRASTRUCTURE | SAMPLER_KERNELS
         and not any(stem == op or stem.startswith(op + "_") for op in OPS)
     ]
     assert not stray, f"kernels/{side} modules named after no op: {stray}"

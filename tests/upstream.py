@@ -8,7 +8,7 @@ import re
 import subprocess
 import tarfile
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import pytest
 
@@ -57,3 +57,38 @@ def extract(git_dir: Path, ref: str, dest: Path, *paths: str) -> None:
             tar.extractall(dest, filter="data")
         else:  # pragma: no cover - Python < 3.11.4
             tar.extractall(dest)
+
+
+def version_key(text: str):
+    """A sortable key for a version string, or None for a tag that is not a version."""
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - packaging ships with pytest's dependencies
+        return _simple_version_key(text)
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _simple_version_key(text: str) -> Optional[Tuple[Tuple[int, ...], int]]:
+    """``[v]X.Y.Z[.postN][+local]`` -> ((X, Y, Z) without trailing zeros, N or -1); pre-releases -> None."""
+    m = re.fullmatch(r"v?(\d+(?:\.\d+)*)(?:[.-]?post(\d+))?(?:\+[\w.]+)?", text.strip())
+    if m is None:
+        return None
+    release = [int(p) for p in m.group(1).split(".")]
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    return tuple(release), int(m.group(2)) if m.group(2) is not None else -1
+
+
+def pick_tag(tags: List[str], installed: str) -> Optional[str]:
+    """The tag equal to the installed version if there is one, else the highest tag below it."""
+    want = version_key(installed)
+    if want is None:
+        return None
+    keyed = [(key, tag) for tag in tags for key in [version_key(tag)] if key is not None and key <= want]
+    exact = [tag for key, tag in keyed if tag == installed or key == want]
+    if exact:
+        return exact[0]
+    return max(keyed, key=lambda kt: kt[0])[1] if keyed else None

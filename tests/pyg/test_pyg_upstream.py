@@ -23,10 +23,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict
 
 import pytest
-from upstream import extract, find_git_dir, git
+from upstream import extract, find_git_dir, git, pick_tag
 
 TESTS_DIR = Path(__file__).resolve().parent  # where pyg_switch_plugin.py is
 REPO_ROOT = TESTS_DIR.parents[1]
@@ -83,42 +83,6 @@ CHECKED_LINE = re.compile(r"scatterx\.pyg switch: was ON for each of (\d+) tests
 TIMEOUT_S = 900
 
 
-# ------------------------------------------------------------------------------------------------ versions
-def _version_key(text: str):
-    """A sortable key for a version string, or None for a tag that is not a version."""
-    try:
-        from packaging.version import InvalidVersion, Version
-    except ImportError:  # pragma: no cover - packaging ships with pytest's dependencies
-        return _simple_version_key(text)
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
-def _simple_version_key(text: str) -> Optional[Tuple[Tuple[int, ...], int]]:
-    """``[v]X.Y.Z[.postN][+local]`` -> ((X, Y, Z) without trailing zeros, N or -1); pre-releases -> None."""
-    m = re.fullmatch(r"v?(\d+(?:\.\d+)*)(?:[.-]?post(\d+))?(?:\+[\w.]+)?", text.strip())
-    if m is None:
-        return None
-    release = [int(p) for p in m.group(1).split(".")]
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()
-    return tuple(release), int(m.group(2)) if m.group(2) is not None else -1
-
-
-def _pick_tag(tags: List[str], installed: str) -> Optional[str]:
-    """The tag equal to the installed version if there is one, else the highest tag below it."""
-    want = _version_key(installed)
-    if want is None:
-        return None
-    keyed = [(key, tag) for tag in tags for key in [_version_key(tag)] if key is not None and key <= want]
-    exact = [tag for key, tag in keyed if tag == installed or key == want]
-    if exact:
-        return exact[0]
-    return max(keyed, key=lambda kt: kt[0])[1] if keyed else None
-
-
 # -------------------------------------------------------------------------------------------- the checkout
 def _find_pyg_git_dir() -> Path:
     """PYG_SOURCE (must be a checkout when set); skips without it."""
@@ -136,7 +100,7 @@ def test_pyg_upstream_tests_pass_with_the_switch_on(tmp_path):
     if tags.returncode != 0:
         pytest.fail(f"cannot list the tags of {git_dir}: {tags.stderr}")
     installed = torch_geometric.__version__
-    tag = _pick_tag(tags.stdout.split(), installed)
+    tag = pick_tag(tags.stdout.split(), installed)
     if tag is None:
         pytest.skip(f"{git_dir} has no tag at or below the installed torch_geometric {installed}")
     missing = [p for p in PYG_TESTS if git(git_dir, "cat-file", "-e", f"{tag}:{p}").returncode != 0]

@@ -1,0 +1,276 @@
+"""Numba CPU kernels of neighbour sampling (the samplers of ``scatterx.pyg_lib``).
+
+A hop of sampling from a *frontier* (the nodes reached by the previous hop) on a graph in CSC form (``colptr``
+over the frontier's node type, ``row`` the neighbour of each edge) runs in three steps:
+
+- ``ranges``: per frontier node, the range of its edges that may be drawn (all of them, or, with times, those not
+  later than its seed's time; with the "last" strategy only the latest ``count``) and how many are drawn: the
+  whole range when ``count`` is -1 or, without replacement, not below its size, else ``count``. Parallel over
+  chunks of frontier nodes.
+- ``draw``: per frontier node, the edges drawn, written at the node's offset (a prefix sum of the counts): without
+  replacement by Floyd's algorithm (or selection sampling for large counts), with replacement uniformly, with
+  weights by weighted reservoir keys (without replacement) or the inverse of the cumulative weights (with).
+  Parallel over chunks of frontier nodes.
+- ``relabel``: walks the drawn edges in order and gives each neighbour not seen before the next local index, through
+  an open-addressing hash table of node keys (``batch * num_nodes + node`` in disjoint mode, else the node). One
+  thread: the order of first discovery is the order of the output, as in pyg-lib.
+
+Random numbers are counter based: each frontier node's draws hash ``(base, node position, draw number)``, where
+``base`` comes from torch's generator once per call and hop. The draws of a node thus do not depend on which
+thread runs it: a batch is the same on any number of threads, and ``torch.manual_seed`` reproduces it.
+
+``induced_count`` and ``induced_fill`` list every edge between sampled nodes (sampling with ``directed=False``).
+Everything here trusts its inputs (validated by ``scatterx.pyg_lib``); arrays are int64 (times int64, weights
+float64). Work items are chunks of ``step`` frontier nodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._codegen import Kernel, claim
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_EMPTY = np.int64(-1)
+#: Floyd's algorithm checks each draw against the earlier ones: up to this count; above, selection sampling
+FLOYD_MAX = 64
+
+NO_TIME, NODE_TIME, EDGE_TIME = 0, 1, 2
+
+
+@njit(inline="always", cache=True)
+def _mix(x):
+    """splitmix64's finalizer: a well-mixed uint64 from any uint64."""
+    x = (x ^ (x >> np.uint64(30))) * _M1
+    x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(inline="always", cache=True)
+def _uniform(h, j):
+    """The ``j``-th uniform float in [0, 1) of the stream ``h``."""
+    return np.float64(_mix(h + np.uint64(j + 1) * _GOLDEN) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(inline="always", cache=True)
+def _below(h, j, m):
+    """The ``j``-th integer of the stream ``h``, uniform in [0, m)."""
+    r = np.int64(_uniform(h, j) * m)
+    return r if r < m else m - 1
+
+
+@njit(inline="always", cache=True)
+def stream(base, i):
+    """The stream of draws of frontier node ``i`` under the call's ``base``."""
+    return _mix(np.uint64(base) + np.uint64(i) * _GOLDEN)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def ranges_kernel(
+    counter, colptr, row, frontier, batch, count, replace, temporal, node_time, edge_time, seed_time, last, lo, n, step
+):
+    """Per frontier node i: ``lo[2i]`` the first edge that may be drawn, ``lo[2i + 1]`` how many may (the
+    population), ``n[i]`` how many are drawn.
+
+    ``temporal``: NO_TIME, NODE_TIME (``node_time[row[e]]``) or EDGE_TIME (``edge_time[e]``), compared with
+    ``seed_time[batch[i]]``; ``last``: keep the latest ``count`` edges only. Returns the number of frontier
+    nodes whose allowed edges are not sorted by time (their first is later than their last)."""
+    m = frontier.shape[0]
+    nbad = 0
+    while True:
+        c = claim(counter)
+        if c < 0:
+            break
+        for i in range(c * step, min(m, c * step + step)):
+            v = frontier[i]
+            a = colptr[v]
+            b = colptr[v + 1]
+            if temporal != NO_TIME and b > a:
+                t = seed_time[batch[i]]
+                x, y = a, b
+                while x < y:  # the first edge later than t
+                    mid = (x + y) >> 1
+                    tm = node_time[row[mid]] if temporal == NODE_TIME else edge_time[mid]
+                    if tm <= t:
+                        x = mid + 1
+                    else:
+                        y = mid
+                b = x
+                if last and count >= 0 and b - count > a:
+                    a = b - count
+                if b - a > 1:
+                    first = node_time[row[a]] if temporal == NODE_TIME else edge_time[a]
+                    final = node_time[row[b - 1]] if temporal == NODE_TIME else edge_time[b - 1]
+                    nbad += first > final
+            pop = b - a
+            lo[2 * i] = a
+            lo[2 * i + 1] = pop
+            if count < 0 or (not replace and count >= pop):
+                n[i] = pop
+            else:
+                n[i] = count if pop > 0 else 0
+    return nbad
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_kernel(counter, lo, offsets, replace, weight, weighted, base, row, out, nbr, step):
+    """Per frontier node i: ``out[offsets[i]:offsets[i+1]]`` = the edges drawn from ``lo[2i] .. lo[2i] +
+    lo[2i+1]`` (the population), and ``nbr`` their neighbours ``row[out]`` (read here, in parallel, rather than
+    in the one-thread relabelling). ``weighted``: draw by ``weight`` (float64, per edge)."""
+    m = offsets.shape[0] - 1
+    while True:
+        c = claim(counter)
+        if c < 0:
+            break
+        for i in range(c * step, min(m, c * step + step)):
+            o = offsets[i]
+            k = offsets[i + 1] - o
+            if k == 0:
+                continue
+            a = lo[2 * i]
+            pop = lo[2 * i + 1]
+            h = stream(base, i)
+            if k == pop and not replace:  # every edge
+                for j in range(k):
+                    out[o + j] = a + j
+            elif weighted and replace:  # inverse of the cumulative weights
+                total = 0.0
+                for e in range(a, a + pop):
+                    total += weight[e]
+                for j in range(k):
+                    target = _uniform(h, j) * total
+                    acc = 0.0
+                    pick = a + pop - 1
+                    for e in range(a, a + pop):
+                        acc += weight[e]
+                        if acc > target and weight[e] > 0:
+                            pick = e
+                            break
+                    out[o + j] = pick
+            elif weighted:  # the k largest keys log(u) / w (weighted sampling without replacement)
+                keys = np.empty(pop, np.float64)
+                for j in range(pop):
+                    w = weight[a + j]
+                    u = _uniform(h, j)
+                    keys[j] = np.log(u) / w if w > 0 else -np.inf
+                order = np.argsort(-keys, kind="mergesort")
+                for j in range(k):
+                    out[o + j] = a + order[j]
+            elif replace:
+                for j in range(k):
+                    out[o + j] = a + _below(h, j, pop)
+            elif k <= FLOYD_MAX:  # Floyd: each draw t from [0, top], or top itself if t was drawn already
+                for j in range(k):
+                    top = pop - k + j
+                    t = _below(h, j, top + 1)
+                    for q in range(j):
+                        if out[o + q] == a + t:
+                            t = top
+                            break
+                    out[o + j] = a + t
+            else:  # selection sampling: each edge in turn, with the odds of the places left
+                need = k
+                j = 0
+                for e in range(pop):
+                    if _uniform(h, e) * (pop - e) < need:
+                        out[o + j] = a + e
+                        j += 1
+                        need -= 1
+                        if need == 0:
+                            break
+            for j in range(o, o + k):
+                nbr[j] = row[out[j]]
+    return 0
+
+
+@njit(inline="always", cache=True)
+def _slot(key, shift):
+    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(shift))
+
+
+# The hash tables below are one int64 array of (key, value) pairs -- ``table[2s]`` the key of slot s (-1: empty),
+# ``table[2s + 1]`` its value -- so that a probe reads one cache line; ``shift`` is 64 - log2(slots).
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def insert_kernel(keys, table, shift):
+    """Puts ``keys[i] -> i`` into the hash table, a later equal key overwriting an earlier one's value (seeds
+    given twice map to their last place, as in pyg-lib)."""
+    mask = table.shape[0] // 2 - 1
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        s = _slot(key, shift)
+        while True:
+            held = table[2 * s]
+            if held == _EMPTY or held == key:  # noqa: SIM109 (a tuple test does not compile to two compares)
+                table[2 * s] = key
+                table[2 * s + 1] = i
+                break
+            s = (s + 1) & mask
+    return 0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def relabel_kernel(nbr, offsets, batch, num_nodes, table, shift, nodes, count, col):
+    """Walks the drawn edges in order: ``col[e]`` = the local index of the neighbour ``nbr[e]`` of frontier node
+    i (batch ``batch[i]``), a new one -- appended to ``nodes`` as its key -- if it was not seen. ``num_nodes``: 0
+    outside disjoint mode (the key is the node), else the key is ``batch * num_nodes + node``. Returns the
+    number of nodes after the walk (``count`` before)."""
+    mask = table.shape[0] // 2 - 1
+    m = offsets.shape[0] - 1
+    for i in range(m):
+        b = batch[i] if num_nodes > 0 else 0
+        for e in range(offsets[i], offsets[i + 1]):
+            key = b * num_nodes + nbr[e]
+            s = _slot(key, shift)
+            while True:
+                held = table[2 * s]
+                if held == key:
+                    col[e] = table[2 * s + 1]
+                    break
+                if held == _EMPTY:
+                    table[2 * s] = key
+                    table[2 * s + 1] = count
+                    nodes[count] = key
+                    col[e] = count
+                    count += 1
+                    break
+                s = (s + 1) & mask
+    return count
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def induced_kernel(colptr, row, nodes, count, table, shift, fill, out_row, out_col, out_edge):
+    """Every edge between sampled nodes, grouped by target in local order: with ``fill`` 0 only counted (the
+    count is returned), else written to ``out_row`` (local source), ``out_col`` (local target), ``out_edge``.
+    ``nodes``/``count``: the targets' keys; ``table``: the sources' hash table."""
+    mask = table.shape[0] // 2 - 1
+    k = 0
+    for j in range(count):
+        v = nodes[j]
+        for e in range(colptr[v], colptr[v + 1]):
+            key = row[e]
+            s = _slot(key, shift)
+            while True:
+                held = table[2 * s]
+                if held == key:
+                    if fill:
+                        out_row[k] = table[2 * s + 1]
+                        out_col[k] = j
+                        out_edge[k] = e
+                    k += 1
+                    break
+                if held == _EMPTY:
+                    break
+                s = (s + 1) & mask
+    return k
+
+
+ranges = Kernel(ranges_kernel)
+draw = Kernel(draw_kernel)
+insert = Kernel(insert_kernel)
+relabel = Kernel(relabel_kernel)
+induced = Kernel(induced_kernel)

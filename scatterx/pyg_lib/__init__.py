@@ -1,0 +1,203 @@
+"""pyg-lib's API -- what PyG calls of it -- on scatterx's kernels, in pure Python.
+
+PyG's mini-batch loaders (``NeighborLoader``, ``LinkNeighborLoader``, on ``Data`` and ``HeteroData``) need pyg-lib
+or torch-sparse, compiled packages with no wheel for many torch releases and platforms. Call :func:`install` once,
+before PyG is first imported, and PyG finds this module as ``pyg_lib``::
+
+    import scatterx.pyg_lib
+    scatterx.pyg_lib.install()
+    from torch_geometric.loader import NeighborLoader  # now runs on scatterx's samplers
+
+What it covers:
+
+- :mod:`~scatterx.pyg_lib.sampler`: ``neighbor_sample``, ``hetero_neighbor_sample`` (uniform, weighted, temporal;
+  with or without replacement; disjoint), ``random_walk``; and the operators PyG calls directly:
+  ``torch.ops.pyg.neighbor_sample``, ``hetero_neighbor_sample``, ``random_walk``, ``relabel_neighborhood``,
+  ``hetero_relabel_neighborhood``, ``merge_sampler_outputs``.
+- :mod:`~scatterx.pyg_lib.ops`: ``segment_matmul``, ``grouped_matmul`` (``HeteroLinear``, ``RGCNConv``),
+  ``softmax_csr``, ``index_sort``, ``sampled_add/sub/mul/div``.
+- :mod:`~scatterx.pyg_lib.partition`: ``metis`` (``ClusterLoader``), through ``pymetis``.
+
+What it leaves out, PyG reports as it does without pyg-lib (its ``WITH_*`` flags stay off): the point-cloud
+operators (``knn``, ``radius``, ``fps``, ``nearest``, ``grid_cluster``, ``graclus_cluster``), ``spline_basis``,
+the hash maps (``torch.classes.pyg.CPUHashMap``), ``dist_neighbor_sample`` and ``subgraph``. The guide page
+*The pyg-lib drop-in* lists where semantics depart from pyg-lib.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import importlib
+import importlib.util
+import sys
+import types
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import ops as ops
+from . import partition as partition
+from . import sampler as sampler
+from ._library import define
+
+#: the pyg-lib release whose API and semantics this module follows
+__version__ = "0.5.0"
+
+__all__ = ["__version__", "install", "is_installed", "ops", "partition", "sampler", "uninstall"]
+
+_SUBMODULES = ("ops", "partition", "sampler")
+_saved: Dict[str, Optional[types.ModuleType]] = {}
+#: (module, attribute, value before) for every change install() made to an already imported PyG
+_patched: List[Tuple[Any, str, Any]] = []
+
+
+def _real_pyg_lib() -> bool:
+    """Whether a compiled pyg-lib is installed (it is then never replaced)."""
+    held = sys.modules.get("pyg_lib")
+    if held is not None and getattr(held, "__file__", None) is not None:
+        return held is not sys.modules[__name__]
+    try:
+        spec = importlib.util.find_spec("pyg_lib")
+    except (ImportError, ValueError):
+        return False
+    # a directory named pyg_lib without an __init__ (a namespace package) is not the package
+    return spec is not None and spec.origin not in (None, "namespace")
+
+
+def is_installed() -> bool:
+    """Whether ``import pyg_lib`` gets this module.
+
+    Returns:
+        ``True`` after :func:`install` (and before :func:`uninstall`), else ``False``.
+
+    Raises:
+        : nothing.
+
+    Example:
+        >>> is_installed()
+        False
+    """
+    return sys.modules.get("pyg_lib") is sys.modules[__name__]
+
+
+def install() -> types.ModuleType:
+    """Makes ``import pyg_lib`` get this module, and defines the ``torch.ops.pyg`` operators PyG calls.
+
+    Registers this module as ``pyg_lib`` (and ``pyg_lib.ops``, ``pyg_lib.sampler``, ``pyg_lib.partition``) in
+    ``sys.modules``. Call it before PyG is imported: PyG looks for pyg-lib once, when it is first imported. If PyG
+    was imported already, its flags (``torch_geometric.typing.WITH_PYG_LIB``, ...) and its modules' ``pyg_lib``
+    are set as PyG would have set them. Where a real pyg-lib is installed, nothing changes and that package is
+    returned. Calling it again changes nothing.
+
+    Returns:
+        The module ``import pyg_lib`` gets now: this one, or a real pyg-lib.
+
+    Raises:
+        : nothing of its own; importing a real pyg-lib may raise its own errors.
+
+    Example:
+        >>> install() is scatterx.pyg_lib
+        True
+        >>> import pyg_lib
+        >>> pyg_lib.sampler.neighbor_sample is scatterx.pyg_lib.sampler.neighbor_sample
+        True
+        >>> uninstall()
+    """
+    me = sys.modules[__name__]
+    if _real_pyg_lib():
+        return importlib.import_module("pyg_lib")
+    if not is_installed():
+        for name in ["pyg_lib"] + [f"pyg_lib.{s}" for s in _SUBMODULES]:
+            _saved[name] = sys.modules.get(name)
+        sys.modules["pyg_lib"] = me
+        for sub in _SUBMODULES:
+            sys.modules[f"pyg_lib.{sub}"] = getattr(me, sub)
+    define()
+    if "torch_geometric.typing" in sys.modules and not _patched:
+        _patch_imported_pyg(me)
+    _follow_samplers_into_workers()
+    return me
+
+
+def uninstall() -> None:
+    """Undoes :func:`install`: ``import pyg_lib`` fails again (the ``torch.ops.pyg`` operators stay defined, as
+    torch cannot take an operator back; nothing calls them once PyG's flags are off).
+
+    Returns:
+        None.
+
+    Raises:
+        : nothing.
+
+    Example:
+        >>> module = install()
+        >>> uninstall()
+        >>> is_installed()
+        False
+    """
+    if not is_installed():
+        return
+    for owner, attribute, value in reversed(_patched):
+        setattr(owner, attribute, value)
+    _patched.clear()
+    for name in ["pyg_lib"] + [f"pyg_lib.{s}" for s in _SUBMODULES]:
+        previous = _saved.pop(name, None)
+        if previous is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = previous
+
+
+def _follow_samplers_into_workers() -> None:
+    """A ``DataLoader`` worker started by *spawn* (or forkserver) unpickles its loader's sampler in a fresh
+    interpreter, where ``install()`` never ran and PyG would find no pyg-lib. PyG's samplers are pickled here with a
+    constructor that installs the drop-in first (``copyreg``: this process's pickling only)."""
+    try:
+        import torch_geometric.sampler as pyg_sampler  # PyG, imported now, finds this module as pyg_lib
+    except ImportError:  # no PyG: nothing to follow
+        return
+    for cls in vars(pyg_sampler).values():
+        if isinstance(cls, type) and issubclass(cls, pyg_sampler.BaseSampler):
+            copyreg.pickle(cls, _reduce_sampler)
+
+
+def _reduce_sampler(sampler: Any):
+    reduced = object.__reduce_ex__(sampler, 4)
+    return (_rebuild_sampler, (reduced[0], reduced[1]), *reduced[2:])
+
+
+def _rebuild_sampler(func: Any, args: tuple) -> Any:
+    """Unpickling a PyG sampler in a worker: the drop-in first, then the sampler as pickle would rebuild it."""
+    install()
+    return func(*args)
+
+
+def pyg_flags(module: Any) -> Dict[str, bool]:
+    """The ``torch_geometric.typing`` flags PyG derives from a pyg-lib ``module`` (as its import does)."""
+    has = module.ops.__dict__.__contains__
+    return {
+        "WITH_PYG_LIB": True,
+        "WITH_GMM": has("grouped_matmul"),
+        "WITH_SEGMM": has("segment_matmul"),
+        "WITH_SAMPLED_OP": has("sampled_add"),
+        "WITH_SOFTMAX": has("softmax_csr"),
+        "WITH_INDEX_SORT": has("index_sort"),
+        "WITH_METIS": hasattr(module, "partition"),
+        "WITH_EDGE_TIME_NEIGHBOR_SAMPLE": True,
+        "WITH_WEIGHTED_NEIGHBOR_SAMPLE": True,
+    }
+
+
+def _patch_imported_pyg(me: types.ModuleType) -> None:
+    """PyG was imported before :func:`install`: its flags -- in ``torch_geometric.typing`` and where a module
+    imported them by name -- and its modules' ``pyg_lib`` name get what PyG's import would have given them."""
+    flags = pyg_flags(me)
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("torch_geometric") or module is None:
+            continue
+        held = module.__dict__
+        if held.get("pyg_lib") is object:
+            _patched.append((module, "pyg_lib", object))
+            module.pyg_lib = me  # type: ignore[attr-defined]
+        for flag, value in flags.items():
+            if held.get(flag) is False and value:
+                _patched.append((module, flag, False))
+                setattr(module, flag, value)
