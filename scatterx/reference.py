@@ -601,7 +601,7 @@ def neighbor_sample(colptr, row, seed, num_neighbors, replace=False, floyd_max=6
             def below(j, m, h=h):
                 return min(int(_stream_uniform(h, j) * m), m - 1)
 
-            if k == pop and not replace:
+            if k == pop and (count < 0 or not replace):
                 picks = list(range(pop))
             elif replace:
                 picks = [below(j, pop) for j in range(k)]

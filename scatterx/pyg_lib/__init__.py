@@ -118,8 +118,9 @@ def install() -> types.ModuleType:
 
 
 def uninstall() -> None:
-    """Undoes :func:`install`: ``import pyg_lib`` fails again (the ``torch.ops.pyg`` operators stay defined, as
-    torch cannot take an operator back; nothing calls them once PyG's flags are off).
+    """Undoes :func:`install`: ``import pyg_lib`` fails again, and the flags :func:`install` set in an already
+    imported PyG are put back. A PyG imported while the drop-in was installed keeps using it (it looked for pyg-lib
+    when it was imported); the ``torch.ops.pyg`` operators stay defined, as torch cannot take an operator back.
 
     Returns:
         None.

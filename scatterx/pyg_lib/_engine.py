@@ -42,6 +42,11 @@ def _mix(x: int) -> int:
     return x ^ (x >> 31)
 
 
+class GraphChanged(Exception):
+    """A kernel met an offset or a neighbour out of range: the graph's arrays were changed after they were checked
+    (by a write torch's version counter does not see); the caller checks them again."""
+
+
 class Nodes:
     """The sampled nodes of one type: their keys in local order, and a hash table from key to local index."""
 
@@ -83,6 +88,8 @@ class EdgeType:
     frontier: str
     neighbor: str
     counts: List[int]
+    #: neighbour ids are below it (the neighbour type's size where known; 2^32 in disjoint mode, keys' limit)
+    limit: int = 1 << 62
     node_time: Optional[np.ndarray] = None  # the neighbour type's node times
     edge_time: Optional[np.ndarray] = None
     weight: Optional[np.ndarray] = None
@@ -197,6 +204,8 @@ def _hop(
         n,
         STEP,
     )
+    if bad >= kernels.BROKEN:
+        raise GraphChanged
     if bad:
         which = "edge_time" if temporal == kernels.EDGE_TIME else "node_time"
         raise ValueError(
@@ -209,13 +218,21 @@ def _hop(
     drawn = np.empty(total, np.int64)
     nbr = np.empty(total, np.int64)
     weight = e.weight if e.weight is not None else _NONE_F
-    args = (lo, offsets, int(replace), weight, int(e.weight is not None), base, e.nbr, drawn, nbr, STEP)
-    launch(kernels.draw, None, items, threads if total >= PARALLEL_MIN_DRAWS else 1, *args)
+    args = (lo, offsets, int(replace), int(count < 0), weight, int(e.weight is not None), base, e.nbr, drawn, nbr)
+    zero = launch(kernels.draw, None, items, threads if total >= PARALLEL_MIN_DRAWS else 1, *args, STEP)
+    if zero:
+        raise ValueError(
+            f"{zero} node(s) were to draw neighbours with replacement by edge weights that are all 0: there is "
+            f"nothing to draw from (give them a positive weight, or sample without replacement)"
+        )
     neighbors.reserve(total)
     local = np.empty(total, np.int64)
+    status = np.zeros(1, np.int64)
     key_base = (1 << KEY_BITS) if disjoint else 0
-    args2 = (nbr, offsets, batch, key_base, neighbors.table, neighbors.shift, neighbors.keys, neighbors.count, local)
-    neighbors.count = kernels.relabel(*args2)
+    args2 = (nbr, offsets, batch, key_base, e.limit, neighbors.table, neighbors.shift, neighbors.keys)
+    neighbors.count = kernels.relabel(*args2, neighbors.count, local, status)
+    if status[0]:
+        raise GraphChanged
     return local, np.repeat(np.arange(begin, end, dtype=np.int64), n), drawn
 
 
@@ -226,9 +243,12 @@ def _or(a: Optional[np.ndarray]) -> np.ndarray:
 def induced(e: EdgeType, targets: Nodes, sources: Nodes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every edge of ``e`` between sampled nodes: (source local, target local, edge position), by target."""
     args = [e.ptr, e.nbr, targets.keys, targets.count, sources.table, sources.shift]
-    total = kernels.induced(*args, 0, _NONE_I, _NONE_I, _NONE_I)
+    status = np.zeros(1, np.int64)
+    total = kernels.induced(*args, 0, _NONE_I, _NONE_I, _NONE_I, status)
+    if status[0]:
+        raise GraphChanged
     out = [np.empty(total, np.int64) for _ in range(3)]
-    kernels.induced(*args, 1, *out)
+    kernels.induced(*args, 1, *out, status)
     return out[0], out[1], out[2]
 
 

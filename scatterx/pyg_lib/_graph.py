@@ -3,13 +3,16 @@
 A sampler is called once per mini-batch on the same graph: checking ``colptr`` and ``row`` (a pass over every
 edge) or converting them to int64 on every call would cost more than the sampling itself on a large graph. So a
 tensor's check (and its int64 / float64 copy, where one is needed) is kept while the tensor lives and is not
-changed in place (torch's version counter), for a few tensors at a time, as the PyG switch keeps its adjacencies.
+changed in place (torch's version counter), as the PyG switch keeps its adjacencies. A write that bypasses the
+counter (through ``.numpy()`` or ``.data``) is not seen here; the kernels still never read out of bounds: they
+guard their offsets and neighbours, and a graph found out of range is checked again (``sampler._rechecked``).
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Dict, Optional, Tuple
+from collections import OrderedDict
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 import torch
@@ -17,9 +20,10 @@ from torch import Tensor
 
 INDEX_DTYPES = (torch.int32, torch.int64)
 
-#: (id(tensor), what) -> (weak reference, version, result)
-_CACHE: Dict[Tuple[int, str], Tuple[Any, int, Any]] = {}
-_CACHE_SIZE = 32
+#: (id(tensor), what) -> (weak reference, version, result), least recently used first
+_CACHE: OrderedDict[Tuple[int, str], Tuple[Any, int, Any]] = OrderedDict()
+#: a heterogeneous graph keeps 2-4 entries per edge type: room for large ones
+_CACHE_SIZE = 256
 
 
 def once(t: Tensor, what: str, compute: Callable[[Tensor], Any]) -> Any:
@@ -27,12 +31,16 @@ def once(t: Tensor, what: str, compute: Callable[[Tensor], Any]) -> Any:
     key = (id(t), what)
     hit = _CACHE.get(key)
     if hit is not None and hit[0]() is t and hit[1] == t._version:
+        _CACHE.move_to_end(key)
         return hit[2]
     result = compute(t)
     if t.is_inference():  # no version counter: not kept
         return result
-    if len(_CACHE) >= _CACHE_SIZE:
-        _CACHE.pop(next(iter(_CACHE)))
+    while len(_CACHE) >= _CACHE_SIZE:
+        try:
+            _CACHE.popitem(last=False)
+        except KeyError:  # emptied meanwhile (another thread, or a weak reference's callback)
+            break
 
     def forget(_: object) -> None:
         _CACHE.pop(key, None)

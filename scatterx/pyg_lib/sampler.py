@@ -20,6 +20,7 @@ argument and of every node and edge type -- in one place; the sampling itself is
 
 from __future__ import annotations
 
+import threading
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -27,8 +28,8 @@ import torch
 from torch import Tensor
 
 from . import _engine
-from ._engine import EdgeType
-from ._graph import INDEX_DTYPES, as_numpy, check_ptr, check_range, check_tensor
+from ._engine import KEY_BITS, EdgeType, GraphChanged
+from ._graph import as_numpy, check_ptr, check_range, check_tensor, clear, once
 from ._walk import random_walk
 
 NodeType = str
@@ -69,9 +70,37 @@ def _weights(t: Optional[Tensor], edges: int, name: str) -> Optional[np.ndarray]
     if t.numel() != edges:
         raise ValueError(f"'{name}' must hold one weight per edge ({edges}), got {t.numel()}")
     w = as_numpy(t, torch.float64)
-    if not bool(np.isfinite(w).all()) or bool((w < 0).any()):
+    if not once(t, "weights", lambda _: bool(np.isfinite(w).all()) and not bool((w < 0).any())):
         raise ValueError(f"'{name}' must hold finite weights >= 0")
     return w
+
+
+_RECHECKING = threading.local()
+
+
+def _rechecked(sampler, locals_of_call):
+    """A kernel found the graph's arrays out of range although they passed their checks: they were changed
+    since, by a write torch's version counter does not see. Forget every kept check and sample again (the checks
+    then raise, naming the argument); a second such failure raises."""
+    if getattr(_RECHECKING, "active", False):
+        raise ValueError(
+            "the graph's tensors changed while being sampled (an offset or a neighbour is out of range): "
+            "do not write into them while a sampler reads them"
+        )
+    clear()
+    _RECHECKING.active = True
+    try:
+        return sampler(**locals_of_call)
+    finally:
+        _RECHECKING.active = False
+
+
+def _disjoint_bounds(num_nodes: Optional[int], seeds: int) -> None:
+    """Disjoint trees key a node by ``batch << 32 | node``: node ids below 2^32, fewer than 2^31 seeds."""
+    if num_nodes is not None and num_nodes > 1 << KEY_BITS:
+        raise ValueError(f"disjoint sampling takes graphs of at most 2^32 nodes, got {num_nodes}")
+    if seeds >= 1 << 31:
+        raise ValueError(f"disjoint sampling takes fewer than 2^31 seeds, got {seeds}")
 
 
 def _flags(temporal_strategy: str, disjoint: bool, timed: bool, weighted: bool, directed: bool) -> None:
@@ -176,12 +205,23 @@ def neighbor_sample(
     stime = _times(seed_time, seed.numel(), "seed_time", "seed")
     if stime is None and ntime is not None:
         stime = ntime[seed.numpy().astype(np.int64)]
-    e = EdgeType(as_numpy(rowptr, torch.int64), as_numpy(col, torch.int64), "n", "n", counts)
+    if disjoint:
+        _disjoint_bounds(num_nodes, seed.numel())
+    e = EdgeType(as_numpy(rowptr, torch.int64), as_numpy(col, torch.int64), "n", "n", counts, limit=num_nodes)
     e.node_time, e.edge_time = ntime, etime
     e.weight = _weights(edge_weight, col.numel(), "edge_weight")
 
     seeds = seed.numpy().astype(np.int64, copy=False)
-    run = _engine.sample({"e": e}, ["n"], {"n": seeds}, stime, replace, disjoint, temporal_strategy == "last")
+    try:
+        run = _engine.sample({"e": e}, ["n"], {"n": seeds}, stime, replace, disjoint, temporal_strategy == "last")
+        if not directed:
+            induced = _engine.induced(e, run.nodes["n"], run.nodes["n"])
+    except GraphChanged:
+        return _rechecked(neighbor_sample, locals_of_call=dict(
+            rowptr=rowptr, col=col, seed=seed, num_neighbors=num_neighbors, node_time=node_time,
+            edge_time=edge_time, seed_time=seed_time, edge_weight=edge_weight, csc=csc, replace=replace,
+            directed=directed, disjoint=disjoint, temporal_strategy=temporal_strategy, return_edge_id=return_edge_id,
+        ))  # fmt: skip
     nodes = run.nodes["n"]
     dtype = seed.dtype
     if directed:
@@ -191,7 +231,7 @@ def neighbor_sample(
         edges = np.concatenate([h[2] for h in hops]) if hops else np.empty(0, np.int64)
         edges_per_hop = [int(h[0].shape[0]) for h in hops]
     else:
-        nbr, front, edges = _engine.induced(e, nodes, nodes)
+        nbr, front, edges = induced
         edges_per_hop = _induced_per_hop(front, run.nodes_per_hop["n"])
     out_row, out_col = (nbr, front) if csc else (front, nbr)
     return (
@@ -301,14 +341,14 @@ def hetero_sample(
     _flags(temporal_strategy, disjoint, timed, bool(edge_weight_dict), directed)
     if node_time_dict and edge_time_dict:
         raise ValueError("give 'node_time_dict' or 'edge_time_dict', not both")
-    if edge_time_dict and seed_time_dict is None:
+    if edge_time_dict and not seed_time_dict:
         raise ValueError("sampling by 'edge_time_dict' needs 'seed_time_dict'")
     rels = {"__".join(k): tuple(k) for k in edge_types}
     for name, d in (("rowptr_dict", rowptr_dict), ("col_dict", col_dict), ("num_neighbors_dict", num_neighbors_dict)):
         missing = [r for r in rels if r not in d]
         if missing:
             raise ValueError(f"'{name}' lacks the edge type(s) {missing}")
-    types = list(node_types)
+    types = list(dict.fromkeys(node_types))
     for k in rels.values():
         for t in (k[0], k[-1]):
             if t not in types:
@@ -327,20 +367,29 @@ def hetero_sample(
         for name, index in ((f"rowptr_dict[{k}]", ptr), (f"col_dict[{k}]", nbr)):
             if index.dtype != dtype:
                 raise TypeError(f"'{name}' must have the dtype of the other indices ({dtype}), got {index.dtype}")
-        sizes[k[-1] if csc else k[0]] = ptr.numel() - 1
+        over = k[-1] if csc else k[0]
+        if sizes.setdefault(over, ptr.numel() - 1) != ptr.numel() - 1:
+            raise ValueError(
+                f"'rowptr_dict[{k}]' runs over {ptr.numel() - 1} nodes of type {over!r}, but another edge type's "
+                f"offsets over {sizes[over]}: every edge type must agree on a node type's number of nodes"
+            )
     seeds: Dict[str, np.ndarray] = {}
     for t, s in seed_dict.items():
         check_tensor(s, f"seed_dict[{t!r}]")
         dtype = dtype or s.dtype
-        if s.dtype not in INDEX_DTYPES:
-            raise TypeError(f"'seed_dict[{t!r}]' must be int32 or int64, got {s.dtype}")
+        if s.dtype != dtype:
+            raise TypeError(f"'seed_dict[{t!r}]' must have the dtype of the indices ({dtype}), got {s.dtype}")
         check_range(s, sizes.get(t), f"seed_dict[{t!r}]", f"nodes of type {t!r}", keep=False)
         seeds[t] = s.numpy().astype(np.int64, copy=False)
     dtype = dtype or torch.int64
+    if disjoint:
+        for size in sizes.values():
+            _disjoint_bounds(size, 0)
+        _disjoint_bounds(None, sum(s.shape[0] for s in seeds.values()))
 
     ntimes = {t: _times(v, sizes.get(t), f"node_time_dict[{t!r}]", "node") for t, v in (node_time_dict or {}).items()}
     seed_time: Optional[np.ndarray] = None
-    if disjoint and (seed_time_dict or ntimes):
+    if disjoint and timed:  # (timed sampling is disjoint: checked above) a time for every seed
         parts: List[np.ndarray] = []
         for t, keys in seeds.items():
             node_times = ntimes.get(t)
@@ -352,15 +401,17 @@ def hetero_sample(
                 parts.append(node_times[keys])
             else:
                 raise ValueError(f"temporal sampling needs a time for the seeds of type {t!r} (seed_time_dict)")
-        seed_time = np.concatenate(parts) if parts else None
+        seed_time = np.concatenate(parts) if parts else np.empty(0, np.int64)
 
     graphs: Dict[str, EdgeType] = {}
     for r, k in rels.items():
         ptr, nbr = rowptr_dict[r], col_dict[r]
         frontier, neighbor = (k[-1], k[0]) if csc else (k[0], k[-1])
         check_ptr(ptr, nbr.numel(), f"rowptr_dict[{k}]")
-        check_range(nbr, sizes.get(neighbor), f"col_dict[{k}]", f"nodes of type {neighbor!r}")
+        bound = sizes.get(neighbor, (1 << KEY_BITS) if disjoint else None)
+        check_range(nbr, bound, f"col_dict[{k}]", f"nodes of type {neighbor!r}")
         e = EdgeType(as_numpy(ptr, torch.int64), as_numpy(nbr, torch.int64), frontier, neighbor, [])
+        e.limit = bound if bound is not None else e.limit
         e.counts = _fan_outs(num_neighbors_dict[r], f"num_neighbors_dict[{k}]")
         if neighbor in ntimes:
             e.node_time = ntimes[neighbor]
@@ -372,7 +423,18 @@ def hetero_sample(
             e.weight = _weights(edge_weight_dict[r], nbr.numel(), f"edge_weight_dict[{k}]")
         graphs[r] = e
 
-    run = _engine.sample(graphs, types, seeds, seed_time, replace, disjoint, temporal_strategy == "last")
+    try:
+        run = _engine.sample(graphs, types, seeds, seed_time, replace, disjoint, temporal_strategy == "last")
+        induced = {} if directed else {r: _engine.induced(e, run.nodes[e.frontier], run.nodes[e.neighbor])
+                                       for r, e in graphs.items()}  # fmt: skip
+    except GraphChanged:
+        return _rechecked(hetero_sample, locals_of_call=dict(
+            node_types=node_types, edge_types=edge_types, rowptr_dict=rowptr_dict, col_dict=col_dict,
+            seed_dict=seed_dict, num_neighbors_dict=num_neighbors_dict, node_time_dict=node_time_dict,
+            edge_time_dict=edge_time_dict, seed_time_dict=seed_time_dict, edge_weight_dict=edge_weight_dict,
+            csc=csc, replace=replace, directed=directed, disjoint=disjoint, temporal_strategy=temporal_strategy,
+            return_edge_id=return_edge_id,
+        ))  # fmt: skip
     rows, cols, edges, edges_per_hop = {}, {}, {}, {}
     for r, e in graphs.items():
         if directed:
@@ -382,7 +444,7 @@ def hetero_sample(
             pos = np.concatenate([h[2] for h in hops]) if hops else np.empty(0, np.int64)
             edges_per_hop[r] = [int(h[0].shape[0]) for h in hops]
         else:
-            nbr_l, front, pos = _engine.induced(e, run.nodes[e.frontier], run.nodes[e.neighbor])
+            nbr_l, front, pos = induced[r]
             edges_per_hop[r] = _induced_per_hop(front, run.nodes_per_hop[e.frontier])
         out_row, out_col = (nbr_l, front) if csc else (front, nbr_l)
         rows[r] = torch.from_numpy(out_row).to(dtype)

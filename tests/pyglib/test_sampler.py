@@ -258,3 +258,70 @@ def test_bad_input_raises_naming_the_argument_and_writes_nothing(change, error, 
     with pytest.raises(error, match=match):
         neighbor_sample(**args)
     assert all(torch.equal(args[k], v) for k, v in before.items())
+
+
+def test_replacement_with_fan_out_minus_one_takes_every_edge_once():
+    colptr, row = torch.tensor([0, 4, 4, 4, 4, 4]), torch.tensor([1, 2, 3, 4])
+    for weight in (None, torch.ones(4)):
+        got = neighbor_sample(colptr, row, torch.tensor([0]), [-1], csc=True, replace=True, edge_weight=weight)
+        assert got[3].tolist() == [0, 1, 2, 3]
+
+
+def test_weights_all_zero_with_replacement_raise():
+    colptr, row = torch.tensor([0, 4, 4, 4, 4, 4]), torch.tensor([1, 2, 3, 4])
+    with pytest.raises(ValueError, match="all 0"):
+        neighbor_sample(colptr, row, torch.tensor([0]), [3], csc=True, replace=True, edge_weight=torch.zeros(4))
+
+
+def test_a_write_torch_does_not_see_is_caught_before_any_out_of_range_read():
+    colptr, row = torch.tensor([0, 2, 3]), torch.tensor([0, 1, 0])
+    neighbor_sample(colptr, row, torch.tensor([0]), [2], csc=True)  # checked, and the check kept
+    row.numpy()[1] = 10**6  # torch's version counter does not see this
+    with pytest.raises(IndexError, match="col"):
+        neighbor_sample(colptr, row, torch.tensor([0]), [2, 2], csc=True)
+
+
+KEY = ("a", "r", "b")
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        # a node type's size must agree between the edge types that run over it
+        (
+            dict(
+                rowptr_dict={KEY: torch.tensor([0, 1]), ("a", "s", "c"): torch.arange(0, 5)},
+                col_dict={KEY: torch.tensor([0]), ("a", "s", "c"): torch.zeros(4, dtype=torch.long)},
+                num_neighbors_dict={KEY: [-1], ("a", "s", "c"): [-1]},
+            ),
+            ValueError,
+            "agree",
+        ),
+        # edge times need a time for every seed
+        (dict(edge_time_dict={KEY: torch.tensor([1, 2, 3])}, seed_time_dict={}, disjoint=True), ValueError, "seed"),
+        # disjoint trees key nodes by batch << 32 | node: a neighbour id from 2^32 on is refused
+        (dict(col_dict={KEY: torch.tensor([2**32 + 5, 5, 0])}, disjoint=True), IndexError, "col_dict"),
+        (dict(seed_dict={"a": torch.tensor([0], dtype=torch.int32)}), TypeError, "seed_dict"),
+    ],
+)
+def test_hetero_bad_input_raises(kwargs, error, match):
+    args = dict(
+        rowptr_dict={KEY: torch.tensor([0, 2, 3])},
+        col_dict={KEY: torch.tensor([0, 1, 0])},
+        seed_dict={"a": torch.tensor([0, 1])},
+        num_neighbors_dict={KEY: [2]},
+    )
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        hetero_neighbor_sample(**args)
+
+
+def test_hetero_temporal_and_disjoint():
+    # CSR by source: a0 -> b0 (t=1), b1 (t=5); a1 -> b1 (t=5); node times of b: [1, 5]
+    rowptr, col = {KEY: torch.tensor([0, 2, 3])}, {KEY: torch.tensor([0, 1, 1])}
+    out = hetero_neighbor_sample(
+        rowptr, col, {"a": torch.tensor([0, 1])}, {KEY: [-1]}, node_time_dict={"b": torch.tensor([1, 5])},
+        seed_time_dict={"a": torch.tensor([3, 9])}, disjoint=True,
+    )  # fmt: skip
+    assert out[2]["b"].tolist() == [[0, 0], [1, 1]]  # tree 0 (time 3) reaches b0 only; tree 1 (time 9) b1
+    assert out[2]["a"].tolist() == [[0, 0], [1, 1]]

@@ -39,6 +39,8 @@ _EMPTY = np.int64(-1)
 FLOYD_MAX = 64
 
 NO_TIME, NODE_TIME, EDGE_TIME = 0, 1, 2
+#: what a kernel adds to its return per node or edge found out of range (its other counts stay below it)
+BROKEN = 1 << 32
 
 
 @njit(inline="always", cache=True)
@@ -77,8 +79,13 @@ def ranges_kernel(
 
     ``temporal``: NO_TIME, NODE_TIME (``node_time[row[e]]``) or EDGE_TIME (``edge_time[e]``), compared with
     ``seed_time[batch[i]]``; ``last``: keep the latest ``count`` edges only. Returns the number of frontier
-    nodes whose allowed edges are not sorted by time (their first is later than their last)."""
+    nodes whose allowed edges are not sorted by time (their first is later than their last), plus ``BROKEN`` for
+    each node whose offsets or neighbours are out of range: the graph's arrays are checked once per tensor, and a
+    write torch does not see (through ``.numpy()``) could have changed them since; such a node draws nothing."""
     m = frontier.shape[0]
+    nodes = colptr.shape[0] - 1
+    edges = row.shape[0]
+    times = node_time.shape[0]
     nbad = 0
     while True:
         c = claim(counter)
@@ -86,18 +93,39 @@ def ranges_kernel(
             break
         for i in range(c * step, min(m, c * step + step)):
             v = frontier[i]
+            lo[2 * i] = 0
+            lo[2 * i + 1] = 0
+            n[i] = 0
+            if v < 0 or v >= nodes:
+                nbad += BROKEN
+                continue
             a = colptr[v]
             b = colptr[v + 1]
+            if a < 0 or b < a or b > edges:
+                nbad += BROKEN
+                continue
             if temporal != NO_TIME and b > a:
+                if temporal == NODE_TIME:
+                    first_row = row[a]
+                    final_row = row[b - 1]
+                    if first_row < 0 or first_row >= times or final_row < 0 or final_row >= times:
+                        nbad += BROKEN
+                        continue
                 t = seed_time[batch[i]]
                 x, y = a, b
                 while x < y:  # the first edge later than t
                     mid = (x + y) >> 1
-                    tm = node_time[row[mid]] if temporal == NODE_TIME else edge_time[mid]
+                    r = row[mid]
+                    if temporal == NODE_TIME and (r < 0 or r >= times):
+                        break
+                    tm = node_time[r] if temporal == NODE_TIME else edge_time[mid]
                     if tm <= t:
                         x = mid + 1
                     else:
                         y = mid
+                if x < y:  # a neighbour out of range
+                    nbad += BROKEN
+                    continue
                 b = x
                 if last and count >= 0 and b - count > a:
                     a = b - count
@@ -116,11 +144,14 @@ def ranges_kernel(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def draw_kernel(counter, lo, offsets, replace, weight, weighted, base, row, out, nbr, step):
+def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, row, out, nbr, step):
     """Per frontier node i: ``out[offsets[i]:offsets[i+1]]`` = the edges drawn from ``lo[2i] .. lo[2i] +
     lo[2i+1]`` (the population), and ``nbr`` their neighbours ``row[out]`` (read here, in parallel, rather than
-    in the one-thread relabelling). ``weighted``: draw by ``weight`` (float64, per edge)."""
+    in the one-thread relabelling). ``every``: the fan-out is -1, every edge once (with replacement too);
+    ``weighted``: draw by ``weight`` (float64, per edge). Returns the number of nodes that were to draw with
+    replacement by weights that are all 0 (their draws are left at their first edge)."""
     m = offsets.shape[0] - 1
+    nbad = 0
     while True:
         c = claim(counter)
         if c < 0:
@@ -133,23 +164,31 @@ def draw_kernel(counter, lo, offsets, replace, weight, weighted, base, row, out,
             a = lo[2 * i]
             pop = lo[2 * i + 1]
             h = stream(base, i)
-            if k == pop and not replace:  # every edge
+            if k == pop and (every or not replace):  # every edge
                 for j in range(k):
                     out[o + j] = a + j
-            elif weighted and replace:  # inverse of the cumulative weights
+            elif weighted and replace:  # the inverse of the cumulative weights, by bisection
+                cumulative = np.empty(pop, np.float64)
                 total = 0.0
-                for e in range(a, a + pop):
-                    total += weight[e]
-                for j in range(k):
+                for j in range(pop):
+                    total += weight[a + j]
+                    cumulative[j] = total
+                if not total > 0:
+                    nbad += 1
+                    for j in range(k):
+                        out[o + j] = a
+                for j in range(k if total > 0 else 0):
                     target = _uniform(h, j) * total
-                    acc = 0.0
-                    pick = a + pop - 1
-                    for e in range(a, a + pop):
-                        acc += weight[e]
-                        if acc > target and weight[e] > 0:
-                            pick = e
-                            break
-                    out[o + j] = pick
+                    x, y = 0, pop - 1
+                    while x < y:  # the first place whose cumulative weight exceeds the target
+                        mid = (x + y) >> 1
+                        if cumulative[mid] > target:
+                            y = mid
+                        else:
+                            x = mid + 1
+                    while weight[a + x] <= 0 and x > 0:  # (rounding at the top: the last positive weight)
+                        x -= 1
+                    out[o + j] = a + x
             elif weighted:  # the k largest keys log(u) / w (weighted sampling without replacement)
                 keys = np.empty(pop, np.float64)
                 for j in range(pop):
@@ -183,7 +222,7 @@ def draw_kernel(counter, lo, offsets, replace, weight, weighted, base, row, out,
                             break
             for j in range(o, o + k):
                 nbr[j] = row[out[j]]
-    return 0
+    return nbad
 
 
 @njit(inline="always", cache=True)
@@ -197,8 +236,8 @@ def _slot(key, shift):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def insert_kernel(keys, table, shift):
-    """Puts ``keys[i] -> i`` into the hash table, a later equal key overwriting an earlier one's value (seeds
-    given twice map to their last place, as in pyg-lib)."""
+    """Puts ``keys[i] -> i`` into the hash table, a later equal key overwriting an earlier one's value (a seed
+    given twice maps to its last place)."""
     mask = table.shape[0] // 2 - 1
     for i in range(keys.shape[0]):
         key = keys[i]
@@ -214,17 +253,24 @@ def insert_kernel(keys, table, shift):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def relabel_kernel(nbr, offsets, batch, num_nodes, table, shift, nodes, count, col):
+def relabel_kernel(nbr, offsets, batch, num_nodes, limit, table, shift, nodes, count, col, status):
     """Walks the drawn edges in order: ``col[e]`` = the local index of the neighbour ``nbr[e]`` of frontier node
     i (batch ``batch[i]``), a new one -- appended to ``nodes`` as its key -- if it was not seen. ``num_nodes``: 0
-    outside disjoint mode (the key is the node), else the key is ``batch * num_nodes + node``. Returns the
-    number of nodes after the walk (``count`` before)."""
+    outside disjoint mode (the key is the node), else the key is ``batch * num_nodes + node`` (``num_nodes`` =
+    2^32: ``batch << 32 | node``). Returns the
+    number of nodes after the walk (``count`` before). A neighbour outside ``[0, limit)`` (a graph changed since it
+    was checked) is counted in ``status[0]`` and not relabelled."""
     mask = table.shape[0] // 2 - 1
     m = offsets.shape[0] - 1
     for i in range(m):
         b = batch[i] if num_nodes > 0 else 0
         for e in range(offsets[i], offsets[i + 1]):
-            key = b * num_nodes + nbr[e]
+            u = nbr[e]
+            if u < 0 or u >= limit:
+                status[0] += 1
+                col[e] = 0
+                continue
+            key = b * num_nodes + u
             s = _slot(key, shift)
             while True:
                 held = table[2 * s]
@@ -243,14 +289,18 @@ def relabel_kernel(nbr, offsets, batch, num_nodes, table, shift, nodes, count, c
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def induced_kernel(colptr, row, nodes, count, table, shift, fill, out_row, out_col, out_edge):
+def induced_kernel(colptr, row, nodes, count, table, shift, fill, out_row, out_col, out_edge, status):
     """Every edge between sampled nodes, grouped by target in local order: with ``fill`` 0 only counted (the
     count is returned), else written to ``out_row`` (local source), ``out_col`` (local target), ``out_edge``.
-    ``nodes``/``count``: the targets' keys; ``table``: the sources' hash table."""
+    ``nodes``/``count``: the targets' keys; ``table``: the sources' hash table. Offsets out of range (a graph
+    changed since it was checked) are counted in ``status[0]``."""
     mask = table.shape[0] // 2 - 1
     k = 0
     for j in range(count):
         v = nodes[j]
+        if v < 0 or v + 1 >= colptr.shape[0] or colptr[v] < 0 or colptr[v + 1] > row.shape[0]:
+            status[0] += 1
+            continue
         for e in range(colptr[v], colptr[v + 1]):
             key = row[e]
             s = _slot(key, shift)
