@@ -16,7 +16,7 @@ from typing import List, Optional
 import torch
 
 from . import distributed as sxd
-from .bench import dist, figures, gnn, gpu_model, gpu_static, grid, grid_elements, grid_report, targets
+from .bench import dist, figures, gnn, gnn_minibatch, gpu_model, gpu_static, grid, grid_elements, grid_report, targets
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
 from .bench.harness import ORDERS, REDUCTIONS, Config, run
@@ -105,11 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     n.add_argument(
         "--graph",
-        default=gd.graph,
-        choices=sorted(gnn.GRAPHS),
-        help="a built-in graph shape (synthetic, built in code), default arxiv",
+        default=None,
+        choices=sorted(gnn_minibatch.GRAPHS),
+        help="a built-in graph shape (synthetic, built in code), default arxiv (--mini-batch: products, the full "
+        "ogbn-products shape, which only --mini-batch takes)",
     )
-    n.add_argument("--models", default=",".join(MODELS), help="comma-separated, default all")
+    n.add_argument("--models", default=None, help="comma-separated, default all (--mini-batch: sage,gat)")
+    n.add_argument(
+        "--mini-batch",
+        action="store_true",
+        help="mini-batch training instead: PyG's NeighborLoader (fanout [15, 10]) on scatterx.pyg_lib, sampling and "
+        "training timed apart, and heterogeneous rows (to_hetero)",
+    )
+    n.add_argument("--batches", type=int, default=20, help="--mini-batch: timed batches per model, default 20")
+    n.add_argument("--batch-size", type=int, default=1024, help="--mini-batch: seeds per batch, default 1,024")
+    n.add_argument("--no-hetero", action="store_true", help="--mini-batch: skip the heterogeneous rows")
     n.add_argument("--epochs", type=int, default=gd.epochs, help=f"epochs per model and path, default {gd.epochs}")
     n.add_argument("--nodes", type=int, default=None, help="default: the graph's (arxiv: 169,343)")
     n.add_argument("--edges", type=int, default=None, help="default: the graph's (arxiv: 1,166,243)")
@@ -140,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument(
         "--out-dir",
         default="bench-results",
-        help="where bench-gnn.csv, bench-gnn.json, the loss chart bench-gnn.png and epochs.png go",
+        help="where bench-gnn.csv, bench-gnn.json, the loss chart bench-gnn.png and epochs.png go (--mini-batch: "
+        "bench-gnn-mini-batch.csv and .json)",
     )
 
     t = sub.add_parser(
@@ -523,10 +534,16 @@ def _partition(args) -> None:
 
 
 def _bench_gnn(args) -> None:
+    if args.mini_batch:  # before PyG is imported: the run installs scatterx.pyg_lib first
+        _bench_gnn_mini_batch(args)
+        return
     try:
         import torch_geometric  # noqa: F401
     except ImportError:
         raise SystemExit("scatterx bench-gnn needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'") from None
+    graph = args.graph or GnnConfig().graph
+    if graph not in gnn.GRAPHS:
+        raise SystemExit(f"scatterx bench-gnn: --graph {graph} is for --mini-batch runs only")
 
     for name, value in (
         ("epochs", args.epochs),
@@ -542,13 +559,13 @@ def _bench_gnn(args) -> None:
     if args.hidden % 4:
         raise SystemExit(f"scatterx bench-gnn: --hidden must be a multiple of 4 (GAT's 4 heads), got {args.hidden}")
     config = gnn.GnnConfig.for_graph(
-        args.graph,
+        graph,
         nodes=args.nodes,
         edges=args.edges,
         features=args.features,
         hidden=args.hidden,
         epochs=args.epochs,
-        models=_split(args.models, gnn.MODELS, "models"),
+        models=_split(args.models or ",".join(MODELS), gnn.MODELS, "models"),
         threads=args.threads,
         seed=args.seed,
         memory=not args.no_memory,
@@ -559,6 +576,41 @@ def _bench_gnn(args) -> None:
     report = gnn.run(config, log=lambda msg: print(msg, file=sys.stderr))
     print(gnn.table(report))
     for path in gnn.write_files(report, args.out_dir):
+        print(f"wrote {path}")
+
+
+def _bench_gnn_mini_batch(args) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("torch_geometric") is None:
+        raise SystemExit("scatterx bench-gnn needs PyTorch Geometric: pip install 'scatterx[pyg,bench]'")
+    for name in ("batches", "batch_size", "nodes", "features", "hidden", "threads"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise SystemExit(f"scatterx bench-gnn: --{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.edges is not None and args.edges < 0:
+        raise SystemExit(f"scatterx bench-gnn: --edges must be >= 0, got {args.edges}")
+    if args.hidden % 4:
+        raise SystemExit(f"scatterx bench-gnn: --hidden must be a multiple of 4 (GAT's 4 heads), got {args.hidden}")
+    for flag in ("cold", "compile", "onnx"):
+        if getattr(args, flag):
+            raise SystemExit(f"scatterx bench-gnn: --{flag} is for full-batch runs, not --mini-batch")
+    config = gnn_minibatch.MiniBatchConfig.for_graph(
+        args.graph or "products",
+        nodes=args.nodes,
+        edges=args.edges,
+        features=args.features,
+        hidden=args.hidden,
+        batches=args.batches,
+        batch_size=args.batch_size,
+        models=_split(args.models or ",".join(gnn_minibatch.MODELS), gnn.MODELS, "models"),
+        hetero=not args.no_hetero,
+        threads=args.threads,
+        seed=args.seed,
+    )
+    report = gnn_minibatch.run(config, log=lambda msg: print(msg, file=sys.stderr))
+    print(gnn_minibatch.table(report))
+    for path in gnn_minibatch.write_files(report, args.out_dir):
         print(f"wrote {path}")
 
 

@@ -2,7 +2,8 @@
 and names are in the file, not here).
 
 A measure takes the subject its section evaluates -- a bench ``Report``; a grid cell (``GridRow``) or element
-row (``ElementRow``); a ``GnnCase`` (the graph and one model's result); a ``DistCase`` (a run on several
+row (``ElementRow``); a ``GnnCase`` (the graph and one model's result); a ``MiniBatchCase`` (the mini-batch
+run's config and one model's batches); a ``DistCase`` (a run on several
 processes and the run on one) -- and the goal's args; it returns the value, None where the run did not measure
 it, or ``SKIP`` where the goal does not concern this subject."""
 
@@ -172,6 +173,37 @@ def peak_step_memory_over_pyg(case: GnnCase, graph: str, model: str):
 def loss_difference_from_pyg(case: GnnCase):
     """The largest relative difference of the two paths' losses over the epochs."""
     return case.result.max_loss_rel_diff
+
+
+# -------------------------------------------------------------------------------------- bench-gnn --mini-batch
+class MiniBatchCase(NamedTuple):
+    config: Any  # gnn_minibatch.MiniBatchConfig
+    row: Any  # gnn_minibatch.MiniBatchRow: one model's batches
+
+
+@measure
+def minibatch_sampling_ms(case: MiniBatchCase, graph: str, model: str, batch_size: int):
+    """The loader's median time per batch (ms) in ``model``'s run, for batches of ``batch_size`` seeds."""
+    c = case.config
+    return case.row.sample_ms if (c.graph, case.row.model, c.batch_size) == (graph, model, batch_size) else SKIP
+
+
+@measure
+def minibatch_sampling_share(case: MiniBatchCase, graph: str, model: str):
+    """Sampling's share of a training step with the switch on."""
+    return case.row.sample_share if (case.config.graph, case.row.model) == (graph, model) else SKIP
+
+
+@measure
+def minibatch_epoch_speedup(case: MiniBatchCase, graph: str, model: str):
+    """A batch of PyG's default path over one with the switch on, sampling included in both."""
+    return case.row.speedup if (case.config.graph, case.row.model) == (graph, model) else SKIP
+
+
+@measure
+def minibatch_loss_difference(case: MiniBatchCase):
+    """The largest relative difference of the two paths' losses over the batches."""
+    return case.row.max_loss_rel_diff
 
 
 # -------------------------------------------------------------------------------------------------- bench-dist

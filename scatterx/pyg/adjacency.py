@@ -9,7 +9,8 @@ import torch
 from torch import Tensor
 from torch_geometric import EdgeIndex
 
-from ..backends import backend_for
+from ..backends import backend_for, is_gpu
+from ..kernels.cpu import segments as segment_kernels
 from ..ops import csr_order, csr_transpose, gather_segment_reduce
 from ..ops._checks import plain_index
 from ._common import REDUCE
@@ -59,6 +60,8 @@ class Adjacency:
 #: call. It outlives disable(), so that switching off and on again (as bench-gnn does per epoch) keeps it.
 CACHE: Dict[Tuple[int, int], Tuple[Any, int, Adjacency]] = {}
 CACHE_SIZE = 8
+#: how many leading targets tell a shuffled edge list from a sorted one before a full pass is spent on it
+SORTED_PROBE = 1024
 
 
 def clear_cache() -> None:
@@ -111,11 +114,11 @@ def adjacency(edge_index: Tensor, num_sources: int, num_targets: int, node_dim: 
     source, target = plain[0], plain[1]
     backend = backend_for(plain)
     backend.check_index(source, num_sources, "edge_index[0]", "the number of source nodes")
-    backend.check_index(target, num_targets, "edge_index[1]", "the number of target nodes")
     built = edge_index_csc(edge_index, num_targets, node_dim)
-    if built is None:
-        ptr, edges = csr_order(target, num_targets)  # the edges grouped by target, in their order within it
-        built = Adjacency(ptr, source.index_select(0, edges), node_dim, edges)
+    if built is not None:
+        backend.check_index(target, num_targets, "edge_index[1]", "the number of target nodes")
+    else:  # the pass that groups the targets validates them
+        built = by_target(source, target, num_targets, node_dim)
     if not cacheable:
         return built
     if len(CACHE) >= CACHE_SIZE:
@@ -128,6 +131,48 @@ def adjacency(edge_index: Tensor, num_sources: int, num_targets: int, node_dim: 
     ref = weakref.ref(edge_index, forget)
     CACHE[key] = (ref, edge_index._version, built)
     return built
+
+
+def by_target(source: Tensor, target: Tensor, num_targets: int, node_dim: int) -> Adjacency:
+    """The adjacency of a plain edge list. One already grouped by target (a neighbour sampler's batch: targets
+    non-decreasing) is its own CSR: its offsets in one validating pass, no permutation, the sources as they are
+    (detached: a view would keep ``edge_index`` alive through the cache, which forgets it when it goes). Any other
+    is grouped by a stable counting sort."""
+    ptr = sorted_ptr(target, num_targets)
+    if ptr is not None:
+        return Adjacency(ptr, source.detach().contiguous(), node_dim)
+    ptr, edges = grouped_by_target(target, num_targets)
+    return Adjacency(ptr, source.index_select(0, edges), node_dim, edges)
+
+
+def sorted_ptr(target: Tensor, num_targets: int) -> Optional[Tensor]:
+    """The CSR offsets of a non-decreasing ``target`` in ``[0, num_targets)``, else None, in one validating pass
+    (CPU). A shuffled list is told apart by its first entries, before that pass; one whose order breaks later
+    costs the pass and the failure's diagnosis, and is grouped as any other. None on a GPU, where telling a sorted
+    list apart is a host sync and grouping one by ``torch.sort`` is cheap."""
+    if is_gpu(target) or target.numel() < 2:
+        return None
+    head = target[:SORTED_PROBE].to(torch.int64).contiguous().numpy()  # the kernels' one index layout
+    if segment_kernels.first_decrease(head) >= 0:  # (a Numba pass: the cheapest probe measured, torch's included)
+        return None
+    try:
+        return backend_for(target).index_to_ptr(target, num_targets)
+    except (IndexError, ValueError):  # not sorted after all, or out of range: grouped_by_target explains the latter
+        return None
+
+
+def grouped_by_target(target: Tensor, num_targets: int) -> Tuple[Tensor, Tensor]:
+    """``csr_order`` of the targets: the edges grouped by target, in their order within it, validated in that pass
+    (a bad target is explained with PyG's names; on a GPU the device-side check carries them)."""
+    backend = backend_for(target)
+    if is_gpu(target):
+        backend.check_index(target, num_targets, "edge_index[1]", "the number of target nodes")
+        return csr_order(target, num_targets)
+    try:
+        return csr_order(target, num_targets)
+    except IndexError:
+        backend.check_index(target, num_targets, "edge_index[1]", "the number of target nodes")
+        raise
 
 
 def edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optional[Adjacency]:
