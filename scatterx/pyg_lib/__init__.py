@@ -27,12 +27,17 @@ the hash maps (``torch.classes.pyg.CPUHashMap``), ``dist_neighbor_sample`` and `
 from __future__ import annotations
 
 import copyreg
+import functools
 import importlib
 import importlib.util
 import sys
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
+import torch
+from torch import Tensor
+
+from ..backends._common import empty
 from . import ops as ops
 from . import partition as partition
 from . import sampler as sampler
@@ -114,6 +119,7 @@ def install() -> types.ModuleType:
     if "torch_geometric.typing" in sys.modules and not _patched:
         _patch_imported_pyg(me)
     _follow_samplers_into_workers()
+    _gather_features_onto_huge_pages()
     return me
 
 
@@ -158,6 +164,39 @@ def _follow_samplers_into_workers() -> None:
     for cls in vars(pyg_sampler).values():
         if isinstance(cls, type) and issubclass(cls, pyg_sampler.BaseSampler):
             copyreg.pickle(cls, _reduce_sampler)
+
+
+def _gather_features_onto_huge_pages() -> None:
+    """A loader's batch gathers the sampled nodes' features (``torch_geometric.loader.utils.index_select``): on a
+    large graph tens of MB of fresh memory per batch, whose page faults cost more than the copy. In the main
+    process the output is allocated as scatterx's large outputs are, advised onto huge pages
+    (docs/decisions/huge-pages.md); in a worker PyG's own shared-memory output is kept."""
+    try:
+        import torch_geometric.loader.utils as loader_utils
+    except ImportError:  # no PyG
+        return
+    original = loader_utils.index_select
+    if getattr(original, "__wrapped__", None) is not None:  # ours already
+        return
+
+    @functools.wraps(original)
+    def index_select(value: Any, index: Tensor, dim: int = 0) -> Any:
+        if (
+            isinstance(value, Tensor)
+            and value.device.type == "cpu"
+            and value.layout == torch.strided
+            and value.dim() > 0
+            and torch.utils.data.get_worker_info() is None
+        ):
+            index = index.to(torch.int64)
+            dim = dim % value.dim()
+            size = list(value.shape)
+            size[dim] = index.numel()
+            return torch.index_select(value, dim, index, out=empty(size, value.dtype, value.device))
+        return original(value, index, dim)
+
+    _patched.append((loader_utils, "index_select", original))
+    loader_utils.index_select = index_select
 
 
 def _reduce_sampler(sampler: Any):

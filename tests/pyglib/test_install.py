@@ -76,10 +76,13 @@ def test_pygs_loaders_run_on_a_fresh_interpreter():
 
 
 def test_pyg_imported_first_gets_the_drop_in_and_uninstall_restores_it():
+    import torch
+    import torch_geometric.loader.utils as loader_utils
     import torch_geometric.typing as pyg_typing
     import torch_geometric.utils._softmax as pyg_softmax
 
     before = (pyg_typing.WITH_PYG_LIB, pyg_typing.WITH_SOFTMAX, pyg_softmax.pyg_lib)
+    gather = loader_utils.index_select
     if before[0]:
         pytest.skip("a real pyg-lib is installed: the drop-in never replaces it")
     try:
@@ -87,7 +90,13 @@ def test_pyg_imported_first_gets_the_drop_in_and_uninstall_restores_it():
         assert sys.modules["pyg_lib"] is scatterx.pyg_lib and scatterx.pyg_lib.is_installed()
         assert pyg_typing.WITH_PYG_LIB and pyg_typing.WITH_SOFTMAX and pyg_softmax.pyg_lib is scatterx.pyg_lib
         assert scatterx.pyg_lib.install() is scatterx.pyg_lib  # again: nothing changes
+        # the loader's feature gather: the same values, into memory of its own
+        x, index = torch.randn(50, 3), torch.tensor([4, 0, 4, 49])
+        assert loader_utils.index_select is not gather
+        assert torch.equal(loader_utils.index_select(x, index), x[index])
+        assert torch.equal(loader_utils.index_select(x, index, dim=-2), x[index])
     finally:
         scatterx.pyg_lib.uninstall()
     assert (pyg_typing.WITH_PYG_LIB, pyg_typing.WITH_SOFTMAX, pyg_softmax.pyg_lib) == before
+    assert loader_utils.index_select is gather
     assert "pyg_lib" not in sys.modules and not scatterx.pyg_lib.is_installed()

@@ -247,6 +247,18 @@ def test_index_sort_is_a_stable_sort(values, dtype):
     assert isinstance(index_sort(inputs), tuple)
 
 
+@pytest.mark.parametrize("shuffle_at", [None, 0, 70_000])
+def test_index_sort_of_a_long_input_sorted_or_nearly(shuffle_at):
+    # from 2^16 entries a sorted input is recognised and not sorted again; one swap anywhere makes it a sort
+    inputs = torch.arange(100_000) // 3
+    if shuffle_at is not None:
+        inputs[shuffle_at], inputs[shuffle_at + 1000] = inputs[shuffle_at + 1000].clone(), inputs[shuffle_at].clone()
+    out, perm = index_sort(inputs)
+    expected = torch.sort(inputs, stable=True)
+    assert torch.equal(out, expected.values) and torch.equal(perm, expected.indices)
+    assert out.data_ptr() != inputs.data_ptr()
+
+
 # --------------------------------------------------------------------------------------------- sampled ops
 @settings(max_examples=40)
 @given(st.data())
