@@ -259,7 +259,14 @@ def hetero_neighbor_sample(
     disjoint: bool = False,
     temporal_strategy: str = "uniform",
     return_edge_id: bool = True,
-):
+) -> Tuple[
+    Dict[EdgeTypeKey, Tensor],
+    Dict[EdgeTypeKey, Tensor],
+    Dict[NodeType, Tensor],
+    Optional[Dict[EdgeTypeKey, Tensor]],
+    Dict[NodeType, List[int]],
+    Dict[EdgeTypeKey, List[int]],
+]:
     """:func:`neighbor_sample` on a heterogeneous graph: one ``rowptr``/``col`` per edge type
     ``(source type, relation, target type)``, seeds and times per node type, fan-outs per edge type.
 
