@@ -573,13 +573,27 @@ def _splitmix(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def _stream_uniform(h: int, j: int) -> float:
-    return (_splitmix(h + (j + 1) * 0x9E3779B97F4A7C15) >> 11) * (1.0 / 9007199254740992.0)
+def _stream_bits(key: int, k: int) -> int:
+    return _splitmix(key + (k + 1) * 0x9E3779B97F4A7C15)
+
+
+def _substream(key: int, number: int) -> int:
+    return _splitmix(key ^ _splitmix(number))
+
+
+def _stream_below(bits: int, n: int) -> int:
+    """Uniform in [0, n): the high word of ``bits * n`` below 2^32, ``bits % n`` above."""
+    return (bits * n) >> 64 if n < (1 << 32) else bits % n
+
+
+def _stream_unit(bits: int) -> float:
+    return (bits >> 11) * (1.0 / 9007199254740992.0)
 
 
 def neighbor_sample(colptr, row, seed, num_neighbors, replace=False, floyd_max=64):
-    """Uniform neighbour sampling on a CSC graph, one node at a time, with the random streams of the kernels:
-    torch's generator gives one base per call, each (hop, frontier node, draw) hashes its own number. Returns
+    """Uniform neighbour sampling on a CSC graph, one node at a time, with the random sequences of the kernels:
+    torch's generator gives one base per call; the draws of frontier node i in a hop have the key
+    ``substream(substream(base, hop), i)``, and draw j is splitmix64 of ``key + (j + 1) * golden``. Returns
     (neighbour local, frontier local, edge position, node ids, nodes per hop, edges per hop), as
     ``scatterx.pyg_lib.sampler.neighbor_sample(..., csc=True)``."""
     colptr, row, seed = colptr.tolist(), row.tolist(), seed.tolist()
@@ -589,17 +603,17 @@ def neighbor_sample(colptr, row, seed, num_neighbors, replace=False, floyd_max=6
     rows, cols, edges, nodes_per_hop, edges_per_hop = [], [], [], [len(seed)], []
     begin = 0
     for hop, count in enumerate(num_neighbors):
-        stream_base = _splitmix(base + _splitmix(hop * 1000003)) >> 2
+        hop_key = _substream(base, hop)
         end = len(nodes)
         drawn_this_hop = 0
         for i in range(begin, end):
             a, b = colptr[nodes[i]], colptr[nodes[i] + 1]
             pop = b - a
             k = pop if count < 0 or (not replace and count >= pop) else (count if pop > 0 else 0)
-            h = _splitmix((stream_base + (i - begin) * 0x9E3779B97F4A7C15) & _M64)
+            h = _substream(hop_key, i - begin)
 
             def below(j, m, h=h):
-                return min(int(_stream_uniform(h, j) * m), m - 1)
+                return _stream_below(_stream_bits(h, j), m)
 
             if k == pop and (count < 0 or not replace):
                 picks = list(range(pop))
@@ -613,7 +627,7 @@ def neighbor_sample(colptr, row, seed, num_neighbors, replace=False, floyd_max=6
             else:
                 chosen, need = [], k
                 for e in range(pop):
-                    if need and _stream_uniform(h, e) * (pop - e) < need:
+                    if need and _stream_unit(_stream_bits(h, e)) * (pop - e) < need:
                         chosen.append(e)
                         need -= 1
                 picks = chosen

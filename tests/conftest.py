@@ -10,7 +10,8 @@ import sys
 
 # Numba's disk cache is keyed on the source file of each kernel: an edit to a kernel file recompiles that file's
 # variants, and no others. But a kernel also compiles in what it imports from the files it is generated from -- the
-# reduction table, the codegen steps, the memory intrinsics -- and Numba does not track those. Tests therefore cache
+# reduction table, the codegen steps, the memory intrinsics, the samplers' random numbers -- and Numba does not
+# track those. Tests therefore cache
 # in a directory named after the contents of exactly those files (``tests/test_layering.py`` checks that kernel
 # modules import nothing compiled from anywhere else). Set before scatterx, hence numba, is imported.
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -18,6 +19,7 @@ _SOURCES = [
     _ROOT / "scatterx" / "_reductions.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_codegen.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_memory.py",
+    _ROOT / "scatterx" / "kernels" / "cpu" / "_random.py",
 ]
 # One directory per Numba version too: the oldest supported one (tools/oldest-smoke.sh) may run beside the newest.
 _KEY = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]

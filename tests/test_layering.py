@@ -254,7 +254,12 @@ def test_every_op_has_its_backend_modules_and_tests():
 
 #: what CPU kernel modules may import: Numba compiles what a kernel calls into it, and its disk cache only follows
 #: the kernel's own file; ``tests/conftest.py`` keys the test cache on these files, so nothing else may be compiled in
-KERNEL_SOURCES = {"scatterx._reductions", "scatterx.kernels.cpu._codegen", "scatterx.kernels.cpu._memory"}
+KERNEL_SOURCES = {
+    "scatterx._reductions",
+    "scatterx.kernels.cpu._codegen",
+    "scatterx.kernels.cpu._memory",
+    "scatterx.kernels.cpu._random",
+}
 #: modules a kernel file may import that hold no compiled code (so no edit there changes a kernel)
 NOT_COMPILED = {"scatterx.kernels.cpu._compile_lock", "scatterx.kernels.cpu.openmp"}
 

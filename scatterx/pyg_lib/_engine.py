@@ -31,15 +31,6 @@ PARALLEL_MIN_NODES = 1 << 16
 PARALLEL_MIN_DRAWS = 1 << 15
 _NONE_I = np.empty(0, np.int64)
 _NONE_F = np.empty(0, np.float64)
-_MASK64 = (1 << 64) - 1
-
-
-def _mix(x: int) -> int:
-    """splitmix64's finalizer in Python integers (the streams' bases)."""
-    x &= _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
 
 
 class GraphChanged(Exception):
@@ -134,7 +125,7 @@ def sample(
         for number, (name, e) in enumerate(edge_types.items()):
             begin, end = slices[e.frontier]
             count = e.counts[hop] if hop < len(e.counts) else 0
-            stream = _mix(base + _mix(hop * 1000003 + number)) >> 2
+            sequence = hop * len(edge_types) + number  # its draws' own random sequence (kernels/cpu/_random.py)
             hops[name].append(
                 _hop(
                     e,
@@ -147,7 +138,7 @@ def sample(
                     disjoint,
                     seed_time,
                     last,
-                    stream,
+                    (base, sequence),
                     threads,
                 )
             )
@@ -167,7 +158,7 @@ def _hop(
     disjoint: bool,
     seed_time: Optional[np.ndarray],
     last: bool,
-    base: int,
+    randomness: Tuple[int, int],
     threads: int,
 ):
     m = end - begin
@@ -218,7 +209,18 @@ def _hop(
     drawn = np.empty(total, np.int64)
     nbr = np.empty(total, np.int64)
     weight = e.weight if e.weight is not None else _NONE_F
-    args = (lo, offsets, int(replace), int(count < 0), weight, int(e.weight is not None), base, e.nbr, drawn, nbr)
+    args = (
+        lo,
+        offsets,
+        int(replace),
+        int(count < 0),
+        weight,
+        int(e.weight is not None),
+        *randomness,
+        e.nbr,
+        drawn,
+        nbr,
+    )
     zero = launch(kernels.draw, None, items, threads if total >= PARALLEL_MIN_DRAWS else 1, *args, STEP)
     if zero:
         raise ValueError(

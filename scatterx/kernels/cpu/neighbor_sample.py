@@ -12,14 +12,15 @@ over the frontier's node type, ``row`` the neighbour of each edge) runs in three
   weights by weighted reservoir keys (without replacement) or the inverse of the cumulative weights (with).
   Parallel over chunks of frontier nodes.
 - ``relabel``: walks the drawn edges in order and gives each neighbour not seen before the next local index, through
-  an open-addressing hash table of node keys (``batch * num_nodes + node`` in disjoint mode, else the node). One
+  an open-addressing hash table of node keys (``batch << 32 | node`` in disjoint mode, else the node). One
   thread: the order of first discovery is the order of the output, as in pyg-lib.
 
-Random numbers are counter based: each frontier node's draws hash ``(base, node position, draw number)``, where
-``base`` comes from torch's generator once per call and hop. The draws of a node thus do not depend on which
-thread runs it: a batch is the same on any number of threads, and ``torch.manual_seed`` reproduces it.
+Random numbers are counter based (``_random.py``): each frontier node's draws depend only on ``(base, hop and
+edge type, node position, draw number)``, where ``base`` comes from torch's generator once per call. The draws
+of a node thus do not depend on which thread runs it: a batch is the same on any number of threads, and
+``torch.manual_seed`` reproduces it.
 
-``induced_count`` and ``induced_fill`` list every edge between sampled nodes (sampling with ``directed=False``).
+``induced`` lists every edge between sampled nodes (sampling with ``directed=False``).
 Everything here trusts its inputs (validated by ``scatterx.pyg_lib``); arrays are int64 (times int64, weights
 float64). Work items are chunks of ``step`` frontier nodes.
 """
@@ -30,10 +31,9 @@ import numpy as np
 from numba import njit
 
 from ._codegen import Kernel, claim
+from ._random import GOLDEN, below, substream, unit
+from ._random import draw as bits
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _EMPTY = np.int64(-1)
 #: Floyd's algorithm checks each draw against the earlier ones: up to this count; above, selection sampling
 FLOYD_MAX = 64
@@ -41,33 +41,6 @@ FLOYD_MAX = 64
 NO_TIME, NODE_TIME, EDGE_TIME = 0, 1, 2
 #: what a kernel adds to its return per node or edge found out of range (its other counts stay below it)
 BROKEN = 1 << 32
-
-
-@njit(inline="always", cache=True)
-def _mix(x):
-    """splitmix64's finalizer: a well-mixed uint64 from any uint64."""
-    x = (x ^ (x >> np.uint64(30))) * _M1
-    x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
-
-
-@njit(inline="always", cache=True)
-def _uniform(h, j):
-    """The ``j``-th uniform float in [0, 1) of the stream ``h``."""
-    return np.float64(_mix(h + np.uint64(j + 1) * _GOLDEN) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-@njit(inline="always", cache=True)
-def _below(h, j, m):
-    """The ``j``-th integer of the stream ``h``, uniform in [0, m)."""
-    r = np.int64(_uniform(h, j) * m)
-    return r if r < m else m - 1
-
-
-@njit(inline="always", cache=True)
-def stream(base, i):
-    """The stream of draws of frontier node ``i`` under the call's ``base``."""
-    return _mix(np.uint64(base) + np.uint64(i) * _GOLDEN)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -144,13 +117,16 @@ def ranges_kernel(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, row, out, nbr, step):
+def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, sequence, row, out, nbr, step):
     """Per frontier node i: ``out[offsets[i]:offsets[i+1]]`` = the edges drawn from ``lo[2i] .. lo[2i] +
     lo[2i+1]`` (the population), and ``nbr`` their neighbours ``row[out]`` (read here, in parallel, rather than
     in the one-thread relabelling). ``every``: the fan-out is -1, every edge once (with replacement too);
     ``weighted``: draw by ``weight`` (float64, per edge). Returns the number of nodes that were to draw with
-    replacement by weights that are all 0 (their draws are left at their first edge)."""
+    replacement by weights that are all 0 (their draws are left at their first edge). The draws of frontier node
+    i are the sequence ``substream(substream(base, sequence), i)`` (``_random.py``): ``sequence`` numbers the
+    (hop, edge type) of the launch."""
     m = offsets.shape[0] - 1
+    key = substream(base, sequence)
     nbad = 0
     while True:
         c = claim(counter)
@@ -163,7 +139,7 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, ro
                 continue
             a = lo[2 * i]
             pop = lo[2 * i + 1]
-            h = stream(base, i)
+            h = substream(key, i)
             if k == pop and (every or not replace):  # every edge
                 for j in range(k):
                     out[o + j] = a + j
@@ -178,7 +154,7 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, ro
                     for j in range(k):
                         out[o + j] = a
                 for j in range(k if total > 0 else 0):
-                    target = _uniform(h, j) * total
+                    target = unit(bits(h, j)) * total
                     x, y = 0, pop - 1
                     while x < y:  # the first place whose cumulative weight exceeds the target
                         mid = (x + y) >> 1
@@ -193,18 +169,18 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, ro
                 keys = np.empty(pop, np.float64)
                 for j in range(pop):
                     w = weight[a + j]
-                    u = _uniform(h, j)
+                    u = unit(bits(h, j))
                     keys[j] = np.log(u) / w if w > 0 else -np.inf
                 order = np.argsort(-keys, kind="mergesort")
                 for j in range(k):
                     out[o + j] = a + order[j]
             elif replace:
                 for j in range(k):
-                    out[o + j] = a + _below(h, j, pop)
+                    out[o + j] = a + below(bits(h, j), pop)
             elif k <= FLOYD_MAX:  # Floyd: each draw t from [0, top], or top itself if t was drawn already
                 for j in range(k):
                     top = pop - k + j
-                    t = _below(h, j, top + 1)
+                    t = below(bits(h, j), top + 1)
                     for q in range(j):
                         if out[o + q] == a + t:
                             t = top
@@ -214,7 +190,7 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, ro
                 need = k
                 j = 0
                 for e in range(pop):
-                    if _uniform(h, e) * (pop - e) < need:
+                    if unit(bits(h, e)) * (pop - e) < need:
                         out[o + j] = a + e
                         j += 1
                         need -= 1
@@ -227,7 +203,7 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, ro
 
 @njit(inline="always", cache=True)
 def _slot(key, shift):
-    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(shift))
+    return np.int64((np.uint64(key) * GOLDEN) >> np.uint64(shift))
 
 
 # The hash tables below are one int64 array of (key, value) pairs -- ``table[2s]`` the key of slot s (-1: empty),

@@ -19,9 +19,9 @@ per step instead of an unbounded loop. Neighbour tests are binary searches in ``
 ``col``'s rows each sorted (``col`` itself when they already are). node2vec's steps, its first one included, draw
 from it: its walks do not depend on the order of the edges within a row.
 
-**Random numbers** come from a counter-based generator: the ``k``-th draw of walk ``w`` is splitmix64's
-``mix(key + (k + 1) * GOLDEN)`` with ``key = mix(base ^ mix(w))`` (``_draw``), where ``base`` is drawn by the
-caller from torch's default generator once per call. A walk's numbers depend on nothing but ``(base, w, k)``, and
+**Random numbers** come from the counter-based generator of ``_random.py``: the ``k``-th draw of walk ``w`` is
+``draw(substream(base, w), k)``, where ``base`` is drawn by the caller from torch's default generator once per
+call. A walk's numbers depend on nothing but ``(base, w, k)``, and
 each walk is computed by one thread in order, so the walks do not depend on the thread count nor on how they were
 chunked, and ``torch.manual_seed`` makes a call reproducible.
 
@@ -35,48 +35,10 @@ import numpy as np
 from numba import njit
 
 from ._codegen import Kernel, claim
+from ._random import below, draw, substream, unit
 
-#: splitmix64's increment (2^64 / golden ratio) and its output mix's multipliers
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 #: node2vec: rejection rounds before a step is drawn exactly from all of the node's edges
 TRIALS = 32
-
-_U32 = np.uint64(32)
-_LOW = np.uint64(0xFFFFFFFF)
-_TWO_53 = 1.0 / 9007199254740992.0  # 2^-53
-
-
-@njit(inline="always", cache=True)
-def _mix(z):
-    """splitmix64's output function: a bijection of uint64 whose outputs look independent for nearby inputs."""
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(inline="always", cache=True)
-def _draw(key, k):
-    """The ``k``-th 64 random bits of the walk whose key is ``key`` (``k``: uint64)."""
-    return _mix(key + (k + np.uint64(1)) * GOLDEN)
-
-
-@njit(inline="always", cache=True)
-def _below(bits, n):
-    """A uniform integer in ``[0, n)`` (int64 ``n >= 1``) from 64 random bits: the high word of ``bits * n``
-    (Lemire's multiply-shift; bias below ``n / 2^64``), from 32-bit halves for ``n < 2^32``."""
-    un = np.uint64(n)
-    if un <= _LOW:
-        high = (bits >> _U32) * un + (((bits & _LOW) * un) >> _U32)
-        return np.int64(high >> _U32)
-    return np.int64(bits % un)
-
-
-@njit(inline="always", cache=True)
-def _unit(bits):
-    """A uniform float64 in ``[0, 1)`` from 64 random bits."""
-    return np.float64(bits >> np.uint64(11)) * _TWO_53
 
 
 @njit(inline="always", cache=True)
@@ -124,7 +86,7 @@ def random_walk_kernel(counter, rowptr, col, sorted_col, seed, out, step, base, 
         if c < 0:
             break
         for w in range(c * step, min(walks, (c + 1) * step)):
-            key = _mix(key0 ^ _mix(np.uint64(w)))
+            key = substream(key0, w)
             k = np.uint64(0)  # draws made so far
             v = seed[w]
             t = np.int64(-1)  # where the walk came from (-1: nowhere yet)
@@ -136,10 +98,10 @@ def random_walk_kernel(counter, rowptr, col, sorted_col, seed, out, step, base, 
                 if d == 0:
                     break  # a node with no out-edge: the walk stays (filled below)
                 if uniform:
-                    x = col[lo + _below(_draw(key, k), d)]
+                    x = col[lo + below(draw(key, k), d)]
                     k += np.uint64(1)
                 elif t < 0:  # node2vec's first step: uniform too, from the sorted row
-                    x = sorted_col[lo + _below(_draw(key, k), d)]
+                    x = sorted_col[lo + below(draw(key, k), d)]
                     k += np.uint64(1)
                 else:
                     x = np.int64(-1)
@@ -150,30 +112,30 @@ def random_walk_kernel(counter, rowptr, col, sorted_col, seed, out, step, base, 
                         back = (b - a) * inv_p
                         total = back + (d - (b - a)) * envelope
                         for _ in range(TRIALS):
-                            u = _unit(_draw(key, k)) * total
+                            u = unit(draw(key, k)) * total
                             k += np.uint64(1)
                             if u < back or b - a == d:
                                 x = t
                                 break
-                            i = _below(_draw(key, k), d - (b - a))  # a uniform edge of v that does not return
+                            i = below(draw(key, k), d - (b - a))  # a uniform edge of v that does not return
                             k += np.uint64(1)
                             y = sorted_col[lo + i if lo + i < a else lo + i + (b - a)]
                             if q == 1.0:
                                 x = y  # every non-returning weight is 1 == envelope
                                 break
-                            accept = _unit(_draw(key, k)) * envelope
+                            accept = unit(draw(key, k)) * envelope
                             k += np.uint64(1)
                             if accept < _weight(rowptr, sorted_col, t, y, inv_p, inv_q):
                                 x = y
                                 break
                     else:
                         for _ in range(TRIALS):
-                            y = sorted_col[lo + _below(_draw(key, k), d)]  # a uniform edge of v
+                            y = sorted_col[lo + below(draw(key, k), d)]  # a uniform edge of v
                             k += np.uint64(1)
                             if q == 1.0 and y != t:
                                 x = y  # weight 1 == envelope
                                 break
-                            accept = _unit(_draw(key, k)) * envelope
+                            accept = unit(draw(key, k)) * envelope
                             k += np.uint64(1)
                             if accept < _weight(rowptr, sorted_col, t, y, inv_p, inv_q):
                                 x = y
@@ -182,7 +144,7 @@ def random_walk_kernel(counter, rowptr, col, sorted_col, seed, out, step, base, 
                         whole = 0.0
                         for e in range(lo, lo + d):
                             whole += _weight(rowptr, sorted_col, t, sorted_col[e], inv_p, inv_q)
-                        u = _unit(_draw(key, k)) * whole
+                        u = unit(draw(key, k)) * whole
                         k += np.uint64(1)
                         x = sorted_col[lo + d - 1]  # (where rounding leaves u at the very end)
                         for e in range(lo, lo + d):
