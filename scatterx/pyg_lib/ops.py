@@ -500,8 +500,12 @@ def index_sort(inputs: Tensor, max_value: Optional[int] = None) -> Tuple[Tensor,
 
 
 # --------------------------------------------------------------------------------------------- sampled ops
-def _sampled(left: Any, right: Any, left_index: Any, right_index: Any, op: str) -> Tensor:
-    """Checks, then ``left[left_index] (op) right[right_index]`` on torch's differentiable ops."""
+@torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
+def _sampled(
+    left: Tensor, right: Tensor, left_index: Optional[Tensor], right_index: Optional[Tensor], op: str
+) -> Tensor:
+    """Checks, then ``left[left_index] (op) right[right_index]`` on torch's differentiable ops: the four
+    ``sampled_*`` functions themselves."""
     _tensor(left, "left")
     _tensor(right, "right")
     _same_dtype(right, "right", left, "left")
@@ -544,169 +548,70 @@ def _sampled(left: Any, right: Any, left_index: Any, right_index: Any, op: str) 
     return a / b
 
 
-@torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
-def _sampled_add(
-    left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
-) -> Tensor:
-    """:func:`sampled_add` itself (TorchScript calls it as Python)."""
-    return _sampled(left, right, left_index, right_index, "add")
+# The four sampled ops share their documentation; each states its own operator and example.
+_SAMPLED_DOC = """The {what} of sampled rows: ``left[left_index] {symbol} right[right_index]`` (an index left out takes
+    every row in order) -- e.g. a value per edge from its two end nodes' rows. Differentiable w.r.t. ``left`` and
+    ``right``.
+
+    Args:
+        left: a tensor of at least 1 dimension (pyg-lib: ``[N, F]``).
+        right: a tensor of ``left``'s dtype and device, the same size as ``left`` in every dimension but the
+            first.
+        left_index: optional int64/int32 ``[E]``, the rows of ``left`` to take.
+        right_index: optional int64/int32 ``[E]``, the rows of ``right`` to take.
+
+    Returns:
+        A new tensor with as many rows as the sampled operands (with an index given, a single sampled row is
+        broadcast, as in pyg-lib) and ``left``'s other dimensions.
+
+    Raises:
+        TypeError: an argument is not a tensor; ``right`` has another dtype than ``left``; an index is not
+            int32/int64 (an ``ArgumentTypeError``, also a ``RuntimeError``).
+        ValueError: ``left`` and ``right`` differ beyond the first dimension or are on different devices; an
+            index is not 1-D; the sampled operands have different numbers of rows (an ``ArgumentError``, also
+            a ``RuntimeError``).
+        IndexError: an index entry is negative or not below its tensor's ``size(0)``.
+
+    Example:
+        >>> left, right = torch.tensor([[1.0], [2.0]]), torch.tensor([[10.0], [20.0], [30.0]])
+        >>> {name}(left, right, torch.tensor([0, 1]), torch.tensor([2, 0]))
+        {result}
+    """
 
 
 def sampled_add(
     left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
 ) -> Tensor:
-    """The sum of sampled rows: ``left[left_index] + right[right_index]`` (an index left out takes every row
-    in order) -- e.g. a value per edge from its two end nodes' rows. Differentiable w.r.t. ``left`` and ``right``.
-
-    Args:
-        left: a tensor of at least 1 dimension (pyg-lib: ``[N, F]``).
-        right: a tensor of ``left``'s dtype and device, the same size as ``left`` in every dimension but the
-            first.
-        left_index: optional int64/int32 ``[E]``, the rows of ``left`` to take.
-        right_index: optional int64/int32 ``[E]``, the rows of ``right`` to take.
-
-    Returns:
-        A new tensor with as many rows as the sampled operands (with an index given, a single sampled row is
-        broadcast, as in pyg-lib) and ``left``'s other dimensions.
-
-    Raises:
-        TypeError: an argument is not a tensor; ``right`` has another dtype than ``left``; an index is not
-            int32/int64 (an ``ArgumentTypeError``, also a ``RuntimeError``).
-        ValueError: ``left`` and ``right`` differ beyond the first dimension or are on different devices; an
-            index is not 1-D; the sampled operands have different numbers of rows (an ``ArgumentError``, also
-            a ``RuntimeError``).
-        IndexError: an index entry is negative or not below its tensor's ``size(0)``.
-
-    Example:
-        >>> left, right = torch.tensor([[1.0], [2.0]]), torch.tensor([[10.0], [20.0], [30.0]])
-        >>> sampled_add(left, right, torch.tensor([0, 1]), torch.tensor([2, 0]))
-        tensor([[31.],
-                [12.]])
-    """
-    return _sampled_add(left, right, left_index, right_index)
-
-
-@torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
-def _sampled_sub(
-    left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
-) -> Tensor:
-    """:func:`sampled_sub` itself (TorchScript calls it as Python)."""
-    return _sampled(left, right, left_index, right_index, "sub")
+    return _sampled(left, right, left_index, right_index, "add")
 
 
 def sampled_sub(
     left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
 ) -> Tensor:
-    """The difference of sampled rows: ``left[left_index] - right[right_index]`` (an index left out takes every row
-    in order) -- e.g. a value per edge from its two end nodes' rows. Differentiable w.r.t. ``left`` and ``right``.
-
-    Args:
-        left: a tensor of at least 1 dimension (pyg-lib: ``[N, F]``).
-        right: a tensor of ``left``'s dtype and device, the same size as ``left`` in every dimension but the
-            first.
-        left_index: optional int64/int32 ``[E]``, the rows of ``left`` to take.
-        right_index: optional int64/int32 ``[E]``, the rows of ``right`` to take.
-
-    Returns:
-        A new tensor with as many rows as the sampled operands (with an index given, a single sampled row is
-        broadcast, as in pyg-lib) and ``left``'s other dimensions.
-
-    Raises:
-        TypeError: an argument is not a tensor; ``right`` has another dtype than ``left``; an index is not
-            int32/int64 (an ``ArgumentTypeError``, also a ``RuntimeError``).
-        ValueError: ``left`` and ``right`` differ beyond the first dimension or are on different devices; an
-            index is not 1-D; the sampled operands have different numbers of rows (an ``ArgumentError``, also
-            a ``RuntimeError``).
-        IndexError: an index entry is negative or not below its tensor's ``size(0)``.
-
-    Example:
-        >>> left, right = torch.tensor([[1.0], [2.0]]), torch.tensor([[10.0], [20.0], [30.0]])
-        >>> sampled_sub(left, right, torch.tensor([0, 1]), torch.tensor([2, 0]))
-        tensor([[-29.],
-                [ -8.]])
-    """
-    return _sampled_sub(left, right, left_index, right_index)
-
-
-@torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
-def _sampled_mul(
-    left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
-) -> Tensor:
-    """:func:`sampled_mul` itself (TorchScript calls it as Python)."""
-    return _sampled(left, right, left_index, right_index, "mul")
+    return _sampled(left, right, left_index, right_index, "sub")
 
 
 def sampled_mul(
     left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
 ) -> Tensor:
-    """The product of sampled rows: ``left[left_index] * right[right_index]`` (an index left out takes every row
-    in order) -- e.g. a value per edge from its two end nodes' rows. Differentiable w.r.t. ``left`` and ``right``.
-
-    Args:
-        left: a tensor of at least 1 dimension (pyg-lib: ``[N, F]``).
-        right: a tensor of ``left``'s dtype and device, the same size as ``left`` in every dimension but the
-            first.
-        left_index: optional int64/int32 ``[E]``, the rows of ``left`` to take.
-        right_index: optional int64/int32 ``[E]``, the rows of ``right`` to take.
-
-    Returns:
-        A new tensor with as many rows as the sampled operands (with an index given, a single sampled row is
-        broadcast, as in pyg-lib) and ``left``'s other dimensions.
-
-    Raises:
-        TypeError: an argument is not a tensor; ``right`` has another dtype than ``left``; an index is not
-            int32/int64 (an ``ArgumentTypeError``, also a ``RuntimeError``).
-        ValueError: ``left`` and ``right`` differ beyond the first dimension or are on different devices; an
-            index is not 1-D; the sampled operands have different numbers of rows (an ``ArgumentError``, also
-            a ``RuntimeError``).
-        IndexError: an index entry is negative or not below its tensor's ``size(0)``.
-
-    Example:
-        >>> left, right = torch.tensor([[1.0], [2.0]]), torch.tensor([[10.0], [20.0], [30.0]])
-        >>> sampled_mul(left, right, torch.tensor([0, 1]), torch.tensor([2, 0]))
-        tensor([[30.],
-                [20.]])
-    """
-    return _sampled_mul(left, right, left_index, right_index)
-
-
-@torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
-def _sampled_div(
-    left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
-) -> Tensor:
-    """:func:`sampled_div` itself (TorchScript calls it as Python)."""
-    return _sampled(left, right, left_index, right_index, "div")
+    return _sampled(left, right, left_index, right_index, "mul")
 
 
 def sampled_div(
     left: Tensor, right: Tensor, left_index: Optional[Tensor] = None, right_index: Optional[Tensor] = None
 ) -> Tensor:
-    """The quotient of sampled rows: ``left[left_index] / right[right_index]`` (an index left out takes every row
-    in order) -- e.g. a value per edge from its two end nodes' rows. Differentiable w.r.t. ``left`` and ``right``.
+    return _sampled(left, right, left_index, right_index, "div")
 
-    Args:
-        left: a tensor of at least 1 dimension (pyg-lib: ``[N, F]``).
-        right: a tensor of ``left``'s dtype and device, the same size as ``left`` in every dimension but the
-            first.
-        left_index: optional int64/int32 ``[E]``, the rows of ``left`` to take.
-        right_index: optional int64/int32 ``[E]``, the rows of ``right`` to take.
 
-    Returns:
-        A new tensor with as many rows as the sampled operands (with an index given, a single sampled row is
-        broadcast, as in pyg-lib) and ``left``'s other dimensions.
-
-    Raises:
-        TypeError: an argument is not a tensor; ``right`` has another dtype than ``left``; an index is not
-            int32/int64 (an ``ArgumentTypeError``, also a ``RuntimeError``).
-        ValueError: ``left`` and ``right`` differ beyond the first dimension or are on different devices; an
-            index is not 1-D; the sampled operands have different numbers of rows (an ``ArgumentError``, also
-            a ``RuntimeError``).
-        IndexError: an index entry is negative or not below its tensor's ``size(0)``.
-
-    Example:
-        >>> left, right = torch.tensor([[1.0], [2.0]]), torch.tensor([[10.0], [20.0], [30.0]])
-        >>> sampled_div(left, right, torch.tensor([0, 1]), torch.tensor([2, 0]))
-        tensor([[0.0333],
-                [0.2000]])
-    """
-    return _sampled_div(left, right, left_index, right_index)
+sampled_add.__doc__ = _SAMPLED_DOC.format(
+    what="sum", symbol="+", name="sampled_add", result="tensor([[31.],\n                [12.]])"
+)
+sampled_sub.__doc__ = _SAMPLED_DOC.format(
+    what="difference", symbol="-", name="sampled_sub", result="tensor([[-29.],\n                [ -8.]])"
+)
+sampled_mul.__doc__ = _SAMPLED_DOC.format(
+    what="product", symbol="*", name="sampled_mul", result="tensor([[30.],\n                [20.]])"
+)
+sampled_div.__doc__ = _SAMPLED_DOC.format(
+    what="quotient", symbol="/", name="sampled_div", result="tensor([[0.0333],\n                [0.2000]])"
+)
