@@ -103,6 +103,13 @@ def _disjoint_bounds(num_nodes: Optional[int], seeds: int) -> None:
         raise ValueError(f"disjoint sampling takes fewer than 2^31 seeds, got {seeds}")
 
 
+def _booleans(**flags) -> None:
+    """The switches are bools (a string such as ``"no"`` would otherwise read as true)."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"'{name}' must be a bool, got {type(value).__name__}")
+
+
 def _flags(temporal_strategy: str, disjoint: bool, timed: bool, weighted: bool, directed: bool) -> None:
     if temporal_strategy not in _STRATEGIES:
         raise ValueError(f"'temporal_strategy' must be 'uniform' or 'last', got {temporal_strategy!r}")
@@ -191,6 +198,7 @@ def neighbor_sample(
             raise TypeError(f"'{name}' must have the dtype of 'rowptr' ({rowptr.dtype}), got {t.dtype}")
     counts = _fan_outs(num_neighbors, "num_neighbors")
     timed = node_time is not None or edge_time is not None
+    _booleans(csc=csc, replace=replace, directed=directed, disjoint=disjoint, return_edge_id=return_edge_id)
     _flags(temporal_strategy, disjoint, timed, edge_weight is not None, directed)
     if node_time is not None and edge_time is not None:
         raise ValueError("give 'node_time' or 'edge_time', not both")
@@ -345,6 +353,7 @@ def hetero_sample(
     """``torch.ops.pyg.hetero_neighbor_sample``: :func:`hetero_neighbor_sample` with the edge types' dicts keyed
     by ``"src__rel__dst"`` strings (as PyG's sampler calls the operator)."""
     timed = bool(node_time_dict) or bool(edge_time_dict)
+    _booleans(csc=csc, replace=replace, directed=directed, disjoint=disjoint, return_edge_id=return_edge_id)
     _flags(temporal_strategy, disjoint, timed, bool(edge_weight_dict), directed)
     if node_time_dict and edge_time_dict:
         raise ValueError("give 'node_time_dict' or 'edge_time_dict', not both")

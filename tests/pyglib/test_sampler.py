@@ -247,6 +247,8 @@ BAD = [
     (dict(edge_weight=torch.ones(9)), ValueError, "edge_weight"),
     (dict(edge_weight=-torch.ones(10)), ValueError, "edge_weight"),
     (dict(temporal_strategy="first"), ValueError, "temporal_strategy"),
+    (dict(csc="no"), TypeError, "'csc' must be a bool"),
+    (dict(replace=1), TypeError, "'replace' must be a bool"),
 ]
 
 
