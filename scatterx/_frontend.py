@@ -9,8 +9,9 @@ anything is written.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -65,6 +66,8 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     if index.numel() == 0:
         return index
     # one pass for the common case, every entry already in [0, size): the extremes, per coordinate for ND indices
+    if not isinstance(sizes, int) and len(sizes) == 1:
+        sizes = sizes[0]  # one coordinate: the extremes of the whole index (cheaper than per column)
     if isinstance(sizes, int):
         low, high = (int(v) for v in torch.aminmax(index))
         if low >= 0 and high < sizes:
@@ -88,6 +91,53 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     return index
 
 
+def check_out(out, like: torch.Tensor, op: str, *inputs) -> None:
+    """An ``out=`` tensor of the result's dtype and device, and no gradient wanted through the call (torch's rule
+    for ``out=``): TypeError / ValueError before anything is computed or written."""
+    check_tensor(out, "out")
+    if out.dtype != like.dtype:
+        raise TypeError(f"{op}: out has dtype {out.dtype} but the result has {like.dtype}")
+    if out.device != like.device:
+        raise ValueError(f"{op}: out is on {out.device} but the result is on {like.device}")
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in (out,) + inputs):
+        raise ValueError(f"{op}: out= does not support automatic differentiation, and an argument requires grad")
+
+
+def write_out(out: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """``result`` copied into ``out`` (resized first where its shape differs, with torch's warning when it held
+    elements); the call's checks all passed before this, so ``out`` is written only by a call that succeeds."""
+    if out.shape != result.shape:
+        if out.numel():
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape {list(out.shape)}, which does "
+                f"not match the required output shape {list(result.shape)}.",
+                UserWarning,
+                stacklevel=3,
+            )
+        out.resize_(result.shape)
+    return out.copy_(result)
+
+
+def wrapping_on_failure(run: Callable[[XMap], torch.Tensor], m: XMap, sizes) -> torch.Tensor:
+    """``run(m)`` for a map whose indices may count from the end of their dims (ONNX, Paddle), without a pass of
+    its own over them: ``run`` first takes the indices as they are -- the kernels and the planner check every entry
+    and write nothing of the caller's on a bad one -- and only if one is out of range are the negative ones
+    wrapped (:func:`wrap_negative`, which raises for an entry outside ``[-s, s)``) and ``run`` called again. A
+    call with no negative index so saves the pass; one with negative indices pays a failed first try. Traced, the
+    indices are wrapped first (no value can be read to tell)."""
+    if torch.compiler.is_compiling():
+        wrapped = wrap_negative(m.index, sizes, "indices")
+        return run(m if wrapped is m.index else replace(m, index=wrapped))
+    try:
+        return run(m)
+    except IndexError:
+        pass  # (out of the handler: the error the wrap raises is the caller's, not a consequence of this one)
+    wrapped = wrap_negative(m.index, sizes, "indices")
+    if wrapped is m.index:  # nothing negative, nothing out of range: the first failure was another one
+        return run(m)
+    return run(replace(m, index=wrapped))
+
+
 def scalar_or_tensor(value, like: torch.Tensor, name: str) -> torch.Tensor:
     """A Python number becomes a 0-d tensor of ``like``'s dtype (to be broadcast by the caller)."""
     if isinstance(value, torch.Tensor):
@@ -98,27 +148,31 @@ def scalar_or_tensor(value, like: torch.Tensor, name: str) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------------- ND (ONNX and TensorFlow)
-def nd_map(data, indices, batch_dims: int, op: str, negative: bool) -> XMap:
-    """The map of ``GatherND``/``ScatterND``/``*_nd`` after the argument checks; ``negative``: indices may count
-    from the end of their dim (ONNX), else they must be in range (TensorFlow)."""
+def nd_map(data, indices, batch_dims: int, op: str) -> XMap:
+    """The map of ``GatherND``/``ScatterND``/``*_nd`` after the argument checks (indices as given)."""
     check_tensor(data, "data")
     check_index(indices, "indices", data)
-    m = XMap.nd(indices, data.shape, batch_dims, op)
-    if negative:
-        b, k = batch_dims, indices.size(-1)
-        wrapped = wrap_negative(indices, list(data.shape[b : b + k]), "indices")
-        m = m if wrapped is indices else replace(m, index=wrapped)
-    return m
+    return XMap.nd(indices, data.shape, batch_dims, op)
+
+
+def _nd_run(m: XMap, data, batch_dims: int, negative: bool, run: Callable[[XMap], torch.Tensor]) -> torch.Tensor:
+    """``run(m)``; ``negative``: indices may count from the end of their dim (ONNX), else they must be in range
+    (TensorFlow)."""
+    if not negative:
+        return run(m)
+    b, k = batch_dims, m.index.size(-1)
+    return wrapping_on_failure(run, m, list(data.shape[b : b + k]))
 
 
 def nd_gather(data, indices, batch_dims: int, op: str, negative: bool) -> torch.Tensor:
     """Slices ``data[b, indices[b, i]]``; output shape ``B + I + data.shape[b+k:]``."""
-    return planner.gather(nd_map(data, indices, batch_dims, op, negative), data)
+    m = nd_map(data, indices, batch_dims, op)
+    return _nd_run(m, data, batch_dims, negative, lambda m: planner.gather(m, data))
 
 
 def nd_scatter(data, indices, updates, mode: str, op: str, negative: bool) -> torch.Tensor:
     """``updates[i]`` (a slice of shape ``data.shape[k:]``) reduced into ``data[indices[i]]`` (a new tensor)."""
-    m = nd_map(data, indices, 0, op, negative)
+    m = nd_map(data, indices, 0, op)
     check_updates(updates, data, reduces=mode != "assign")
     check_shape(updates, m.shape, "updates", " (indices.shape[:-1] + data.shape[indices.shape[-1]:])")
-    return planner.scatter(m, data, updates, mode, include_self=True)
+    return _nd_run(m, data, 0, negative, lambda m: planner.scatter(m, data, updates, mode, include_self=True))

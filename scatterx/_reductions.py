@@ -49,12 +49,14 @@ def _mul(acc, x):
 
 def _max(acc, x):
     # NaN propagates as in torch.amax: once acc is NaN it stays NaN; a NaN x replaces acc
-    # (``acc >= nan`` is False).  For integers ``acc != acc`` is always False.
-    return acc if (acc != acc or acc >= x) else x
+    # (``acc >= nan`` is False).  For integers ``acc != acc`` is always False. ``|``, not ``or``: both sides are
+    # computed and no branch is taken -- with ``or`` the compiled kernels branch on data, and a scatter's random
+    # updates mispredict (docs/decisions/selecting-combine.md, "No branch")
+    return acc if (acc != acc) | (acc >= x) else x
 
 
 def _min(acc, x):
-    return acc if (acc != acc or acc <= x) else x
+    return acc if (acc != acc) | (acc <= x) else x
 
 
 def _greater(x, best):

@@ -16,10 +16,24 @@ from typing import List, Optional
 import torch
 
 from . import distributed as sxd
-from .bench import dist, figures, gnn, gnn_minibatch, gpu_model, gpu_static, grid, grid_elements, grid_report, targets
+from .bench import (
+    dist,
+    export_onnx,
+    figures,
+    gnn,
+    gnn_minibatch,
+    gpu_model,
+    gpu_static,
+    grid,
+    grid_elements,
+    grid_report,
+    targets,
+)
 from .bench import report as report_mod
 from .bench.gnn import MODELS, GnnConfig
-from .bench.harness import ORDERS, REDUCTIONS, Config, run
+from .bench.goals import evaluate
+from .bench.goals import lines as goal_lines
+from .bench.harness import ORDERS, REDUCTIONS, Config, environment, run
 from .kernels.gpu import available
 
 
@@ -205,6 +219,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="what METIS keeps equal over the ranks: work (each node's row and in-edges; default) or node counts",
     )
     q.add_argument("--seed", type=int, default=gd.seed, help="the graph's and METIS's seed")
+
+    x = sub.add_parser(
+        "bench-export",
+        help="time the ONNX graphs scatterx.export writes, in onnxruntime, against eager scatterx (needs "
+        "scatterx[export] and torch_geometric)",
+    )
+    x.add_argument("--edges", type=int, default=1_000_000, help="number of edges, default 1,000,000")
+    x.add_argument("--nodes", type=int, default=100_000, help="number of target nodes, default 100,000")
+    x.add_argument("--features", type=int, default=64, help="features per edge, default 64")
+    x.add_argument("--threads", type=int, default=2, help="onnxruntime's intra-op threads and torch's, default 2")
+    x.add_argument("--repeats", type=int, default=5, help="timed calls per case (the median is reported)")
+    x.add_argument("--cases", default=None, help="comma-separated, a subset of " + ",".join(export_onnx.CASES))
 
     r = sub.add_parser(
         "gpu-report",
@@ -407,6 +433,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _bench_gnn(args)
     elif args.command == "bench-dist":
         _bench_dist(args)
+    elif args.command == "bench-export":
+        _bench_export(args)
     elif args.command == "partition":
         _partition(args)
     elif args.command == "gpu-report":
@@ -414,6 +442,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.command == "plot":
         return _plot(args.dirs)
     return 0
+
+
+def _bench_export(args) -> None:
+    try:
+        import onnxruntime  # noqa: F401
+        import onnxscript  # noqa: F401
+    except ImportError:
+        raise SystemExit(
+            "scatterx bench-export needs onnxscript and onnxruntime: pip install 'scatterx[export]'"
+        ) from None
+    cases = None if args.cases is None else _split(args.cases, export_onnx.CASES, "cases")
+    rows = export_onnx.export_onnx_rows(args.edges, args.nodes, args.features, args.threads, args.repeats, cases)
+    print(
+        f"scatterx bench-export: {args.edges:,} edges x {args.features} float32 features -> {args.nodes:,} nodes, "
+        f"power-law in-degrees; {args.threads} thread(s) for onnxruntime (intra-op) and torch"
+    )
+    print(export_onnx.format_rows(rows))
+    results = [result for row in rows for result in evaluate("bench-export", row)]
+    print("goals:")
+    print("\n".join(goal_lines(results)))
+    print("environment: " + ", ".join(f"{k} {v}" for k, v in environment("cpu").items()))
 
 
 def _plot(dirs: List[str]) -> int:

@@ -17,12 +17,14 @@ Indices may be negative and then count from the end of their axis, as ONNX allow
 - indices must be int32 or int64 tensors, on the data's device; a wrong argument raises TypeError, ValueError or
   IndexError (see each function) instead of failing inside a runtime.
 
+Large results (32 MiB and more, on the CPU) are made in the memory of an earlier result that nothing references
+any more, as onnxruntime's arena does, instead of fresh pages on every call: in a loop that drops each result
+before the next call, no page faults. ``scatterx.planner.release_outputs()`` hands that memory back.
+
 To export a model that uses these functions to ONNX, see :mod:`scatterx.export`.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import torch
 
@@ -36,6 +38,7 @@ from ._frontend import (
     nd_scatter,
     normalize_axis,
     wrap_negative,
+    wrapping_on_failure,
 )
 from .planner import XMap
 
@@ -59,9 +62,7 @@ def _elements_map(data, indices, axis, op):
     if data.dim() == 0:
         raise ValueError(f"{op}: data must have rank >= 1, got a 0-d tensor")
     axis = normalize_axis(axis, data.dim())
-    m = XMap.along_dim(indices, data.shape, axis, names=("indices", "data"), op=op)
-    wrapped = wrap_negative(indices, data.size(axis), "indices")
-    return m if wrapped is indices else replace(m, index=wrapped)
+    return XMap.along_dim(indices, data.shape, axis, names=("indices", "data"), op=op)
 
 
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int = 0) -> torch.Tensor:
@@ -91,7 +92,9 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, axis: int = 0) ->
         tensor([[1., 1.],
                 [4., 3.]])
     """
-    return planner.gather(_elements_map(data, indices, axis, "GatherElements"), data)
+    m = _elements_map(data, indices, axis, "GatherElements")
+    with planner.reusing_outputs():
+        return wrapping_on_failure(lambda m: planner.gather(m, data), m, data.size(m.coords[0]))
 
 
 def scatter_elements(
@@ -136,7 +139,10 @@ def scatter_elements(
     m = _elements_map(data, indices, axis, "ScatterElements")
     check_updates(updates, data, reduces=mode != "assign")
     check_shape(updates, indices.shape, "updates", " (the shape of indices)")
-    return planner.scatter(m, data, updates, mode, include_self=True)
+    with planner.reusing_outputs():
+        return wrapping_on_failure(
+            lambda m: planner.scatter(m, data, updates, mode, include_self=True), m, data.size(m.coords[0])
+        )
 
 
 def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0) -> torch.Tensor:
@@ -181,7 +187,8 @@ def gather(data: torch.Tensor, indices: torch.Tensor, axis: int = 0) -> torch.Te
     after = tuple((axis + q + j, axis + 1 + j) for j in range(data.dim() - axis - 1))
     carry = tuple((d, d) for d in range(axis)) + after
     m = XMap(shape, tuple(data.shape), indices, tuple(range(axis, axis + q)), (axis,), carry)
-    return planner.gather(m, data)
+    with planner.reusing_outputs():
+        return planner.gather(m, data)
 
 
 def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0) -> torch.Tensor:
@@ -217,7 +224,8 @@ def gather_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int = 0) ->
         >>> gather_nd(data, torch.tensor([[1], [0]]), batch_dims=1)  # per row of data
         tensor([2., 3.])
     """
-    return nd_gather(data, indices, batch_dims, "GatherND", negative=True)
+    with planner.reusing_outputs():
+        return nd_gather(data, indices, batch_dims, "GatherND", negative=True)
 
 
 def scatter_nd(
@@ -255,4 +263,5 @@ def scatter_nd(
         tensor([[2., 3.],
                 [1., 1.]])
     """
-    return nd_scatter(data, indices, updates, _reduction(reduction), "ScatterND", negative=True)
+    with planner.reusing_outputs():
+        return nd_scatter(data, indices, updates, _reduction(reduction), "ScatterND", negative=True)

@@ -46,14 +46,16 @@ them; :func:`check_coordinates` raises IndexError for the first one that is not,
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence, Tuple
 
 import torch
 
 from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
-from .backends._common import empty
+from .backends._common import empty, overlaps, release_outputs, reusing_outputs
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
 from .ops._checks import INDEX_DTYPES, check_tensor
 
@@ -66,6 +68,8 @@ __all__ = [
     "gather",
     "plan",
     "reduced",
+    "release_outputs",
+    "reusing_outputs",
     "scatter",
     "simplify",
 ]
@@ -128,7 +132,15 @@ class XMap:
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
         object.__setattr__(self, "data_shape", tuple(int(s) for s in self.data_shape))
+        object.__setattr__(self, "lookup", tuple(self.lookup))
+        object.__setattr__(self, "coords", tuple(self.coords))
+        object.__setattr__(self, "carry", tuple(tuple(pair) for pair in self.carry))
         _check_index(self.index)
+        # the checks below read shapes and dims only: a form checked once is not checked again (the planner's
+        # per-call cost, docs/decisions/planner.md "A planner that costs microseconds")
+        form = (self.shape, self.data_shape, tuple(self.index.shape), self.lookup, self.coords, self.carry, self.vector)
+        if form in _VALID_FORMS and _plain_dims(self.lookup, self.coords, self.carry):
+            return
         for what, dims, rank in (
             ("lookup", self.lookup, len(self.shape)),
             ("coords", self.coords, len(self.data_shape)),
@@ -152,6 +164,7 @@ class XMap:
         for s, t in self.carry:
             if self.shape[s] > self.data_shape[t]:
                 raise ValueError(f"carried dim {s} (size {self.shape[s]}) exceeds data dim {t} ({self.data_shape[t]})")
+        _remember(_VALID_FORMS, form, True)
 
     @classmethod
     def along_dim(
@@ -188,6 +201,9 @@ class XMap:
             ((1, 2), (0, 1), (1,), ((0, 0),))
         """
         _check_index(index)
+        known = _ALONG.get((tuple(index.shape), tuple(data_shape), dim)) if type(dim) is int else None
+        if known is not None:  # a form checked before: only the index is new
+            return cls._checked(known, index)
         index_name, data_name = names
         prefix = f"{op}: " if op else ""
         ndim = len(data_shape)
@@ -202,7 +218,25 @@ class XMap:
                     f"{prefix}{index_name}.size({d}) = {index.size(d)} exceeds {data_name}.size({d}) = {data_shape[d]}"
                 )
         carry = tuple((d, d) for d in range(ndim) if d != dim)
-        return cls(tuple(index.shape), tuple(data_shape), index, tuple(range(ndim)), (dim,), carry)
+        m = cls(tuple(index.shape), tuple(data_shape), index, tuple(range(ndim)), (dim,), carry)
+        _remember(_ALONG, (m.shape, m.data_shape, dim), m)
+        return m
+
+    @classmethod
+    def _checked(cls, like: XMap, index: torch.Tensor) -> XMap:
+        """``like`` with another index of the same shape and an int dtype, without checking the form again."""
+        m = object.__new__(cls)
+        for name, value in (
+            ("shape", like.shape),
+            ("data_shape", like.data_shape),
+            ("index", index),
+            ("lookup", like.lookup),
+            ("coords", like.coords),
+            ("carry", like.carry),
+            ("vector", like.vector),
+        ):
+            object.__setattr__(m, name, value)
+        return m
 
     @classmethod
     def slices(cls, index: torch.Tensor, data_shape: Sequence[int], dim: int) -> XMap:
@@ -267,6 +301,13 @@ class XMap:
                     [1., 2., 3.]])
         """
         _check_index(index)
+        known = (
+            _ND.get((tuple(index.shape), tuple(data_shape), batch_dims))
+            if type(batch_dims) is int and batch_dims >= 0
+            else None
+        )
+        if known is not None:  # a form checked before: only the index is new
+            return cls._checked(known, index)
         prefix = f"{op}: " if op else ""
         data_shape = tuple(data_shape)
         if isinstance(batch_dims, bool) or not isinstance(batch_dims, int):
@@ -294,7 +335,9 @@ class XMap:
         q = index.dim() - 1  # B + I dims of the iterated tensor
         shape = tuple(index.shape[:-1]) + data_shape[b + k :]
         carry = tuple((d, d) for d in range(b)) + tuple((q + j, b + k + j) for j in range(len(data_shape) - b - k))
-        return cls(shape, data_shape, index, tuple(range(q)), tuple(range(b, b + k)), carry, vector=True)
+        m = cls(shape, data_shape, index, tuple(range(q)), tuple(range(b, b + k)), carry, vector=True)
+        _remember(_ND, (tuple(index.shape), data_shape, b), m)
+        return m
 
     def coordinate(self, j: int) -> torch.Tensor:
         """Coordinate ``j`` of the lookup (a view of ``index``), indexed by the ``lookup`` dims.
@@ -326,6 +369,31 @@ def _check_dim(dim, ndim: int, prefix: str = "") -> None:
         raise TypeError(f"{prefix}dim must be an int, got {type(dim).__name__}")
     if not 0 <= dim < ndim:
         raise IndexError(f"{prefix}dim={dim} is out of range for data of {ndim} dimension(s) (0..{ndim - 1})")
+
+
+# Forms of map already checked, and plans already made, by call signature: bounded, least recently used first out.
+_VALID_FORMS: OrderedDict[tuple, bool] = OrderedDict()
+_RECIPES: OrderedDict[tuple, Optional[_Recipe]] = OrderedDict()
+_ALONG: OrderedDict[tuple, XMap] = OrderedDict()  # XMap.along_dim's maps by (index shape, data shape, dim)
+_ND: OrderedDict[tuple, XMap] = OrderedDict()  # XMap.nd's by (index shape, data shape, batch dims)
+_REMEMBERED = 512
+
+
+def _remember(cache: OrderedDict, key, value) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    if len(cache) > _REMEMBERED:
+        cache.popitem(last=False)
+
+
+def _plain_dims(lookup, coords, carry) -> bool:
+    """Whether every dim is a plain int (a cached form equal to ``m``'s may hold ``1`` where ``m`` holds ``True``
+    or ``1.0``: equal keys, but ``m`` must still be refused)."""
+    return (
+        all(type(d) is int for d in lookup)
+        and all(type(d) is int for d in coords)
+        and all(type(s) is int and type(t) is int for s, t in carry)
+    )
 
 
 def _check_map(m) -> None:
@@ -450,15 +518,25 @@ def simplify(m: XMap) -> XMap:
         ((0,), tensor([1, 0]))
     """
     _check_map(m)
+    return _simplified(m)[0]
+
+
+def _simplified(m: XMap) -> Tuple[XMap, Tuple[int, ...], bool]:
+    """:func:`simplify`'s map, the positions of ``m.lookup`` it dropped (last first) and whether a drop rests on
+    the index's values (a comparison) rather than on its shape and strides alone."""
     carried = {s for s, _ in m.carry}
     index, lookup = m.index, list(m.lookup)
+    dropped = []
+    by_values = False
     for pos in range(len(lookup) - 1, -1, -1):
         if lookup[pos] in carried and index.size(pos) > 0 and _constant_along(index, pos):
+            by_values = by_values or not (index.size(pos) <= 1 or index.stride(pos) == 0)
             index = index.select(pos, 0)
             del lookup[pos]
-    if len(lookup) == len(m.lookup):
-        return m
-    return XMap(m.shape, m.data_shape, index, tuple(lookup), m.coords, m.carry, m.vector)
+            dropped.append(pos)
+    if not dropped:
+        return m, (), False
+    return XMap(m.shape, m.data_shape, index, tuple(lookup), m.coords, m.carry, m.vector), tuple(dropped), by_values
 
 
 def check_coordinates(m: XMap, name: str = "index") -> None:
@@ -532,7 +610,64 @@ def plan(m: XMap) -> Plan:
         >>> plan(XMap.along_dim(torch.tensor([[1, 0], [0, 1]]), (2, 2), 0)).kind
         'element'
     """
-    original, m = m, simplify(m)
+    _check_map(m)
+    if torch.compiler.is_compiling():  # traced: the plan is made in the graph's Python, once
+        return _plan(m)[0]
+    index = m.index
+    key = (m.shape, m.data_shape, m.lookup, m.coords, m.carry, m.vector) + (
+        tuple(index.shape),
+        index.stride(),
+        index.dtype,
+        index.device,
+    )
+    recipe = _RECIPES.get(key)
+    if recipe is None:
+        made, recipe = _plan(m)
+        if recipe is not None:
+            _remember(_RECIPES, key, recipe)
+        return made
+    _RECIPES.move_to_end(key)
+    return recipe.apply(m)
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    """What :func:`plan` decided for a call signature (the map's dims, the index's shape, strides, dtype and
+    device), to be applied to a new index of that signature: the lookup dims the index's strides let it drop, and
+    the plan without its rows. Applying it still builds the rows from the index and checks them as the plan
+    says (``checked``) -- a recipe never skips a check that depends on the index's values. A plan whose
+    simplification compared the index's values is not remembered (:func:`plan` runs in full each time)."""
+
+    dropped: Tuple[int, ...]
+    lookup: Tuple[int, ...]
+    mid_u: Tuple[int, ...]
+    mid_t: Tuple[int, ...]
+    single: bool
+    template: Plan  # rows None
+    order: Optional[Tuple[int, ...]] = None  # single: the permutation that puts the index's dims in u's order
+
+    def apply(self, m: XMap) -> Plan:
+        t = self.template
+        if t.route in ("along", "coords"):  # the kernels read the caller's index and validate it themselves
+            return t
+        index = m.index
+        for pos in self.dropped:
+            index = index.select(pos, 0)
+        if self.single:  # the index's one coordinate, its dims in u's order, flat (``_u_order`` of every middle dim)
+            c = index.select(-1, 0) if m.vector else index
+            rows = (c if self.order is None else c.permute(self.order)).reshape(-1)
+            return Plan(t.kind, t.outer, t.n, t.S, t.inner, rows, t.checked, t.region, t.route)
+        s = m if not self.dropped else XMap(m.shape, m.data_shape, index, self.lookup, m.coords, m.carry, m.vector)
+        check_coordinates(s)
+        rows = _flat_rows(s, list(self.mid_u), list(self.mid_t))
+        return Plan(t.kind, t.outer, t.n, t.S, t.inner, rows, t.checked, t.region, t.route)
+
+
+def _plan(m: XMap) -> Tuple[Plan, Optional[_Recipe]]:
+    """:func:`plan` in full: the plan, and the recipe that makes it again for this call signature (None when the
+    plan rests on the index's values)."""
+    original = m
+    m, dropped, by_values = _simplified(m)
     looked_up = set(m.lookup)
     to_data = dict(m.carry)
     untouched = {s for s in to_data if s not in looked_up}
@@ -574,16 +709,24 @@ def plan(m: XMap) -> Plan:
     kind = "slice" if lead + k > 0 or single else "element"
     route = _element_route(original) if kind == "element" else "slice"
     if route in ("along", "coords"):  # the kernels read the caller's index and validate it themselves
-        return Plan(kind, outer, n, S, inner, None, False, None, route)
-    if single:
+        template = Plan(kind, outer, n, S, inner, None, False, None, route)
+        rows = None
+    elif single:
         # rows are the index itself: the kernel validates it in its own pass
+        template = Plan(kind, outer, n, S, inner, None, False, region, route)
         rows = _u_order(m.coordinate(0), m.lookup, mid_u).reshape(-1)
-        checked = False
     else:
+        template = Plan(kind, outer, n, S, inner, None, True, region, route)
         check_coordinates(m)
         rows = _flat_rows(m, mid_u, mid_t)
-        checked = True
-    return Plan(kind, outer, n, S, inner, rows, checked, region, route)
+    made = template if rows is None else replace(template, rows=rows)
+    if by_values:
+        return made, None
+    order = None
+    if single:
+        order = tuple(sorted(range(len(m.lookup)), key=lambda i: m.lookup[i]))
+        order = None if order == tuple(range(len(m.lookup))) else order
+    return made, _Recipe(dropped, m.lookup, tuple(mid_u), tuple(mid_t), single, template, order)
 
 
 def _element_route(m: XMap) -> str:
@@ -811,41 +954,81 @@ def _element(m: XMap, p: Plan, data: torch.Tensor, run, scatters: bool = True) -
         raise
 
 
-def gather(m: XMap, data: torch.Tensor) -> torch.Tensor:
-    """Run a gather: ``out[u] = data[t(u)]``. Differentiable w.r.t. ``data``.
+def gather(m: XMap, data: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Run a gather: ``out[u] = data[t(u)]``. Differentiable w.r.t. ``data`` (without ``out``).
 
     Args:
         m: the map.
         data: the source, of shape ``m.data_shape`` (any dtype).
+        out: a tensor of shape ``m.shape`` and ``data``'s dtype and device to write the result into; written only
+            by a call that succeeds. A slice plan gathers into it directly when it is contiguous and shares no
+            memory with ``data``; otherwise the result is copied into it.
 
     Returns:
-        A new tensor of shape ``m.shape``, with ``data``'s dtype and device.
+        A new tensor of shape ``m.shape``, with ``data``'s dtype and device; ``out`` when given.
 
     Raises:
-        TypeError: ``m`` is not an :class:`XMap`, or ``data`` is not a tensor.
-        ValueError: ``data``'s shape is not ``m.data_shape``.
-        IndexError: a coordinate is out of range.
+        TypeError: ``m`` is not an :class:`XMap`, ``data`` or ``out`` is not a tensor, or ``out``'s dtype is not
+            ``data``'s.
+        ValueError: ``data``'s shape is not ``m.data_shape``, ``out``'s is not ``m.shape``, ``out`` is on another
+            device, or ``out`` is given while ``data`` requires grad.
+        IndexError: a coordinate is out of range (``out`` is not written).
 
     Example:
         >>> gather(XMap.slices(torch.tensor([2, 0]), (3,), 0), torch.tensor([10., 20., 30.]))
         tensor([30., 10.])
     """
     _check_run(m, data, None, None)
+    if out is not None:
+        _check_out(out, m, data)
     p = plan(m)
     if p.kind == "element" and p.route != "rows" and math.prod(m.shape) > 0 and _element_kernels(data):
-        return _element(m, p, data, lambda index, box, dim: element_gather(box, index, dim), False).reshape(m.shape)
+        with reusing_outputs() if out is not None else _NOTHING:
+            result = _element(m, p, data, lambda index, box, dim: element_gather(box, index, dim), False)
+        return result.reshape(m.shape) if out is None else out.copy_(result.reshape(m.shape))
     rows = p.rows
     if rows is None:  # with autograd: the flat offsets, gathered by index_select
         rows = element_rows(m)
         p = replace(p, rows=rows, checked=True, route="rows")
-    if not p.checked and not torch.compiler.is_compiling() and rows.numel():  # (traced: index_select checks)
-        low, high = torch.aminmax(rows)  # one pass; the culprit is looked for only on failure
-        if int(low) < 0 or int(high) >= p.S:
-            check_coordinates(m)  # raises with the position in the caller's index
     if p.region is not None:
         data = data[tuple(slice(0, r) for r in p.region)]
-    view = data.reshape(p.outer, p.S, p.inner)
-    if view.device.type == "cpu" and not needs_op(view):  # into a buffer on huge pages (backends._common.empty)
-        buffer = empty((p.outer, rows.numel(), p.inner), view.dtype, view.device)
-        return torch.index_select(view, 1, rows, out=buffer).reshape(m.shape)
-    return view.index_select(1, rows).reshape(m.shape)
+    # one outer slice: rows of a 2-D view along dim 0, torch's fast path (along dim 1 of a 3-D view, index_select
+    # took twice as long at 200k x 64: docs/decisions/huge-pages.md, "Reused outputs")
+    shape, dim = ((p.S, p.inner), 0) if p.outer == 1 else ((p.outer, p.S, p.inner), 1)
+    view = data.reshape(shape)
+    picked = (rows.numel(), p.inner) if p.outer == 1 else (p.outer, rows.numel(), p.inner)
+    if out is not None:
+        if not p.checked and rows.numel():  # before anything of ``out`` is written
+            low, high = torch.aminmax(rows)  # one pass; the culprit is looked for only on failure
+            if int(low) < 0 or int(high) >= p.S:
+                check_coordinates(m)  # raises with the position in the caller's index
+        if out.is_contiguous() and not overlaps(out, data) and not overlaps(out, rows):
+            torch.index_select(view, dim, rows, out=out.view(picked))
+            return out
+        return out.copy_(view.index_select(dim, rows).reshape(m.shape))
+    # index_select checks the rows itself, and what it wrote of a new tensor is lost when it raises: the map's
+    # own check then finds the culprit, at its position in the caller's index (traced: index_select's error)
+    try:
+        if view.device.type == "cpu" and not needs_op(view):  # into a buffer on huge pages (backends._common.empty)
+            buffer = empty(picked, view.dtype, view.device)
+            return torch.index_select(view, dim, rows, out=buffer).reshape(m.shape)
+        return view.index_select(dim, rows).reshape(m.shape)
+    except (IndexError, RuntimeError):
+        if not torch.compiler.is_compiling():
+            check_coordinates(m)
+        raise
+
+
+def _check_out(out, m: XMap, data: torch.Tensor) -> None:
+    check_tensor(out, "out")
+    if tuple(out.shape) != m.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)} but the map's is {m.shape}")
+    if out.dtype != data.dtype:
+        raise TypeError(f"out has dtype {out.dtype} but data has {data.dtype}")
+    if out.device != data.device:
+        raise ValueError(f"out is on {out.device} but data is on {data.device}")
+    if torch.is_grad_enabled() and (data.requires_grad or out.requires_grad):
+        raise ValueError("out= does not support automatic differentiation, and data (or out) requires grad")
+
+
+_NOTHING = contextlib.nullcontext()

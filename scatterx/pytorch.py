@@ -35,7 +35,7 @@ from typing import Optional, Union
 import torch
 
 from . import planner
-from ._frontend import check_index, check_tensor, check_updates, normalize_axis, scalar_or_tensor
+from ._frontend import check_index, check_out, check_tensor, check_updates, normalize_axis, scalar_or_tensor, write_out
 from ._reductions import SUPPORTED_DTYPES
 from .planner import XMap
 
@@ -61,6 +61,8 @@ def _prepare(input, dim, index):
 
 def _src_region(src: torch.Tensor, index: torch.Tensor, name: str) -> torch.Tensor:
     src = src.view(1) if src.dim() == 0 else src
+    if src.shape == index.shape:
+        return src
     if src.dim() != index.dim():
         raise ValueError(f"{name}: src has {src.dim()} dimension(s) but index has {index.dim()}")
     for d in range(index.dim()):
@@ -72,7 +74,14 @@ def _src_region(src: torch.Tensor, index: torch.Tensor, name: str) -> torch.Tens
 
 
 def scatter_reduce(
-    input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *, include_self: bool = True
+    input: torch.Tensor,
+    dim: int,
+    index: torch.Tensor,
+    src: torch.Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+    out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """``torch.scatter_reduce``: ``input`` with each ``src[u]`` reduced into ``input[u with u[dim] = index[u]]``.
 
@@ -88,17 +97,19 @@ def scatter_reduce(
         src: the values to reduce, a tensor of ``input``'s dtype and device, as many dimensions as ``index``.
         reduce: ``"sum"``, ``"prod"``, ``"mean"``, ``"amax"`` or ``"amin"``.
         include_self: whether ``input``'s values take part in the reduction (mean counts them).
+        out: the tensor to write the result into (it may be ``input``); written only by a call that succeeds.
 
     Returns:
         A new tensor of ``input``'s shape, dtype and device, ``input`` with the reductions in the positions
-        ``index`` names and its other positions copied.
+        ``index`` names and its other positions copied; ``out`` when given.
 
     Raises:
-        TypeError: ``input``, ``index`` or ``src`` is not a tensor; ``index`` is not int32/int64; ``src``'s dtype
-            differs from ``input``'s; ``dim`` is not an int; ``include_self`` is not a bool.
+        TypeError: ``input``, ``index`` or ``src`` is not a tensor; ``index`` is not int32/int64; ``src``'s or
+            ``out``'s dtype differs from ``input``'s; ``dim`` is not an int; ``include_self`` is not a bool.
         ValueError: ``reduce`` is not one of the five names (torch's spelling: not ``"max"``); ``index`` has
             another number of dimensions than ``input`` and ``src``, or exceeds ``src`` in a dim, or ``input``
-            in a dim but ``dim``; ``index`` or ``src`` is on another device than ``input``.
+            in a dim but ``dim``; ``index`` or ``src`` is on another device than ``input``; ``out`` is on
+            another device, or is given while an argument requires grad.
         IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``input.size(dim)``.
         RuntimeError: raised by ``torch.scatter_reduce`` itself for an ``input`` of a dtype the kernels do not
             take (int8, uint8, int16, bool, complex), whose call is handed to torch after the checks of ``dim``,
@@ -118,20 +129,32 @@ def scatter_reduce(
     if not isinstance(include_self, bool):
         raise TypeError(f"include_self must be a bool, got {type(include_self).__name__}")
     shape = check_tensor(input, "input").shape  # before _prepare sees a 0-d input as one element
+    if out is not None:
+        check_out(out, input, "scatter_reduce", input, src)
     original = (input, dim, index, src)
     input, dim, index, empty = _prepare(input, dim, index)
     if input.dtype not in SUPPORTED_DTYPES and isinstance(src, torch.Tensor):  # see the module docstring
-        return torch.scatter_reduce(*original, reduce, include_self=include_self)
+        result = torch.scatter_reduce(*original, reduce, include_self=include_self)
+        return result if out is None else write_out(out, result)
     src = check_updates(src, input, "src")
     if empty:
-        return input.clone().view(shape)
+        return input.clone().view(shape) if out is None else write_out(out, input.view(shape))
     m = XMap.along_dim(index, input.shape, dim, op="scatter_reduce")
     src = _src_region(src, index, "scatter_reduce")
-    return planner.scatter(m, input, src, reduce, include_self, torch_ties=True).view(shape)
+    if out is None:
+        return planner.scatter(m, input, src, reduce, include_self, torch_ties=True).view(shape)
+    with planner.reusing_outputs():
+        return write_out(out, planner.scatter(m, input, src, reduce, include_self).view(shape))
 
 
 def scatter(
-    input: torch.Tensor, dim: int, index: torch.Tensor, src: Union[torch.Tensor, float], *, reduce: Optional[str] = None
+    input: torch.Tensor,
+    dim: int,
+    index: torch.Tensor,
+    src: Union[torch.Tensor, float],
+    *,
+    reduce: Optional[str] = None,
+    out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """``torch.scatter``: ``src`` written into a copy of ``input`` at the positions ``index`` names along ``dim``.
 
@@ -147,16 +170,18 @@ def scatter(
         src: a tensor of ``input``'s dtype and device, as many dimensions as ``index``, or a Python number
             written at every position ``index`` names.
         reduce: None (assign), ``"add"`` or ``"multiply"``.
+        out: the tensor to write the result into (it may be ``input``); written only by a call that succeeds.
 
     Returns:
-        A new tensor of ``input``'s shape, dtype and device.
+        A new tensor of ``input``'s shape, dtype and device; ``out`` when given.
 
     Raises:
         TypeError: ``input`` or ``index`` is not a tensor; ``src`` is neither a tensor nor a number; ``index`` is
-            not int32/int64; ``src``'s dtype differs from ``input``'s; ``dim`` is not an int.
+            not int32/int64; ``src``'s or ``out``'s dtype differs from ``input``'s; ``dim`` is not an int.
         ValueError: ``reduce`` is not None, ``"add"`` or ``"multiply"``; ``index`` has another number of
             dimensions than ``input`` and ``src``, or exceeds ``src`` in a dim, or ``input`` in a dim but ``dim``;
-            ``index`` or ``src`` is on another device than ``input``.
+            ``index`` or ``src`` is on another device than ``input``; ``out`` is on another device, or is given
+            while an argument requires grad.
         IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``input.size(dim)``.
         RuntimeError: raised by ``torch.scatter`` itself when ``reduce`` is given for an ``input`` of a dtype the
             kernels do not take (int8, uint8, int16, bool, complex), whose call is handed to torch after the
@@ -173,27 +198,34 @@ def scatter(
         raise ValueError(f"reduce must be None, 'add' or 'multiply', got {reduce!r}")
     mode = _SCATTER_MODES[reduce]
     shape = check_tensor(input, "input").shape  # before _prepare sees a 0-d input as one element
+    if out is not None:
+        check_out(out, input, "scatter", input, src)
     original = (input, dim, index)
     input, dim, index, empty = _prepare(input, dim, index)
     if mode != "assign" and input.dtype not in SUPPORTED_DTYPES:  # see the module docstring
         assert reduce is not None  # (mode is not "assign")
-        return torch.scatter(*original, src, reduce=reduce)
+        result = torch.scatter(*original, src, reduce=reduce)
+        return result if out is None else write_out(out, result)
     if isinstance(src, torch.Tensor):
         src = check_updates(src, input, "src", reduces=mode != "assign")
-        if empty:
-            return input.clone().view(shape)
-        src = _src_region(src, index, "scatter")
+        if not empty:
+            src = _src_region(src, index, "scatter")
     else:
         src = scalar_or_tensor(src, input, "src").expand(index.shape)
         if mode != "assign":
             check_updates(src, input, "src")
-        if empty:
-            return input.clone().view(shape)
+    if empty:
+        return input.clone().view(shape) if out is None else write_out(out, input.view(shape))
     m = XMap.along_dim(index, input.shape, dim, op="scatter")
-    return planner.scatter(m, input, src, mode, include_self=True).view(shape)
+    if out is None:
+        return planner.scatter(m, input, src, mode, include_self=True).view(shape)
+    with planner.reusing_outputs():
+        return write_out(out, planner.scatter(m, input, src, mode, include_self=True).view(shape))
 
 
-def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: bool = False) -> torch.Tensor:
+def gather(
+    input: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: bool = False, out: Optional[torch.Tensor] = None
+) -> torch.Tensor:
     """``torch.gather``: ``out[u] = input[u with u[dim] = index[u]]`` for every position ``u`` of ``index``.
 
     Differentiable w.r.t. ``input``, with torch's gradient (a dense one: ``sparse_grad`` is accepted and
@@ -205,15 +237,18 @@ def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: b
         index: int32/int64, as many dimensions as ``input``, ``index.size(d) <= input.size(d)`` for ``d != dim``;
             entries in ``[0, input.size(dim))``.
         sparse_grad: accepted for torch's signature; the gradient is dense either way.
+        out: the tensor to write the result into; written only by a call that succeeds (a row gather writes into
+            it directly).
 
     Returns:
-        A new tensor of ``index``'s shape with ``input``'s dtype and device.
+        A new tensor of ``index``'s shape with ``input``'s dtype and device; ``out`` when given.
 
     Raises:
         TypeError: ``input`` or ``index`` is not a tensor; ``index`` is not int32/int64; ``dim`` is not an int;
-            ``sparse_grad`` is not a bool.
+            ``sparse_grad`` is not a bool; ``out``'s dtype differs from ``input``'s.
         ValueError: ``index`` has another number of dimensions than ``input``, or exceeds it in a dim but
-            ``dim``; ``index`` is on another device than ``input``.
+            ``dim``; ``index`` is on another device than ``input``; ``out`` is on another device, or is given while
+            ``input`` requires grad.
         IndexError: ``dim`` is out of range; an entry of ``index`` is negative or not below ``input.size(dim)``.
 
     Example:
@@ -225,8 +260,16 @@ def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: b
         raise TypeError(f"sparse_grad must be a bool, got {type(sparse_grad).__name__}")
     check_tensor(input, "input")  # (the first check, as in _prepare)
     shape = check_tensor(index, "index").shape  # before _prepare sees a 0-d index as one element
+    if out is not None:
+        check_out(out, input, "gather", input)
     input, dim, index, empty = _prepare(input, dim, index)
     if empty:  # still a view of input, so that autograd connects it (with a zero gradient)
-        return input.reshape(-1).narrow(0, 0, 0).view(shape)
-    result = planner.gather(XMap.along_dim(index, input.shape, dim, op="gather"), input)
-    return result.view(shape)
+        result = input.reshape(-1).narrow(0, 0, 0).view(shape)
+        return result if out is None else write_out(out, result)
+    m = XMap.along_dim(index, input.shape, dim, op="gather")
+    if out is None:
+        return planner.gather(m, input).view(shape)
+    if out.shape == shape:
+        return planner.gather(m, input, out=out)
+    with planner.reusing_outputs():
+        return write_out(out, planner.gather(m, input).view(shape))

@@ -374,3 +374,99 @@ def test_rows_with_no_element_to_move_and_a_good_index_give_the_data():
     updates = torch.ones(m.shape, requires_grad=True)
     planner.scatter(m, torch.zeros(3, 0), updates, "sum").sum().backward()
     assert updates.grad is not None and updates.grad.shape == (3, 0)
+
+
+# ------------------------------------------------------------------------------------- plans remembered per signature
+def _scatter_both(m, data, updates, reduce="sum"):
+    """The engine's result and the reference executor's, for one map."""
+    return planner.scatter(m, data, updates, reduce), reference.x_scatter(m, data, updates, reduce)
+
+
+@pytest.mark.parametrize("first", ["expanded", "general"])
+def test_a_plan_is_not_reused_for_an_index_that_differs_only_in_a_stride(first):
+    """An index expanded from 1-D (stride 0 along the features) and a general one have one shape: the first is a
+    slice plan, the second an element plan, in either order."""
+    g = torch.Generator().manual_seed(0)
+    general = torch.randint(0, 5, (6, 3), generator=g)
+    expanded = torch.randint(0, 5, (6, 1), generator=g).expand(6, 3)
+    order = [expanded, general] if first == "expanded" else [general, expanded]
+    data, updates = torch.randn(5, 3, generator=g), torch.randn(6, 3, generator=g)
+    for index in order + order:
+        m = XMap.along_dim(index, (5, 3), 0)
+        assert planner.plan(m).kind == ("slice" if index is expanded else "element")
+        ours, theirs = _scatter_both(m, data, updates)
+        assert_matches(ours, theirs)
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_a_plan_is_not_reused_for_another_index_dtype(index_dtype):
+    g = torch.Generator().manual_seed(1)
+    data, updates = torch.randn(4, 2, generator=g), torch.randn(5, 2, generator=g)
+    for dtype in (index_dtype, torch.int32 if index_dtype == torch.int64 else torch.int64):
+        index = torch.randint(0, 4, (5, 2), generator=g).to(dtype)
+        m = XMap.along_dim(index, (4, 2), 0)
+        ours, theirs = _scatter_both(m, data, updates)
+        assert_matches(ours, theirs)
+        assert_matches(planner.gather(m, data), reference.x_gather(m, data))
+
+
+def test_a_plan_is_not_reused_for_shapes_that_differ_in_a_size_one_dim():
+    """ScatterND with rows of a (4, 1) data tensor, then of a (4, 3) one, then of a (4,) one."""
+    g = torch.Generator().manual_seed(2)
+    for data_shape in [(4, 1), (4, 3), (4,), (4, 1), (1, 4)]:
+        index = torch.randint(0, data_shape[0], (6, 1), generator=g)
+        m = XMap.nd(index, data_shape)
+        data, updates = torch.randn(data_shape, generator=g), torch.randn(m.shape, generator=g)
+        ours, theirs = _scatter_both(m, data, updates)
+        assert_matches(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda i: XMap.along_dim(i, (5, 3), 0),  # element plan, "along": the kernel's own check
+        lambda i: XMap.slices(i[:, 0], (5, 3), 0),  # slice plan, the rows are the index: the kernel's check
+        lambda i: XMap.nd(torch.stack([i[:, 0], i[:, 1] % 3], -1), (5, 3)),  # "coords"
+        lambda i: XMap((6, 3), (3, 5), i, (0, 1), (1,), ((1, 0),)),  # flat offsets: the planner's check
+    ],
+    ids=["along", "slice", "coords", "rows"],
+)
+def test_a_remembered_plan_still_checks_every_index(make):
+    """The second call of a signature takes the remembered plan; an entry out of range must still raise, with
+    nothing written."""
+    g = torch.Generator().manual_seed(3)
+    good = torch.randint(0, 3, (6, 3), generator=g)
+    m = make(good)
+    data, updates = torch.randn(m.data_shape, generator=g), torch.randn(m.shape, generator=g)
+    before = data.clone()
+    for reduce in ("sum", "assign"):
+        planner.scatter(m, data, updates, reduce)
+        bad = good.clone()
+        bad[4, 0] = 7  # out of range in every map above
+        with pytest.raises(IndexError):
+            planner.scatter(make(bad), data, updates, reduce)
+        with pytest.raises(IndexError):
+            planner.gather(make(bad), data)
+        assert torch.equal(data, before)
+
+
+def test_an_index_constant_by_value_is_planned_each_call():
+    """A slice plan found by comparing the index's values is not remembered: the next index of the same
+    signature that varies is an element plan (and the reverse order stays right)."""
+    g = torch.Generator().manual_seed(4)
+    constant = torch.randint(0, 5, (6, 1), generator=g).repeat(1, 3)  # materialised: equal values, not stride 0
+    varying = torch.randint(0, 5, (6, 3), generator=g)
+    data, updates = torch.randn(5, 3, generator=g), torch.randn(6, 3, generator=g)
+    for index in (constant, varying, constant, varying):
+        m = XMap.along_dim(index, (5, 3), 0)
+        ours, theirs = _scatter_both(m, data, updates)
+        assert_matches(ours, theirs)
+    assert planner.plan(XMap.along_dim(varying, (5, 3), 0)).kind == "element"
+
+
+def test_a_remembered_form_still_refuses_a_dim_that_is_not_an_int():
+    index = torch.zeros(2, 2, dtype=torch.int64)
+    XMap((2, 2), (2, 2), index, (0, 1), (1,), ((0, 0),))
+    for bad in (True, 1.0):
+        with pytest.raises(IndexError):
+            XMap((2, 2), (2, 2), index, (0, bad), (1,), ((0, 0),))

@@ -143,11 +143,21 @@ def grid_cell_speedup(row, edges_from: int = 0, edges_below: Optional[int] = Non
 
 
 @measure
-def element_plan_speedup(row, op: str, peer: str):
-    """An element-plan row's peer time over scatterx's, for ``op`` against torch or onnxruntime."""
+def element_plan_speedup(row, op: str, peer: str, size: Optional[str] = None):
+    """An element-plan row's peer time over scatterx's, for ``op`` against torch or onnxruntime (at the size
+    named ``size``, "small" or "large"; every size when None)."""
     if row.op != op or (peer == "onnxruntime") != row.peer.startswith("onnxruntime"):
         return SKIP
+    if size is not None and row.scale != size:
+        return SKIP
     return row.speedup
+
+
+# ------------------------------------------------------------------------------------------------ bench-export
+@measure
+def export_time_over_eager(row, case: str):
+    """An exported case's onnxruntime time over eager scatterx's (``bench/export_onnx.py``)."""
+    return row.ratio if row.case == case else SKIP
 
 
 # --------------------------------------------------------------------------------------------------- bench-gnn

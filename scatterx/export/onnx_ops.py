@@ -1,27 +1,33 @@
 """ONNX translations of scatterx's ops (opset 18), written with onnxscript, for ``torch.onnx.export(...,
 dynamo=True, custom_translation_table=...)``.
 
-Every op comes down to one building block, ``_reduce_rows``: the rows of a tensor (its first dim) reduced into
-``rows`` targets by an index -- ONNX ``ScatterElements`` with a reduction (add, mul, max, min), which combines
-repeated indices, on a start tensor:
+Every reduction comes down to one building block, ``_reduce_rows``: the rows of a tensor (its first dim)
+reduced into ``rows`` targets by an index, with no scatter that combines repeated indices:
 
-- sum: zeros; prod: ones; amax/amin: the dtype's lowest/highest value -- then the rows no index names (a count of
-  0, itself a scatter-add of ones) are restored to 0, scatterx's value for an empty row;
-- mean: the sum over ``max(count, 1)`` (integers: floor division, as torch and scatterx);
-- a ``base`` (``out=``): with ``include_self`` the reduction starts from it (mean counts it once); without,
-  rows that receive something take the members' reduction and the others keep ``base``.
+- the index is put in order (a ``TopK``, stable by the ONNX spec; none where the op's ``sorted`` flag or a CSR
+  ``ptr`` says it is sorted already), and its runs of equal targets found;
+- ``_tree_reduce`` reduces each run by a pairwise tree: per level, two ``Gather``s of rows and one elementwise
+  ``Add``/``Mul``/``Max``/``Min``, a run down to one row leaving the tree (ceil(log2(E)) unrolled levels: where
+  the number of entries is dynamic, ``_scattered``, the ScatterElements graph, instead);
+- one ``ScatterND`` of *unique* targets places the runs' rows into the start tensor -- zeros (scatterx's value for
+  an empty row) or the ``base`` (``out=``; with ``include_self`` combined with it first) -- and mean divides by the
+  runs' lengths (integers: floor division, as torch and scatterx).
 
-**Why ScatterElements, not ScatterND.** ``ScatterND`` would scatter whole rows with a ``(E, 1)`` index, but
+**Why no scatter with a reduction.** ``ScatterND`` with a reduction would be the natural row scatter, but
 onnxruntime's CPU kernel splits its updates over threads with no guard for repeated indices: with reduction add
-it returns different sums run to run (onnxruntime's GitHub issues 18048 and 23396; measured in
-``docs/decisions/export-onnx.md``). ``ScatterElements`` (the index expanded to the rows' shape,
-``E x F`` int64) is exact and deterministic, and slower: the price of a correct graph.
+it returns different sums run to run (onnxruntime's GitHub issues 18048 and 23396). ``ScatterElements`` (the
+index expanded to the rows' shape) is exact and deterministic but runs 17-44 ns an element: 35-63x eager scatterx
+at the bench shape. The tree is exact (a fixed order of sums, the same on every run and thread count) and 7-28x
+eager; the measurements, and what was rejected: ``docs/decisions/export-onnx.md``.
 
 PyTorch's own translation of ``scatter_reduce`` maps mean to a plain overwrite, which is wrong with repeated
 indices; here every reduction is exact. Other dims are transposed to the front and back. CSR offsets become an
 index inside the graph (``_ptr_to_index``: a 1 at each segment start, then a running sum), so the segment ops are
-the same scatter. Half types are reduced in float32 and rounded once, as the eager kernels do (onnxruntime has no
-half kernel for these reductions). The ops' checks (index range, ptr shape) are not in the graph: onnxruntime's
+the same reduction. The softmax, arg-select and logsumexp ops still scatter with ``ScatterElements`` (exact, slow).
+``aten_scatter_add`` translates torch's own ``scatter_add`` the same way where its index is a row index broadcast
+over the rows (PyG's aggregation, which the ``scatterx.pyg`` switch leaves to PyG under export). Half types are
+reduced in float32 and rounded once, as the eager kernels do (onnxruntime has no half kernel for these
+reductions). The ops' checks (index range, ptr shape) are not in the graph: onnxruntime's
 scatters and gathers raise on an index out of range, as the eager ops do.
 
 **Why this module is long.** It holds one translation per scatterx op (the checklist test wants every op in
@@ -37,10 +43,11 @@ from typing import Any, Callable, Dict, cast
 
 import onnx_ir as ir
 import torch
-from onnxscript import FLOAT, INT64
+from onnxscript import FLOAT, INT32, INT64
 from onnxscript import opset18 as op
 
 _INT64 = ir.DataType.INT64
+_INT64_MAX = 2**63 - 1
 _HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 _INTEGER_RANGE = {
     ir.DataType.INT8: torch.iinfo(torch.int8),
@@ -48,14 +55,6 @@ _INTEGER_RANGE = {
     ir.DataType.INT32: torch.iinfo(torch.int32),
     ir.DataType.INT64: torch.iinfo(torch.int64),
     ir.DataType.UINT8: torch.iinfo(torch.uint8),
-}
-#: ScatterElements' reduction and the start value of each reduction; mean is a sum divided afterwards
-_SCATTER = {
-    "sum": ("add", 0.0),
-    "mean": ("add", 0.0),
-    "prod": ("mul", 1.0),
-    "amax": ("max", -math.inf),
-    "amin": ("min", math.inf),
 }
 
 
@@ -157,17 +156,130 @@ def _floor_divide(a, b):
     return op.Div(op.Sub(a, op.Mod(a, b, fmod=0)), b)
 
 
-def _reduce_rows(src, index, rows, reduce: str, base=None, include_self: bool = True, rank=None, like=None):
-    """``src``'s rows (dim 0) reduced into ``rows`` targets by ``index`` (E,): scatterx's ``index_scatter_reduce``
-    along dim 0, with its empty-row, mean and ``base`` rules. ``rows``: a 1-element int64 tensor. ``rank`` and
-    ``like`` (a graph input of src's dtype) where ``src`` is computed and its rank and dtype unknown."""
-    rank = _rank(src) if rank is None else rank
-    like = src if like is None else like
-    if like.dtype in _HALF:  # onnxruntime reduces no half type here: in float32, rounded once, as eagerly
-        wide = op.Cast(src, to=ir.DataType.FLOAT)
-        wide_base = None if base is None else op.Cast(base, to=ir.DataType.FLOAT)
-        out = _reduce_rows(wide, index, rows, reduce, wide_base, include_self, rank, like=wide)
-        return op.CastLike(out, like)
+#: the elementwise op that combines two rows of each reduction (mean: a sum divided afterwards)
+_COMBINE = {"sum": "Add", "mean": "Add", "prod": "Mul", "amax": "Max", "amin": "Min"}
+
+
+def _static_length(*values, dim: int = 0):
+    """Dim ``dim`` of the first of ``values`` whose shape the export fixed (an int), else None (the number of
+    entries of a reduction: it sets the tree's levels)."""
+    for value in values:
+        shape = getattr(value, "shape", None)
+        if shape is not None and len(shape) > 0 and isinstance(shape[dim % len(shape)], int):
+            return shape[dim % len(shape)]
+    return None
+
+
+def _flat(positions):
+    """NonZero's (1, K) result as K positions."""
+    return op.Reshape(positions, _ints([-1]))
+
+
+def _segments_of(index, sorted: bool, narrow: bool):
+    """``(order, starts, lengths, entries)`` of the runs of equal values of ``index`` (E,) in sorted order:
+    ``order`` (E,) the entries in that order (None where ``index`` is sorted already), ``starts`` (U,) where each
+    run begins in it, ``lengths`` (U,) its length. The sort is a TopK, whose ties keep their index order (the
+    ONNX spec), so that equal targets keep their order; ``narrow``: the targets fit int32 keys (a faster TopK)."""
+    index = _as_int64(index)
+    entries = op.Shape(index)
+    order = None
+    if not sorted:
+        keys = cast(INT32, op.Cast(index, to=ir.DataType.INT32)) if narrow else index
+        keys, order = op.TopK(keys, entries, axis=0, largest=0, sorted=1)
+        index = _as_int64(keys)
+    # a run begins where an entry differs from the one before (the first entry's "before": itself minus 1)
+    before = op.Concat(
+        op.Sub(op.Slice(index, _ints([0]), _ints([1])), _int_scalar(1)),
+        op.Slice(index, _ints([0]), _ints([-1])),
+        axis=0,
+    )
+    first = op.Not(op.Equal(index, before))
+    starts = _flat(op.NonZero(first))
+    ends = op.Concat(op.Slice(starts, _ints([1]), _ints([_INT64_MAX])), entries, axis=0)
+    return index, order, first, starts, op.Sub(ends, starts)
+
+
+def _levels(entries_hint) -> int:
+    """The tree's levels for E entries: a run of E rows is one row after ceil(log2(E)) levels."""
+    return max(int(entries_hint) - 1, 0).bit_length()
+
+
+def _write_back_unpaired(combined, paired, rows, left_at):
+    """A row without a partner was combined with itself (a sum: doubled): written back as it was, by a
+    ``ScatterND`` of unique positions."""
+    alone = op.NonZero(op.Not(paired))  # (1, K)
+    return op.ScatterND(combined, op.Transpose(alone), _gather_rows(rows, op.Gather(left_at, _flat(alone), axis=0)))
+
+
+def _tree_reduce(src, index, sorted: bool, reduce: str, entries_hint, rows_hint):
+    """Each run of equal ``index`` values reduced over its rows of ``src``: ``(values, targets, lengths)``, one
+    row per distinct index value (U rows), its value and how many rows it reduced.
+
+    A pairwise tree over the runs, no scatter: at each level every run's row pairs ``(0, 1), (2, 3), ...`` are
+    combined by one elementwise op on two ``Gather``s of rows; a run's last row without a partner is copied as it
+    is (max/min: combined with itself; sum/prod: written back over the doubled row with a ``ScatterND`` of unique
+    positions); a run down to one row leaves the tree. Every sum is a fixed tree, so the result is the same on
+    every run and thread count. The levels are unrolled: ceil(log2(E)) of them (the measurements:
+    docs/decisions/export-onnx.md)."""
+    combine = getattr(op, _COMBINE[reduce])
+    idempotent = reduce in ("amax", "amin")
+    narrow = isinstance(rows_hint, int) and rows_hint <= 2**31
+    index, order, first, starts, lengths = _segments_of(index, sorted, narrow)
+    entries = op.Shape(index)
+    # every entry's run, its rank in the run, and the run's length
+    run = op.Sub(op.CumSum(_as_int64(first), _int_scalar(0)), _int_scalar(1))
+    positions = op.Range(_int_scalar(0), op.Squeeze(entries), _int_scalar(1))
+    rank = op.Sub(positions, op.Gather(starts, run, axis=0))
+    count = op.Gather(lengths, run, axis=0)
+    at = (lambda p: p) if order is None else (lambda p: op.Gather(order, p, axis=0))
+    # runs of one entry are done at once; the others enter the tree
+    single = _flat(op.NonZero(op.Equal(lengths, _int_scalar(1))))
+    done_rows = [_gather_rows(src, at(op.Gather(starts, single, axis=0)))]
+    done_runs = [single]
+    active = _flat(op.NonZero(op.Greater(count, _int_scalar(1))))
+    rows = src
+    where = at(active)  # each active row's position in ``rows``
+    rank, count, run = (op.Gather(v, active, axis=0) for v in (rank, count, run))
+    for _ in range(_levels(entries_hint)):
+        n = op.Shape(where)
+        left = _flat(op.NonZero(op.Equal(op.Mod(rank, _int_scalar(2)), _int_scalar(0))))
+        left_rank, left_count = op.Gather(rank, left, axis=0), op.Gather(count, left, axis=0)
+        left_at = op.Gather(where, left, axis=0)
+        paired = op.Less(op.Add(left_rank, _int_scalar(1)), left_count)
+        after = op.Min(op.Add(left, _int_scalar(1)), op.Sub(op.Squeeze(n), _int_scalar(1)))
+        right_at = op.Where(paired, op.Gather(where, after, axis=0), left_at)
+        lhs = op.Gather(rows, left_at, axis=0)
+        combined = combine(lhs, op.Gather(rows, right_at, axis=0))
+        if not idempotent:
+            combined = _write_back_unpaired(combined, paired, rows, left_at)
+        count = op.Div(op.Add(left_count, _int_scalar(1)), _int_scalar(2))
+        rank, run = op.Div(left_rank, _int_scalar(2)), op.Gather(run, left, axis=0)
+        finished = _flat(op.NonZero(op.Equal(count, _int_scalar(1))))
+        done_rows.append(op.Gather(combined, finished, axis=0))
+        done_runs.append(op.Gather(run, finished, axis=0))
+        active = _flat(op.NonZero(op.Greater(count, _int_scalar(1))))
+        rows, where = combined, active
+        rank, count, run = (op.Gather(v, active, axis=0) for v in (rank, count, run))
+    runs = op.Concat(*done_runs, axis=0)
+    values = op.Concat(*done_rows, axis=0)
+    targets = op.Gather(op.Gather(index, starts, axis=0), runs, axis=0)
+    return values, targets, op.Gather(lengths, runs, axis=0)
+
+
+#: ScatterElements' reduction and the start value of each reduction (``_scattered``); mean is a sum divided afterwards
+_SCATTER = {
+    "sum": ("add", 0.0),
+    "mean": ("add", 0.0),
+    "prod": ("mul", 1.0),
+    "amax": ("max", -math.inf),
+    "amin": ("min", math.inf),
+}
+
+
+def _scattered(src, index, rows, reduce: str, base, include_self: bool, rank: int, like):
+    """``_reduce_rows`` where the number of entries is dynamic: ``ScatterElements`` with a reduction on the index
+    expanded to the rows' shape, exact and deterministic, and slow (the tree's levels are unrolled, and 40 of them
+    made onnxscript's optimizer take minutes over a GAT: docs/decisions/export-onnx.md)."""
     mode, start = _SCATTER[reduce]
     counts = _counts(index, rows)
     received = _per_row(op.Greater(counts, _int_scalar(0)), rank)
@@ -184,6 +296,52 @@ def _reduce_rows(src, index, rows, reduce: str, base=None, include_self: bool = 
     if reduce in ("sum", "mean") and base is None:
         return reduced  # an empty row already holds 0
     return op.Where(received, reduced, empty)
+
+
+def _reduce_rows(
+    src,
+    index,
+    rows,
+    reduce: str,
+    base=None,
+    include_self: bool = True,
+    rank=None,
+    like=None,
+    sorted: bool = False,
+    rows_hint=None,
+    entries_hint=None,
+):
+    """``src``'s rows (dim 0) reduced into ``rows`` targets by ``index`` (E,): scatterx's ``index_scatter_reduce``
+    along dim 0, with its empty-row, mean and ``base`` rules. ``rows``: a 1-element int64 tensor. ``rank`` and
+    ``like`` (a graph input of src's dtype) where ``src`` is computed and its rank and dtype unknown; ``sorted``:
+    ``index`` is non-decreasing (no sort in the graph); ``rows_hint``: the number of targets where the export fixed
+    it (an int); ``entries_hint``: E where the export fixed it and neither ``index`` nor ``src`` says so.
+
+    The reduction is ``_tree_reduce`` (one row per target named), placed into the start tensor -- zeros, scatterx's
+    value for an empty row, or ``base`` -- by one ``ScatterND`` of unique targets, which has no race; where E is
+    not fixed at export, ``_scattered``."""
+    rank = _rank(src) if rank is None else rank
+    like = src if like is None else like
+    if like.dtype in _HALF:  # onnxruntime reduces no half type here: in float32, rounded once, as eagerly
+        wide = op.Cast(src, to=ir.DataType.FLOAT)
+        wide_base = None if base is None else op.Cast(base, to=ir.DataType.FLOAT)
+        out = _reduce_rows(
+            wide, index, rows, reduce, wide_base, include_self, rank, wide, sorted, rows_hint, entries_hint
+        )
+        return op.CastLike(out, like)
+    entries_hint = _static_length(index, src) if entries_hint is None else entries_hint
+    if entries_hint is None:
+        return _scattered(src, index, rows, reduce, base, include_self, rank, like)
+    values, targets, lengths = _tree_reduce(src, index, sorted, reduce, entries_hint, rows_hint)
+    takes_base = base is not None and include_self
+    if takes_base:
+        values = getattr(op, _COMBINE[reduce])(values, _gather_rows(base, targets))
+    if reduce == "mean":
+        divisor = op.Add(lengths, _int_scalar(1)) if takes_base else lengths
+        divisor = _per_row(op.CastLike(divisor, like), rank)
+        values = _floor_divide(values, divisor) if _is_integer(like) else op.Div(values, divisor)
+    start = base if base is not None else op.Expand(_scalar_like(0.0, like), _rows_shape(src, rows))
+    return op.ScatterND(start, op.Unsqueeze(targets, _ints([1])), values)
 
 
 def _ptr_to_index(ptr, entries):
@@ -227,7 +385,21 @@ def index_scatter_reduce(
     rows = _count(dim_size)
     base_front = None if base is None else _to_front(base, dim)
     return _from_front(
-        _reduce_rows(front, index, rows, reduce, base_front, include_self, _rank(src), src), dim, _rank(src)
+        _reduce_rows(
+            front,
+            index,
+            rows,
+            reduce,
+            base_front,
+            include_self,
+            _rank(src),
+            src,
+            sorted,
+            dim_size,
+            _static_length(index, src, dim=dim) if _static_length(index) is None else None,
+        ),
+        dim,
+        _rank(src),
     )
 
 
@@ -235,21 +407,30 @@ def segment_reduce(src, ptr, reduce: str, dim: int):
     """``scatterx::segment_reduce``: CSR segments along ``dim``."""
     front = _to_front(src, dim)
     index = _ptr_to_index(ptr, _length(src, dim))
-    return _from_front(_reduce_rows(front, index, _segments(ptr), reduce, rank=_rank(src), like=src), dim, _rank(src))
+    entries = _static_length(src, dim=dim)
+    out = _reduce_rows(
+        front, index, _segments(ptr), reduce, rank=_rank(src), like=src, sorted=True, entries_hint=entries
+    )
+    return _from_front(out, dim, _rank(src))
 
 
 def gather_segment_reduce(src, ptr, index, reduce: str, dim: int, ptr_t=None, index_t=None):
     """``scatterx::gather_segment_reduce``: the rows ``index`` names, reduced per CSR segment."""
     front = op.Gather(_to_front(src, dim), _as_int64(index), axis=0)
     segment = _ptr_to_index(ptr, op.Shape(index))
-    return _from_front(_reduce_rows(front, segment, _segments(ptr), reduce, rank=_rank(src), like=src), dim, _rank(src))
+    entries = _static_length(index)
+    out = _reduce_rows(
+        front, segment, _segments(ptr), reduce, rank=_rank(src), like=src, sorted=True, entries_hint=entries
+    )
+    return _from_front(out, dim, _rank(src))
 
 
 def weighted_gather_segment_reduce(src, ptr, index, weight, reduce: str):
     """``scatterx::weighted_gather_segment_reduce``: src (N, H, C), weight (E, H)."""
     rows = op.Mul(op.Gather(src, _as_int64(index), axis=0), op.Unsqueeze(weight, _ints([-1])))
     segment = _ptr_to_index(ptr, op.Shape(index))
-    return _reduce_rows(rows, segment, _segments(ptr), reduce, rank=3, like=src)
+    entries = _static_length(index)
+    return _reduce_rows(rows, segment, _segments(ptr), reduce, rank=3, like=src, sorted=True, entries_hint=entries)
 
 
 def _edge_ends(ptr, index, a, b):
@@ -404,6 +585,43 @@ def segment_logsumexp(src, ptr, perm=None, dim: int = 0, eps: float = 1e-12, fla
     out = op.Add(top, op.Log(op.Add(total, eps_value)))
     return _from_front(out, dim, rank)
 
+
+# ------------------------------------------------------------------------------------------ torch's own scatter
+def _row_index(index, src, dim: int):
+    """The 1-D row index behind an ``index`` that is a row index broadcast over ``src``'s shape (an ``Expand`` of an
+    ``(E, 1, ..., 1)`` tensor, what PyG's ``scatter`` and ``broadcast`` write), or None."""
+    rank = _rank(src)
+    if dim % rank != 0 or index.shape is None or src.shape is None or list(index.shape) != list(src.shape):
+        return None
+    producer = index.producer()
+    if producer is None or producer.op_type != "Expand" or producer.domain not in ("", "ai.onnx"):
+        return None
+    rows = producer.inputs[0]
+    if rows is None or rows.shape is None or len(rows.shape) != rank or any(d != 1 for d in list(rows.shape)[1:]):
+        return None
+    return op.Reshape(rows, _ints([-1]))
+
+
+def aten_scatter_add(self, dim: int, index, src):
+    """``aten::scatter_add``: where ``index`` is a row index broadcast over ``src`` (PyG's aggregation), the rows'
+    reduction of ``_reduce_rows``, added to ``self``; any other index: ``ScatterElements`` as torch translates it."""
+    rows = _row_index(index, src, dim) if _rank(src) > 1 else None
+    if rows is None or _static_length(src) is None:  # (a dynamic number of rows: see ``_scattered``)
+        return op.ScatterElements(self, index, src, axis=dim, reduction="add")
+    return _reduce_rows(
+        src,
+        rows,
+        _length(self),
+        "sum",
+        base=self,
+        include_self=True,
+        rows_hint=_static_length(self),
+        entries_hint=_static_length(src),
+    )
+
+
+#: torch's ops (``torch.ops.aten.<name>.default``) the table translates too
+ATEN_TRANSLATIONS: Dict[str, Callable[..., Any]] = {"scatter_add": aten_scatter_add}
 
 #: op name (``torch.ops.scatterx.<name>``) -> translation
 TRANSLATIONS: Dict[str, Callable[..., Any]] = {

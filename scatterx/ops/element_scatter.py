@@ -14,7 +14,7 @@ into flat offsets and runs its segment path (scatter) or torch's indexing (gathe
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, Optional
 
 import torch
 
@@ -38,29 +38,61 @@ def element_scatter(
     ``u`` is ``index[u]``. ``reduce``: ``"assign"`` (the last write wins) or a canonical name of the reduction
     table; ``include_self``: ``base``'s value takes part (mean counts it). Targets that receive nothing keep
     ``base``'s value. IndexError (before anything is written) for an index entry outside its dim."""
-    if reduce != "assign" and reduce not in NAMES:
-        raise ValueError(f"reduce must be 'assign' or one of {NAMES}, got {reduce!r}")
-    check_src(src)
-    check_tensor(base, "base")
-    if base.dtype != src.dtype or base.device != src.device:
-        raise ValueError(
-            f"base must have src's dtype and device; got {base.dtype} on {base.device}, src {src.dtype} on {src.device}"
-        )
     index = plain_index(check_tensor(index, "index"))
-    dim = _check_index(index, base, dim)
-    expected = tuple(index.shape) if dim is not None else tuple(index.shape[:-1])
-    if tuple(src.shape) != expected:
-        raise ValueError(f"src has shape {tuple(src.shape)}, expected {expected} (from index {tuple(index.shape)})")
+    form = _form(index, src, base, dim, reduce)
+    if form not in _CHECKED:  # the checks below read shapes, dtypes and devices only: once per form
+        if reduce != "assign" and reduce not in NAMES:
+            raise ValueError(f"reduce must be 'assign' or one of {NAMES}, got {reduce!r}")
+        check_src(src)
+        check_tensor(base, "base")
+        if base.dtype != src.dtype or base.device != src.device:
+            raise ValueError(
+                f"base must have src's dtype and device; got {base.dtype} on {base.device}, src {src.dtype} on "
+                f"{src.device}"
+            )
+        dim = _check_index(index, base, dim)
+        expected = tuple(index.shape) if dim is not None else tuple(index.shape[:-1])
+        if tuple(src.shape) != expected:
+            raise ValueError(f"src has shape {tuple(src.shape)}, expected {expected} (from index {tuple(index.shape)})")
+        _remember(form)
     return backend_for(src).element_scatter(src, index, base, dim, reduce, bool(include_self))
 
 
 def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
     """``out[u] = data[t(u)]`` for the map of :func:`element_scatter` (``dim`` given: ``out`` has ``index``'s
     shape; ``dim=None``: ``index.shape[:-1]``). IndexError for an index entry outside its dim."""
-    check_src(data, "data")
     index = plain_index(check_tensor(index, "index"))
-    dim = _check_index(index, data, dim)
+    form = _form(index, data, None, dim, None)
+    if form not in _CHECKED:  # (as in element_scatter)
+        check_src(data, "data")
+        dim = _check_index(index, data, dim)
+        _remember(form)
     return backend_for(data).element_gather(data, index, dim)
+
+
+# Forms of call already checked (shapes, dtypes, devices, dim, reduce): a repeated call skips its checks, which
+# depend on nothing else (docs/decisions/planner.md, "A planner that costs microseconds"). Bounded.
+_CHECKED: Dict[tuple, None] = {}
+_MAX_CHECKED = 512
+
+
+def _form(index, src, base, dim, reduce) -> Optional[tuple]:
+    """What the op's checks depend on, or None for arguments whose checks must run (not tensors, a dim that is
+    not a plain int)."""
+    if not isinstance(src, torch.Tensor) or not (base is None or isinstance(base, torch.Tensor)):
+        return None
+    if dim is not None and type(dim) is not int:
+        return None
+    form = (index.shape, index.dtype, index.device, src.shape, src.dtype, src.device, dim, reduce)
+    return form if base is None else form + (base.shape, base.dtype, base.device)
+
+
+def _remember(form: Optional[tuple]) -> None:
+    if form is None:
+        return
+    if len(_CHECKED) >= _MAX_CHECKED:
+        del _CHECKED[next(iter(_CHECKED))]
+    _CHECKED[form] = None
 
 
 def _check_index(index, data: torch.Tensor, dim: Optional[int]) -> Optional[int]:

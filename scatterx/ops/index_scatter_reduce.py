@@ -156,10 +156,12 @@ def index_scatter_reduce_from(
     ``sorted=None``: not known; the sorted path is taken if the index is sorted (found in the pass that builds
     its segments, so free). ``torch_ties``: amax/amin split their gradient as ``torch.scatter_reduce`` does,
     counting ``base``'s value among the ties even with ``include_self=False``."""
-    if base is None and type(src) is Tensor and type(index) is Tensor:
+    plain = type(src) is Tensor and type(index) is Tensor and (base is None or type(base) is Tensor)
+    if plain and (base is None or dim_size is None):
         # a small call on the serial kernel: any order, the same bits as the sorted path (sorted=False only skips
         # the promise's check); None when not small or not plainly valid (the general path explains it)
-        result = _small_call(dim, index, src, reduce, False if sorted is None else sorted, dim_size)
+        small_order = False if sorted is None else sorted
+        result = _small_call(dim, index, src, reduce, small_order, dim_size, base, include_self)
         if result is not None:
             return result
     call = _Call(dim, index, src, reduce, sorted, dim_size if base is None else None, base, out_name="base")
@@ -172,10 +174,14 @@ def index_scatter_reduce_from(
     )
 
 
-def _small_call(dim, index: Tensor, src: Tensor, reduce, sorted, dim_size) -> Optional[Tensor]:
+def _small_call(
+    dim, index: Tensor, src: Tensor, reduce, sorted, dim_size, base: Optional[Tensor] = None, include_self=True
+) -> Optional[Tensor]:
     """The result of a small, plainly valid call by the backend's cheapest route, or None (then the general
     path runs, with every check). Only checks that cost attribute reads happen here: at a few thousand elements
-    the general path's Python bookkeeping costs several times the kernel (see docs/decisions/small-calls.md)."""
+    the general path's Python bookkeeping costs several times the kernel (see docs/decisions/small-calls.md).
+    ``base``: the new tensor starts from it (the planner's scatters into data), of ``src``'s shape but along
+    ``dim``, dtype and device."""
     red = REDUCTIONS_BY_ALIAS.get(reduce) if type(reduce) is str else None
     if red is None or type(sorted) is not bool or type(dim) is not int or index.dim() != 1:
         return None
@@ -185,11 +191,20 @@ def _small_call(dim, index: Tensor, src: Tensor, reduce, sorted, dim_size) -> Op
     if not -ndim <= dim < ndim:
         return None
     dim %= ndim
-    if index.shape[0] > src.shape[dim] or (src.requires_grad and torch.is_grad_enabled()):
+    grad = torch.is_grad_enabled()
+    if index.shape[0] > src.shape[dim] or (src.requires_grad and grad):
         return None
+    if base is not None:
+        if type(include_self) is not bool or (base.requires_grad and grad) or base.dtype != src.dtype:
+            return None
+        if base.device != src.device or base.dim() != ndim:
+            return None
+        if base.shape[:dim] != src.shape[:dim] or base.shape[dim + 1 :] != src.shape[dim + 1 :]:
+            return None
+        dim_size = base.shape[dim]
     if torch.compiler.is_compiling():
         return None
-    return backend_for(src).small_index_scatter_reduce(src, index, dim, red, sorted, dim_size)
+    return backend_for(src).small_index_scatter_reduce(src, index, dim, red, sorted, dim_size, base, include_self)
 
 
 class _Call:

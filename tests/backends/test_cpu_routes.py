@@ -17,10 +17,22 @@ from scatterx.kernels.cpu import openmp
 T = routes.TUNING
 
 
-def choose(sorted=True, into_new=True, outer=1, n=10**6, inner=64, m=None, segments=10**5, itemsize=4, threads=2):
+def choose(
+    sorted=True,
+    into_new=True,
+    outer=1,
+    n=10**6,
+    inner=64,
+    m=None,
+    segments=10**5,
+    itemsize=4,
+    threads=2,
+    from_base=False,
+):
     return routes.choose_route(
         sorted=sorted,
         into_new=into_new,
+        from_base=from_base,
         outer=outer,
         n=n,
         inner=inner,
@@ -39,6 +51,9 @@ def choose(sorted=True, into_new=True, outer=1, n=10**6, inner=64, m=None, segme
         (dict(n=100, inner=8, segments=10, sorted=False), Route.SERIAL),
         (dict(n=100, inner=8, segments=10, into_new=False), Route.SEGMENTS),
         (dict(n=100, inner=8, segments=10, into_new=False, sorted=False), Route.GATHER),
+        # ... and into a new tensor computed from a base (no out=): serial too
+        (dict(n=100, inner=8, segments=10, into_new=False, from_base=True, sorted=False), Route.SERIAL),
+        (dict(n=10**6, inner=8, segments=10, into_new=False, from_base=True, sorted=False), Route.GATHER),
         # wide rows are small up to a larger size, shrinking with threads
         (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=2), Route.SERIAL),
         (dict(n=(T.small_call_elements * 2) // 16 - 16, inner=16, segments=16, threads=16), Route.RUNS),
@@ -304,3 +319,29 @@ def test_an_unknown_route_or_threshold_is_refused_with_the_valid_names():
     with pytest.raises(TypeError, match=why), routes.tuned(chunk_per_thread=2):
         pass
     assert routes.forced() is None and routes.tuning() is routes.TUNING
+
+
+@pytest.mark.parametrize("dtype", SUPPORTED_DTYPES)
+def test_a_small_call_from_a_base_is_serial_with_the_general_routes_bits(dtype):
+    """The functional form with a base (the planner's scatters into data): a small call takes the serial route,
+    every reduction and include_self gives the gather route's bits, and the base is never written."""
+    from scatterx.ops import index_scatter_reduce_from
+
+    g = torch.Generator().manual_seed(5)
+    src = random_values((2, 50, 4), dtype, g, "sum")
+    base = random_values((2, 7, 4), dtype, g, "sum")
+    before = base.clone()
+    index = torch.randint(0, 7, (45,), generator=g)
+    for reduce in REDUCES:
+        for include_self in (True, False):
+            with routes.recording() as log:
+                got = index_scatter_reduce_from(1, index, src, reduce, None, base, include_self)
+            assert [launch.route for launch in log] == [Route.SERIAL.value]
+            with routes.force(Route.GATHER):
+                want = index_scatter_reduce_from(1, index, src, reduce, None, base, include_self)
+            assert torch.equal(bits(got), bits(want)), (reduce, include_self)
+    bad = index.clone()
+    bad[-1] = 7
+    with pytest.raises(IndexError):
+        index_scatter_reduce_from(1, bad, src, "sum", None, base)
+    assert torch.equal(bits(base), bits(before))

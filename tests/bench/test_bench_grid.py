@@ -195,20 +195,36 @@ def test_element_plan_rows_against_torch_and_onnxruntime():
     assert ops == {
         "scatter_reduce sum",
         "scatter_reduce amax",
+        "scatter_reduce mean",
         "scatter (assign)",
         "gather",
         "onnx ScatterElements add",
         "onnx GatherElements",
         "onnx ScatterND add",
         "onnx GatherND",
+        "index_scatter_reduce sum, last dim",
+        "scatter_reduce sum, last dim",
     }
-    goals = {(r.op, r.peer): r.goal for r in rows}
-    assert goals["gather", "torch.gather"] == 1.5 and goals["scatter (assign)", "torch.scatter"] == 1.0
+    goals = {(r.op, r.peer): r.goal for r in rows if r.scale == "small"}
+    assert goals["gather", "torch.gather"] == 1.0 and goals["scatter (assign)", "torch.scatter"] == 1.0
     assert goals["onnx GatherND", "torch.index_select"] is None
-    assert all(r.speedup > 0 and r.size == "2,000x16 -> 500x16" for r in rows)
+    assert all(r.speedup > 0 for r in rows)
+    assert {r.size for r in rows if r.scale == "small"} == {"2,000x16 -> 500x16"}
+    last_dim = [r for r in rows if r.op.endswith("last dim")]
+    assert sorted({r.scale for r in last_dim}) == sorted(grid_elements.LAST_DIM) and all(
+        r.goal == 1.0 for r in last_dim
+    )
+    assert notes[0].startswith("the planner's per-call Python at 2,000x16")
     if grid_elements.ort_version():
-        assert sum(r.peer == "onnxruntime" for r in rows) == 4 and "onnxruntime" in notes[0]
+        assert sum(r.peer == "onnxruntime" for r in rows) == 4 and "onnxruntime" in notes[1]
         assert all(r.goal == 1.0 for r in rows if r.peer == "onnxruntime")
+
+
+def test_large_element_rows_have_the_larger_goal():
+    row = grid_elements.ElementRow("scatter_reduce mean", "x", "torch.scatter_reduce", 1.0, 2.0, None, 3, "large")
+    assert grid_elements.goal(row) == 1.5
+    row.scale = "small"
+    assert grid_elements.goal(row) == 1.0
 
 
 def test_onnxruntime_absent_is_handled(monkeypatch):
@@ -216,8 +232,8 @@ def test_onnxruntime_absent_is_handled(monkeypatch):
     assert grid_elements.ort_version() is None
     assert grid_elements.ort_session("GatherND", {}, {}, 1) is None
     rows, notes = _element_rows()
-    assert notes == ["onnxruntime not installed: the ONNX rows are compared with torch only"]
-    assert len(rows) == 8 and all(r.peer != "onnxruntime" for r in rows)
+    assert notes[1:] == ["onnxruntime not installed: the ONNX rows are compared with torch only"]
+    assert len(rows) == 9 + 2 * len(grid_elements.LAST_DIM) and all(r.peer != "onnxruntime" for r in rows)
 
 
 def test_onnxruntime_giving_another_result_is_flagged_not_fatal(monkeypatch):

@@ -128,6 +128,45 @@ def test_float16(tmp_path):
     assert_outputs(run_onnx(Wrap(every), [src, index], tmp_path / "m.onnx"), every(src, index))
 
 
+@pytest.mark.parametrize("sorted", [True, False])
+def test_runs_of_every_length_sorted_and_shuffled(sorted, tmp_path):
+    """Runs of 1 to 17 entries (odd ones, and 2**k + 1 that need one more level of the tree) and empty targets,
+    the index sorted (the graph takes it as it is) or shuffled (the graph sorts it): every reduction, exactly."""
+    lengths = [1, 2, 3, 4, 5, 7, 8, 9, 16, 17]
+    index = torch.repeat_interleave(torch.arange(0, 2 * len(lengths), 2), torch.tensor(lengths))
+    if not sorted:
+        index = index[torch.randperm(index.numel(), generator=torch.Generator().manual_seed(3))]
+    src = values((index.numel(), 3), torch.float64, 22)
+    size = 2 * len(lengths) + 1
+
+    def every(src, index):
+        return tuple(scatterx.index_scatter_reduce(0, index, src, r, sorted, dim_size=size) for r in REDUCTIONS)
+
+    assert_outputs(run_onnx(Wrap(every), [src, index], tmp_path / "m.onnx"), every(src, index))
+
+
+def test_torch_scatter_add_of_broadcast_rows(tmp_path):
+    """torch's own ``scatter_add`` with a row index broadcast over the rows (PyG's aggregation) takes the row
+    reduction (no ScatterElements in the graph); with any other index, ScatterElements as torch translates it."""
+    import onnx
+
+    src = values((30, 4), torch.float32, 23)
+    index = repeated_index(30, 9, 24)
+    elements = torch.randint(0, 9, (30, 4), generator=torch.Generator().manual_seed(25))
+
+    def rows(src, index):
+        return torch.ones(9, 4).scatter_add(0, index.view(-1, 1).expand_as(src), src)
+
+    def per_element(src, elements):
+        return torch.zeros(9, 4).scatter_add(0, elements, src)
+
+    for fn, inputs in ((rows, [src, index]), (per_element, [src, elements])):
+        path = tmp_path / f"{fn.__name__}.onnx"
+        assert_outputs(run_onnx(Wrap(fn), inputs, path), fn(*inputs))
+        op_types = {node.op_type for node in onnx.load(str(path)).graph.node}
+        assert ("ScatterElements" in op_types) == (fn is per_element), op_types
+
+
 # --------------------------------------------------------------------------------------------- the segment ops
 PTR = torch.tensor([0, 2, 2, 5, 5, 7])  # empty segments 1 and 3
 
@@ -226,23 +265,29 @@ class _Mutant:
         return self._replaced.get(name) or getattr(self._real, name)
 
 
-@pytest.mark.parametrize("mutant", ["mean divisor counts + 1", "no empty-row restore", "amax starts at 0"])
+MUTANTS = ["unpaired rows doubled", "one level short", "empty rows not zero", "amax combines by Add"]
+
+
+@pytest.mark.parametrize("mutant", MUTANTS)
 def test_mutants_of_the_translation_fail(mutant, tmp_path, monkeypatch):
-    real = onnx_ops.op
-    if mutant == "mean divisor counts + 1":
-        monkeypatch.setattr(onnx_ops, "op", _Mutant(real, Max=real.Add))
-        reduce = "mean"
-    elif mutant == "no empty-row restore":
-        monkeypatch.setattr(onnx_ops, "op", _Mutant(real, Where=lambda condition, a, b: a))
-        reduce = "amax"
+    """One piece of the row reduction replaced (onnx_ops' helpers): the comparison with eager must fail."""
+    reduce = "sum" if mutant == "unpaired rows doubled" else "amax"
+    if mutant == "unpaired rows doubled":  # a run's odd row out stays combined with itself
+        monkeypatch.setattr(onnx_ops, "_write_back_unpaired", lambda combined, *_: combined)
+    elif mutant == "one level short":  # the longest run is not finished: its target stays empty
+        real_levels = onnx_ops._levels
+        monkeypatch.setattr(onnx_ops, "_levels", lambda entries: real_levels(entries) - 1)
+    elif mutant == "empty rows not zero":
+        real_scalar = onnx_ops._scalar_like
+        monkeypatch.setattr(onnx_ops, "_scalar_like", lambda v, like: real_scalar(1.0 if v == 0.0 else v, like))
     else:
-        monkeypatch.setitem(onnx_ops._SCATTER, "amax", ("max", 0.0))
-        reduce = "amax"
-    src = -torch.rand(6, 3) - 1  # negative values: an amax from 0 is wrong
-    index = repeated_index(6, 5, 17)
+        monkeypatch.setitem(onnx_ops._COMBINE, "amax", "Add")
+    src = -torch.rand(24, 3) - 1  # negative values
+    # odd runs, empty targets, and a run of 17 of the 24 entries: it needs the tree's last level
+    index = torch.tensor([0] * 17 + [1] * 3 + [3] * 1 + [5] * 3)
 
     def fn(src, index):
-        return scatterx.index_scatter_reduce(0, index, src, reduce, False, dim_size=5)
+        return scatterx.index_scatter_reduce(0, index, src, reduce, True, dim_size=7)
 
     with pytest.raises(AssertionError):
         assert_outputs(run_onnx(Wrap(fn), [src, index], tmp_path / "m.onnx"), fn(src, index))

@@ -397,3 +397,56 @@ def test_dtypes_the_kernels_do_not_take_give_torch_s_results(dtype):
     unique = torch.tensor([[0, 1], [1, 0], [2, 2]])  # assign: no duplicate targets, so torch's result is defined
     assert torch.equal(scatterx.scatter(inp, 0, unique, src), torch.scatter(inp, 0, unique, src))
     assert torch.equal(scatterx.gather(inp, 0, index), torch.gather(inp, 0, index))
+
+
+# ---------------------------------------------------------------------------------------------------------- out=
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@given(p=problems(), reduce=st.sampled_from(REDUCES), fresh=st.booleans())
+def test_out_receives_what_torch_writes_there(p, reduce, fresh):
+    """``out=`` of the three functions: torch's result in ``out`` (given at the right shape, or empty and
+    resized), ``out`` returned; ``out`` may be the input itself."""
+    inp, dim, index, src, _dtype = p
+    calls = [
+        (
+            lambda out: scatterx.scatter_reduce(inp, dim, index, src, reduce, out=out),
+            torch.scatter_reduce(inp, dim, index, src, reduce),
+            reduce,
+        ),
+        (lambda out: scatterx.gather(inp, dim, index, out=out), torch.gather(inp, dim, index), None),
+    ]
+    for call, want, tolerance in calls:
+        out = torch.empty(0, dtype=want.dtype) if fresh else torch.full_like(want, 7)
+        assert call(out) is out
+        if tolerance:
+            assert_matches(out, want, tolerance)
+        else:
+            assert torch.equal(out, want)
+    into_input = inp.clone()
+    got = scatterx.scatter(into_input, dim, index, src, reduce="add", out=into_input)
+    assert got is into_input
+    assert_matches(into_input, torch.scatter(inp, dim, index, src, reduce="add"), "sum")
+
+
+@pytest.mark.parametrize("index_kind", ["general", "expanded"])
+def test_a_failed_call_leaves_out_untouched(index_kind):
+    x = torch.arange(12.0).view(4, 3)
+    index = torch.tensor([[0, 1, 2], [3, 4, 0]]) if index_kind == "general" else torch.tensor([[0], [4]]).expand(2, 3)
+    for call, shape in (
+        (lambda out: scatterx.gather(x, 0, index, out=out), (2, 3)),
+        (lambda out: scatterx.scatter_reduce(x, 0, index, torch.ones(2, 3), "sum", out=out), (4, 3)),
+        (lambda out: scatterx.scatter(x, 0, index, 1.0, out=out), (4, 3)),
+    ):
+        out = torch.full(shape, -1.0)
+        with pytest.raises(IndexError):
+            call(out)
+        assert bool((out == -1).all())
+
+
+def test_out_of_the_wrong_kind_raises_before_anything():
+    x, index = torch.randn(3, 2), torch.tensor([[0, 1]])
+    with pytest.raises(TypeError, match="dtype"):
+        scatterx.gather(x, 0, index, out=torch.empty(1, 2, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"out must be a torch\.Tensor"):
+        scatterx.gather(x, 0, index, out=[0.0, 0.0])
+    with pytest.raises(ValueError, match="automatic differentiation"):
+        scatterx.scatter_reduce(x.requires_grad_(), 0, index, torch.ones(1, 2), "sum", out=torch.empty(3, 2))

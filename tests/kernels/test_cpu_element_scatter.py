@@ -1,6 +1,6 @@
 """kernels/cpu/element_scatter.py called directly: the element plans' kernels against plain loops, on any split into
-work items (column blocks, target ranges and buffer sizes for the along-dim scatter, chunks for the others), so that
-every boundary is exercised on small inputs; half-precision storage bit for bit against a float32 loop in the same
+work items (column blocks for the along-dim scatter, chunks for the others), so that every boundary is exercised on
+small inputs; half-precision storage bit for bit against a float32 loop in the same
 order; bit-identical results whatever the split; bad entries counted and never written (guard cells)."""
 
 import numpy as np
@@ -15,9 +15,7 @@ from scatterx.kernels.cpu.element_scatter import TRACK_COUNT, TRACK_FLAG, TRACK_
 
 
 # The kernels on two threads, over the work items the backend gives them (``backends/cpu/element_scatter.py``).
-def along_scatter(
-    index, src, base, out, acc, seen, reduce, storage, assign, include_self, track, nblocks, block, shift, capacity
-):
+def along_scatter(index, src, base, out, acc, seen, reduce, storage, assign, include_self, track, nblocks, block):
     return launch(
         kernels.along_scatter,
         None,
@@ -36,8 +34,6 @@ def along_scatter(
         track,
         nblocks,
         block,
-        shift,
-        capacity,
     )
 
 
@@ -111,9 +107,9 @@ def _loop(index, src, base, name, include_self, assign, wide=np.float64):
 
 
 def _split(draw, inner):
-    """(nblocks, block, shift, capacity): any split of the columns, any target ranges and buffer sizes."""
+    """(nblocks, block): any split of the columns."""
     block = draw(st.integers(1, inner))
-    return -(-inner // block), block, draw(st.sampled_from([0, 1, 2, 62])), draw(st.integers(1, 4))
+    return -(-inner // block), block
 
 
 def _run_along(index, src, base, name, include_self, assign, split, storage=NATIVE, acc=None):
@@ -152,10 +148,10 @@ def along_cases(draw):
     )
     g = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
     index = g.integers(0, size, (outer, n, inner)).astype(np.int64)  # (the backend passes int64 indices)
-    if draw(st.booleans()):  # strided index (a view every other element)
-        index = np.repeat(index, 2, axis=2)[:, :, ::2]
     src = g.integers(-4, 5, (outer, n, inner)).astype(np.float64)
     base = g.integers(-4, 5, (outer, size, inner)).astype(np.float64)
+    if draw(st.booleans()):  # a strided base (a view every other element); index and src come C-contiguous
+        base = np.repeat(base, 2, axis=2)[:, :, ::2]
     return index, src, base, _split(draw, inner)
 
 
@@ -198,7 +194,7 @@ def test_along_scatter_is_bit_identical_whatever_the_split(seed, data):
     index = g.integers(0, 9, (2, 40, 6))
     src = g.standard_normal((2, 40, 6)).astype(np.float32) * 1e3  # sums that depend on their order
     base = g.standard_normal((2, 9, 6)).astype(np.float32)
-    first = _run_along(index, src, base, "sum", True, False, (1, 6, 62, 1))[1]
+    first = _run_along(index, src, base, "sum", True, False, (1, 6))[1]
     for _ in range(3):
         split = _split(data.draw, 6)
         assert np.array_equal(
@@ -237,6 +233,30 @@ def test_along_scatter_counts_bad_entries_and_never_writes_them(entries, data):
         )
         assert bad == 2 * sum(not 0 <= e < size for e in entries)
         assert (buffer[2 * size :] == -7.0).all() and (seen_buffer[2 * size :] == 9).all()
+
+
+@given(st.integers(0, 2**31 - 1), st.integers(1, 3 * kernels.ROW_CHUNK), st.integers(0, 3), st.sampled_from([1, 3]))
+def test_along_scatter_checks_long_rows_chunk_by_chunk(seed, n, nbad, inner):
+    """Rows longer than a checked chunk (``ROW_CHUNK``, rows of one element; a row of columns otherwise): the
+    chunks or rows with a bad entry are redone entry by entry, the others go unchecked."""
+    g = np.random.default_rng(seed)
+    size = 50
+    index = g.integers(0, size, (2, n, inner))
+    bad_at = g.integers(0, index.size, nbad)
+    index.reshape(-1)[bad_at] = g.choice([-1, size, 10**12], nbad)
+    src = g.integers(-4, 5, index.shape).astype(np.float32)
+    base = g.integers(-4, 5, (2, size, inner)).astype(np.float32)
+    ok = (index >= 0) & (index < size)
+    for name, include_self, assign in [("sum", True, False), ("amax", False, False), ("sum", False, True)]:
+        bad, out = _run_along(index, src, base, name, include_self, assign, (1, inner))
+        want = base.copy()
+        hit = np.zeros(base.shape, bool)
+        for o, i, j in zip(*np.nonzero(ok)):  # in position order (exact: small integers)
+            t = index[o, i, j]
+            start = want[o, t, j] if include_self or hit[o, t, j] else IDENTITY[name]
+            want[o, t, j] = src[o, i, j] if assign else _combine(name, start, src[o, i, j])
+            hit[o, t, j] = True
+        assert bad == int((~ok).sum()) and np.array_equal(out, want)
 
 
 @given(along_cases(), st.integers(1, 4))

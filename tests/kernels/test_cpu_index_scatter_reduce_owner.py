@@ -15,6 +15,7 @@ from scatterx._reductions import BY_NAME, REDUCTIONS
 from scatterx.kernels.cpu import NATIVE, launch, numpy_view, storage_code
 from scatterx.kernels.cpu.index_scatter_reduce_owner import (
     AMBIGUOUS,
+    LANES,
     MARKS_EMPTY,
     NOT_SORTED,
     OK,
@@ -24,10 +25,22 @@ from scatterx.kernels.cpu.index_scatter_reduce_owner import (
 
 
 def run_owner(
-    src3, index, base, reduce, *, sorted=False, include_self=False, fill_empty=True, marks=False, check=True, threads=1
+    src3,
+    index,
+    base,
+    reduce,
+    *,
+    sorted=False,
+    include_self=False,
+    fill_empty=True,
+    marks=False,
+    check=True,
+    threads=1,
+    lanes=False,
 ):
     """The kernel into a new output (``SENTINEL``-filled): ``(status, out)``. With ``check`` the kernel counts the
-    entries itself (one thread); otherwise they are given."""
+    entries itself (one thread); otherwise they are given. ``lanes``: groups of ``LANES`` slices (rows of one
+    element)."""
     out = torch.full_like(base, SENTINEL)
     num_targets = base.size(1)
     counts = (
@@ -36,7 +49,7 @@ def run_owner(
     status = launch(
         index_scatter_reduce_owner,
         None,
-        src3.size(0),
+        -(-src3.size(0) // LANES) if lanes else src3.size(0),
         1 if check else threads,
         numpy_view(src3.contiguous()),
         index.long().numpy(),
@@ -50,6 +63,7 @@ def run_owner(
         include_self,
         fill_empty,
         marks,
+        lanes,
     )
     return status, out
 
@@ -66,11 +80,17 @@ def run_owner(
     fill_empty=st.booleans(),
     sorted=st.booleans(),
     check=st.booleans(),
+    lanes=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
 )
 def test_gives_the_segment_kernel_s_bits(
-    reduce, dtype, n, num_targets, outer, inner, include_self, fill_empty, sorted, check, seed
+    reduce, dtype, n, num_targets, outer, inner, include_self, fill_empty, sorted, check, lanes, seed
 ):
+    """Slice by slice, or (rows of one element) ``LANES`` slices at a time: with more slices, so that groups are
+    full, partial, or several."""
+    lanes = lanes and inner == 1
+    if lanes:
+        outer = 1 + seed % (2 * LANES + 3)
     g = torch.Generator().manual_seed(seed)
     src = random_values((outer, n, inner), dtype, g, reduce)
     if dtype.is_floating_point and n:
@@ -90,6 +110,7 @@ def test_gives_the_segment_kernel_s_bits(
         fill_empty=fill_empty,
         check=check,
         threads=2,
+        lanes=lanes,
     )
     assert status == OK
     want = segment_kernel(
@@ -148,13 +169,14 @@ def test_empty_targets_told_by_their_bits_or_reported_ambiguous(reduce, dtype, n
         ([0, 1, 5], True, OUT_OF_RANGE),
     ],
 )
-@pytest.mark.parametrize("marks", [False, True])
-def test_a_bad_index_returns_its_status_before_writing(index, sorted, status, marks):
-    src = torch.ones(1, 3, 2)
-    base = torch.zeros(1, 3, 2)
-    got, out = run_owner(src, torch.tensor(index), base, "sum", sorted=sorted, marks=marks)
+@pytest.mark.parametrize("marks, lanes", [(False, False), (True, False), (False, True)])
+def test_a_bad_index_returns_its_status_before_writing(index, sorted, status, marks, lanes):
+    shape = (LANES, 3, 1) if lanes else (1, 3, 2)
+    src = torch.ones(shape)
+    base = torch.zeros(shape)
+    got, out = run_owner(src, torch.tensor(index), base, "sum", sorted=sorted, marks=marks, lanes=lanes)
     assert got == status
-    assert torch.equal(out, torch.full((1, 3, 2), float(SENTINEL)))  # untouched
+    assert torch.equal(out, torch.full(shape, float(SENTINEL)))  # untouched
 
 
 def _loop(src, rows, base, name, include_self):
@@ -189,10 +211,11 @@ def test_into_out_matches_a_loop(index, outer, inner, name, include_self, seed):
         for j in range(inner):
             want[o, :, j] = _loop(src[o, : index.size, j], index, out[o, :, j], name, include_self)
     counts = np.bincount(index, minlength=num_targets).astype(np.int64)
+    lanes = inner == 1 and seed % 2 == 1  # rows of one element: either mode
     launch(
         index_scatter_reduce_owner,
         None,
-        outer,
+        -(-outer // LANES) if lanes else outer,
         2,
         src,
         index,
@@ -206,5 +229,6 @@ def test_into_out_matches_a_loop(index, outer, inner, name, include_self, seed):
         include_self,
         False,
         False,
+        lanes,
     )
     np.testing.assert_allclose(out, want)

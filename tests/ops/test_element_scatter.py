@@ -199,14 +199,10 @@ def test_bad_arguments(args, error):
 
 
 @pytest.mark.parametrize("reduce", MODES)
-@pytest.mark.parametrize("buffered", [False, True], ids=["direct", "buffered"])
-def test_cpu_results_are_bit_identical_whatever_the_thread_count(reduce, buffered):
-    """Large enough for several threads (and, with small target ranges, for the buffered kernel): every target
-    still reduces its values in u's order, so float32 sums agree bit for bit with one thread."""
-    from scatterx.backends.cpu import routes
-
-    with routes.tuned(range_bytes=1024 if buffered else routes.TUNING.range_bytes):
-        _check_bit_identical_whatever_the_thread_count(reduce)
+def test_cpu_results_are_bit_identical_whatever_the_thread_count(reduce):
+    """Large enough for several threads: every target still reduces its values in u's order, so float32 sums
+    agree bit for bit with one thread."""
+    _check_bit_identical_whatever_the_thread_count(reduce)
 
 
 def _check_bit_identical_whatever_the_thread_count(reduce):

@@ -13,6 +13,9 @@ from ...kernels.cpu import element_scatter as element_kernels
 from ...kernels.cpu import launch, numpy_view, storage_code
 from .._common import empty, shape3
 from . import routes
+from ._launch import view3
+
+_MEAN = BY_NAME["mean"].code
 
 
 def element_scatter(
@@ -110,7 +113,7 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
         else:
             bad = launch(
                 element_kernels.along_gather,
-                None,
+                ("element.along_gather", _layout(data3), _layout(index3)),  # (out: new, C-contiguous, data's dtype)
                 outer * nchunks,
                 threads,
                 data3,
@@ -143,9 +146,10 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
 
 
 def _along_scatter(src, index, base, out, dim, code, storage, assign, include_self, t) -> int:
-    """The along-dim scatter kernel: work items own an outer slice and a block of columns; an item whose
-    accumulator block outgrows ``t.range_bytes`` buffers its hits by target range (``kernels/cpu/
-    element_scatter.py``; measured in docs/decisions/element-scatter.md)."""
+    """The along-dim scatter kernel: work items own an outer slice and a block of columns, and update their block
+    of the accumulator directly (``kernels/cpu/element_scatter.py``; measured in docs/decisions/element-scatter.md).
+    ``index`` and ``src`` go C-contiguous (a copy only for a strided one: the kernel's loops need the layout known
+    when compiled, and one layout keeps one variant); ``base`` through its strides (read once)."""
     outer, S, inner = shape3(base, dim)
     n = index.size(dim)
     threads = routes.threads_for(outer * n * inner, torch.get_num_threads(), t)
@@ -156,30 +160,22 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
         nblocks = -(-inner // block)
     out_np = numpy_view(out).reshape(outer, S, inner)
     acc = out_np if storage == element_kernels.NATIVE else np.empty((outer, S, inner), np.float32)
-    mean = code == BY_NAME["mean"].code and not assign
-    if mean:
+    if code == _MEAN and not assign:
         track, seen = element_kernels.TRACK_COUNT, np.empty((outer, S, inner), np.int32 if n < 2**31 else np.int64)
     elif assign or include_self:
         track, seen = element_kernels.TRACK_NONE, np.empty((outer, 0, 0), np.uint8)
     else:
         track, seen = element_kernels.TRACK_FLAG, np.empty((outer, S, inner), np.uint8)
-    entry = acc.itemsize + seen.itemsize * (track != element_kernels.TRACK_NONE)
-    rows = max(1, t.range_bytes // (block * entry))
-    shift = rows.bit_length() - 1  # ranges of 2**shift target rows
-    ranges = -(-S // (1 << shift))
-    capacity = 1
-    if 1 < ranges <= t.max_ranges and not assign:  # assign writes without reading: direct stores are faster
-        capacity = max(1, min(t.buffer_bytes // (ranges * (4 + acc.itemsize)), n * block))
-    else:  # one range: direct updates (the block fits in cache, or the buffers would not pay: then prefetched)
-        shift = 62 if ranges == 1 else 63
+    # the key names every argument's type (``Kernel.entry``): typing each array per call cost 3.6 us of a 25 us call
+    key = ("element.along", code, storage, src.dtype, acc.dtype.num, seen.dtype.num)
     return launch(
         element_kernels.along_scatter,
-        None,
+        key,
         outer * nblocks,
         threads,
-        _strided3(index, outer, n, inner),
-        _strided3(src, outer, n, inner),
-        _strided3(base, outer, S, inner),
+        view3(index, outer, n, inner),
+        view3(src, outer, n, inner),
+        numpy_view(base).reshape(outer, S, inner),  # (NumPy copies a strided base it cannot view so; read only)
         out_np,
         acc,
         seen,
@@ -190,9 +186,13 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
         track,
         nblocks,
         block,
-        shift,
-        capacity,
     )
+
+
+def _layout(a: np.ndarray) -> tuple:
+    """What Numba's type of an array depends on (a launch key's part: ``Kernel.entry``)."""
+    f = a.flags
+    return a.dtype.num, a.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned
 
 
 def _strided3(t: torch.Tensor, outer: int, rows: int, inner: int) -> np.ndarray:

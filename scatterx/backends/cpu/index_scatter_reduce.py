@@ -4,6 +4,10 @@ amax/amin (the gradient split among ties).
 Terms: tensors are seen as ``(outer, n, inner)`` with the reduced dim in the middle (``shape3``); ``ptr`` are CSR
 offsets (segment ``s`` covers positions ``ptr[s]:ptr[s+1]``); ``perm`` names the row of each position when rows
 are gathered (a stable sort of an unsorted index), else positions are rows.
+
+Why this module is long: every route of the op (serial, runs, segments, gather, slices) has its host side here,
+beside the one function that chooses among them and falls back from one to another; they share the argument
+handling and are read together.
 """
 
 from __future__ import annotations
@@ -53,16 +57,21 @@ def index_scatter_reduce(
     read may have done it)."""
     t = routes.tuning()
     into_new = out is None and base is None
+    from_base = out is None and base is not None
     outer, n, inner = shape3(src, dim)
     m = index.numel()
     forced = routes.forced()
     if forced is not None:
-        why = routes.refusal(forced, sorted=sorted, into_new=into_new)
+        why = routes.refusal(forced, sorted=sorted, into_new=into_new, from_base=from_base)
         if why:
             raise ValueError(f"cannot force the CPU route {forced.value!r} of index_scatter_reduce: {why}")
         route = forced
     else:
-        guess = head_sorted(index) if sorted is None else sorted
+        # (a small call into a new tensor is serial whatever the order: its index's head is not probed)
+        small = (into_new or from_base) and routes.small(
+            outer=outer, n=n, inner=inner, segments=num_segments, threads=torch.get_num_threads(), t=t
+        )
+        guess = bool(sorted) if small or sorted is not None else head_sorted(index)
         route = routes.choose_route(
             sorted=guess,
             into_new=into_new,
@@ -74,9 +83,12 @@ def index_scatter_reduce(
             itemsize=src.element_size(),
             threads=torch.get_num_threads(),
             t=t,
+            from_base=from_base,
         )
     if route is Route.SERIAL:
-        return _serial(src, index64(index), index, red, bool(sorted), num_segments, outer, n, inner, dim)
+        return _serial(
+            src, index64(index), index, red, bool(sorted), num_segments, outer, n, inner, dim, base, include_self
+        )
     if route in (Route.RUNS, Route.SEGMENTS):
         result = (
             _runs(src, index, red, num_segments, outer, n, inner, dim, t)
@@ -114,13 +126,21 @@ def index_scatter_reduce(
 
 
 def small_index_scatter_reduce(
-    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: bool, num_segments: Optional[int]
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int,
+    red: Reduction,
+    sorted: bool,
+    num_segments: Optional[int],
+    base: Optional[torch.Tensor] = None,
+    include_self: bool = True,
 ) -> Optional[torch.Tensor]:
     """``index_scatter_reduce`` of a small call into a new tensor on the serial route; None when the call is not
     small (or another route is forced), or not plainly valid (the caller then takes the general path, which
     explains any bad input). ``src`` is a tensor, ``index`` a 1-D tensor no longer than ``src.size(dim)``, ``dim
-    >= 0`` (the caller checked); ``num_segments`` None: ``index.max() + 1``. Written for per-call cost: every line
-    here is paid by calls of a few microseconds (see docs/decisions/small-calls.md)."""
+    >= 0`` (the caller checked); ``num_segments`` None: ``index.max() + 1``; ``base``: the new tensor starts from
+    it (``num_segments`` is then its size along ``dim``, checked by the caller). Written for per-call cost: every
+    line here is paid by calls of a few microseconds (see docs/decisions/small-calls.md)."""
     forced = routes.forced()
     if forced is not None and forced is not Route.SERIAL:
         return None
@@ -150,21 +170,24 @@ def small_index_scatter_reduce(
         outer=outer, n=n, inner=inner, segments=num_segments, threads=torch.get_num_threads(), t=t
     ):
         return None
-    result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim)
+    result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, base, include_self)
     return result if status == owner.OK else None
 
 
-def _serial(src, index_np, index, red, sorted, num_segments, outer, n, inner, dim):
-    """The serial route: a new tensor, or the error the kernel's checks found."""
-    result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim)
+def _serial(src, index_np, index, red, sorted, num_segments, outer, n, inner, dim, base=None, include_self=True):
+    """The serial route: a new tensor (computed from ``base`` where given), or the error the kernel's checks
+    found."""
+    result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, base, include_self)
     if status != owner.OK:
         # a broken sorted promise is named first: without dim_size, the size was read from the last entry
         raise explain_bad_index(index, num_segments, sorted or status == owner.NOT_SORTED)
     return result
 
 
-def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
-    """``(result, status)`` of the owner kernel on the calling thread, checking the index itself first."""
+def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, base=None, include_self=True):
+    """``(result, status)`` of the owner kernel on the calling thread, checking the index itself first. ``base``:
+    the new tensor starts from it (``include_self``: its values take part), and its targets that receive nothing
+    keep its values."""
     routes.record(Route.SERIAL)
     shape = list(src.shape)
     shape[dim] = num_segments
@@ -176,29 +199,33 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim):
     storage = storage_code(src.dtype)
     src3 = view3(src, outer, n, inner)
     out3 = numpy_view(result).reshape(outer, num_segments, inner)
-    # rows of one element: the empty targets by their bits (no counting pass); wider rows count (the pass over
-    # every value that looks for identity bits would cost more than the counting pass saves)
-    marks = red.name in owner.MARKS_EMPTY and inner == 1
+    base3 = out3 if base is None else view3(base, outer, num_segments, inner)
+    # rows of one element: several slices reduced together (``lanes``), or the empty targets of one slice by their
+    # bits (no counting pass); wider rows count (the pass over every value that looks for identity bits would cost
+    # more than the counting pass saves)
+    lanes = _lanes_pay(outer, inner) and base is None
+    marks = red.name in owner.MARKS_EMPTY and inner == 1 and not lanes and base is None
     key = ("owner", red.code, src.dtype)
     while True:
-        counts = _NO_COUNTS if marks else np.empty(num_segments, np.int64)
+        counts = _NO_COUNTS if marks or lanes else np.empty(num_segments, np.int64)
         # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
         # (see docs/decisions/small-calls.md)
         status = owner.index_scatter_reduce_owner.keyed(
             key,
-            np.array([0, outer], np.int64),
+            np.array([0, -(-outer // owner.LANES) if lanes else outer], np.int64),
             src3,
             index_np,
             counts,
-            out3,
+            base3,
             out3,
             red.code,
             storage,
             True,
             sorted,
-            False,
-            True,
+            base is not None and include_self,
+            base is None,
             marks,
+            lanes,
         )
         if status != owner.AMBIGUOUS:
             return result, status
@@ -248,10 +275,23 @@ def _segments(src, index, dim, red, num_segments, out, base, include_self):
     return reduce_segments(src, dim, ptr, None, red, out, include_self, base, index, route=Route.SEGMENTS)
 
 
+def _lanes_pay(outer: int, inner: int) -> bool:
+    """Whether the owner kernel reduces rows of one element ``LANES`` slices at a time (its ``lanes`` mode): from
+    half a group of slices on (docs/decisions/element-scatter.md)."""
+    return inner == 1 and 2 * outer >= owner.LANES
+
+
 def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
-    """The slices route: each work item owns whole outer slices of the output."""
-    index_np, counts = count_index(index, num_segments)
+    """The slices route: each work item owns whole outer slices of the output (``LANES`` of them together for
+    rows of one element, which count their own entries: the index is only checked here)."""
     outer, n, inner = shape3(src, dim)
+    lanes = _lanes_pay(outer, inner)
+    if lanes:
+        index_np, counts = index64(index), _NO_COUNTS
+        if index_np.shape[0] and not index_fits(index_np, num_segments, False):
+            raise explain_bad_index(index, num_segments, False)
+    else:
+        index_np, counts = count_index(index, num_segments)
     result = new_result(src, dim, num_segments) if out is None else out
     written = result if out is None else target(out, src, index)
     if base is not None:
@@ -271,7 +311,7 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
         launch(
             owner.index_scatter_reduce_owner,
             ("owner", red.code, src.dtype),
-            outer,
+            -(-outer // owner.LANES) if lanes else outer,
             threads,
             view3(src, outer, n, inner),
             index_np,
@@ -285,6 +325,7 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
             bool(include_self) and (out is not None or base is not None),
             out is None and base is None,
             False,
+            lanes,
         )
     return result if out is None else finish(out, written)
 

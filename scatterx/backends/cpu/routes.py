@@ -5,12 +5,13 @@ A route depends on the call's shape only, never on index values (except ``sorted
 index head first and falls back to an unsorted route if the sorted one rejects it):
 
 ==============  =======================================================================================
-``SERIAL``      one thread, no offsets (``index_scatter_reduce_owner``): small calls, and unsorted narrow
-                rows into a new tensor
+``SERIAL``      one thread, no offsets (``index_scatter_reduce_owner``): small calls (into a new tensor, or a
+                new one from ``base``), and unsorted narrow rows into a new tensor
 ``RUNS``        sorted index into a new tensor, one pass, no offsets (``index_scatter_reduce_runs``)
 ``SEGMENTS``    sorted index: CSR offsets, then the segment kernel (``segment_reduce``)
 ``GATHER``      any index: a counting sort, then the segment kernel reading rows through the permutation
-``SLICES``      any index: each work item owns whole outer slices (``index_scatter_reduce_owner``)
+``SLICES``      any index: each work item owns whole outer slices, groups of them for rows of one element
+                (``index_scatter_reduce_owner``)
 ==============  =======================================================================================
 
 Every route gives the same bits (each target's rows combined in position order, from the table's identity), so
@@ -92,12 +93,6 @@ class Tuning:
     #: line of the output is written by two threads; a gather makes this many items per thread.
     lane_block: int = 16
     gather_items_per_thread: int = 4
-    #: An element scatter whose accumulator block outgrows ``range_bytes`` buffers its hits by target range (up to
-    #: ``max_ranges`` of them, ``buffer_bytes`` of buffers in all) and applies a range's buffer when it is full,
-    #: the range then being in cache (element-scatter.md).
-    range_bytes: int = 512 << 10
-    max_ranges: int = 32
-    buffer_bytes: int = 4 << 20
 
 
 TUNING = Tuning()
@@ -182,12 +177,14 @@ def choose_route(
     itemsize: int,
     threads: int,
     t: Tuning = TUNING,
+    from_base: bool = False,
 ) -> Route:
     """The route for a call of ``index_scatter_reduce``: ``src`` seen as ``(outer, n, inner)`` of ``itemsize``-byte
     elements, ``m`` index entries, ``segments`` output slices along the dim, ``threads`` torch threads;
     ``sorted``: promised (or probed) non-decreasing; ``into_new``: no ``out``/``base`` (a new tensor, empty
-    targets 0)."""
-    if into_new and small(outer=outer, n=n, inner=inner, segments=segments, threads=threads, t=t):
+    targets 0); ``from_base``: a new tensor computed from ``base`` (no ``out``) -- small ones take the serial route
+    too (the planner's scatters into data: ONNX ScatterND, TensorFlow's ``*_nd``)."""
+    if (into_new or from_base) and small(outer=outer, n=n, inner=inner, segments=segments, threads=threads, t=t):
         return Route.SERIAL
     if sorted:
         if into_new and runs_pay(inner=inner, m=m, segments=segments):
@@ -245,10 +242,12 @@ def _acc_bytes(itemsize: int) -> int:
     return 8 if itemsize == 8 else 4
 
 
-def refusal(route: Route, *, sorted: Optional[bool], into_new: bool) -> Optional[str]:
+def refusal(route: Route, *, sorted: Optional[bool], into_new: bool, from_base: bool = False) -> Optional[str]:
     """Why ``route`` cannot serve a call (None: it can)."""
-    if route in (Route.SERIAL, Route.RUNS) and not into_new:
-        return f"the {route.value} route writes a new tensor only, and this call has out= (or a base)"
+    if route is Route.SERIAL and not (into_new or from_base):
+        return "the serial route writes a new tensor only, and this call has out="
+    if route is Route.RUNS and not into_new:
+        return "the runs route writes a new tensor only, and this call has out= (or a base)"
     if route in (Route.RUNS, Route.SEGMENTS) and sorted is False:
         return f"the {route.value} route needs a sorted index, and this call has sorted=False"
     return None

@@ -64,7 +64,14 @@ def index_scatter_reduce(
 
 
 def small_index_scatter_reduce(
-    src: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction, sorted: bool, num_segments: Optional[int]
+    src: torch.Tensor,
+    index: torch.Tensor,
+    dim: int,
+    red: Reduction,
+    sorted: bool,
+    num_segments: Optional[int],
+    base: Optional[torch.Tensor] = None,
+    include_self: bool = True,
 ) -> Optional[torch.Tensor]:
     """As ``backends.cpu.small_index_scatter_reduce``: always None here. A kernel launch costs the same at any
     size, and checking the index values on the host (the serial path's validation) would be a sync."""

@@ -18,18 +18,17 @@ Both scatters are deterministic whatever the thread count, count the entries out
 size``) instead of writing them, and never touch memory outside their arrays. The gathers write 0 for a bad
 entry and count it. The caller raises on a non-zero count; the data it was given is never written.
 
-Why this module is long: the two forms of map each need a scatter and a gather kernel, and the coordinate
-scatter's target-range buffering (``_drain``) is shared; they are read together, one family of kernels.
+Why this module is long: the two forms of map each need a scatter and a gather kernel, and the along-dim scatter
+has one loop per shape of the index (a row of positions, rows of columns); they are read together, one family of
+kernels.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.extending import overload
 
 from ._codegen import NATIVE, Kernel, acc_buffer, claim, combine, finalize, identity, load, store
-from ._memory import prefetch_write
 
 __all__ = ["NATIVE", "along_gather", "along_scatter", "coords_gather", "coords_scatter", "row_gather"]
 
@@ -37,155 +36,112 @@ __all__ = ["NATIVE", "along_gather", "along_scatter", "coords_gather", "coords_s
 TRACK_NONE, TRACK_FLAG, TRACK_COUNT = 0, 1, 2
 
 
-def _track(seen, k, track):
-    """Record a hit on the (flat) position ``k`` in ``seen``: a flag, or a count (see ``along_scatter_kernel``)."""
+#: ``_row_hits`` checks the index this many positions at a time (a vectorised pass, the chunk then in L1)
+ROW_CHUNK = 512
 
 
-@overload(_track, inline="always")
-def _ov_track(seen, k, track):
-    def impl(seen, k, track):
-        if track == TRACK_FLAG:
-            seen[k] = 1
-        elif track == TRACK_COUNT:
-            seen[k] += 1
-
-    return impl
-
-
+# The hits of a work item, one function per shape of the index (a row of positions; rows of a block of columns).
+# Every index, target and column is used unsigned: with a signed one Numba adds its wraparound of negative indices
+# to every access, and the loops neither vectorise nor unroll. A chunk of positions (a row of columns) is checked
+# in a vectorised pass first, then updated without a branch per entry; one with a bad entry is redone entry by
+# entry, skipping those. Each loop is written out for ``track`` none or not: a branch on it around a store cost
+# 70%. The entry-by-entry path is inline, not a call: a call in the loop, or a return from it, cost 60% even when
+# never taken. (Numba's SSA check warns on the second inlined ``combine`` of amax/amin, NumbaIRAssumptionWarning;
+# ``Kernel`` silences it, the code is correct.) Measured in docs/decisions/element-scatter.md.
 @njit(cache=True, nogil=True, error_model="numpy")
-def _drain(flat, seen, start, where, what, count, reduce, assign, track):
-    """Apply the first ``count`` buffered hits of one target range (positions ``start + where[e]``, values
-    ``what[e]``, in order) to the accumulator. A function of its own, not inlined: it runs once per full buffer."""
-    for e in range(count):
-        k = start + where[e]
-        if assign:
-            flat[k] = what[e]
-        else:
-            flat[k] = combine(reduce, flat[k], what[e])
-        _track(seen, k, track)
-
-
-# The hits of a work item: direct (a row; a block of columns) or buffered by target range (``_drain``). Each is a
-# function of its own, called once per item or per full buffer, rather than a loop of the kernel: a kernel with
-# two inlined copies of ``combine`` upsets Numba's SSA check (NumbaIRAssumptionWarning) for amax/amin.
-@njit(cache=True, nogil=True, error_model="numpy")
-def _row_hits(flat, seen, idx, val, reduce, storage, assign, track):
-    """flat[idx[i]] (+)= val[i] in order of i; returns the number of entries outside ``flat``."""
-    nbad = 0
-    S = flat.shape[0]
-    for i in range(idx.shape[0]):
-        t = idx[i]
-        if t < 0 or t >= S:
-            nbad += 1
-            continue
-        x = load(storage, val[i])
-        if assign:
-            flat[t] = x
-        else:
-            flat[t] = combine(reduce, flat[t], x)
-        _track(seen, t, track)
-    return nbad
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _block_hits(flat, seen, idx, val, j0, j1, reduce, storage, assign, track, prefetch):
-    """flat[idx[i, j] * inner + j] (+)= val[i, j] for the columns ``j0 <= j < j1``, in order of i; returns the
-    number of entries outside ``[0, flat.size / inner)``. ``prefetch``: ask for the next row's targets ahead (for
-    an accumulator block larger than the cache; on one that fits, the prefetches cost a third of the time)."""
-    nbad = 0
-    inner = idx.shape[1]
-    S = flat.shape[0] // inner
+def _row_hits(acc, seen, idx, val, reduce, storage, assign, track):
+    """acc[idx[i]] (+)= val[i] in order of i (1-D, C-contiguous); returns the number of entries outside ``acc``."""
+    S = np.uint64(acc.shape[0])
     n = idx.shape[0]
-    for i in range(n):
-        if prefetch and i + 1 < n:  # the next row's targets, for writing
-            for j in range(j0, j1):
-                prefetch_write(flat, np.int64(idx[i + 1, j]) * inner + j)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
-        for j in range(j0, j1):
-            t = idx[i, j]
-            if t < 0 or t >= S:
-                nbad += 1
-                continue
-            k = t * inner + j
-            x = load(storage, val[i, j])
-            if assign:
-                flat[k] = x
-            else:
-                flat[k] = combine(reduce, flat[k], x)
-            _track(seen, k, track)
+    nbad = 0
+    for p0 in range(0, n, ROW_CHUNK):
+        p1 = min(n, p0 + ROW_CHUNK)
+        bad = False
+        for p in range(p0, p1):
+            bad |= np.uint64(idx[np.uint64(p)]) >= S
+        if bad:
+            for p in range(p0, p1):
+                up = np.uint64(p)
+                t = np.uint64(idx[up])
+                if t >= S:
+                    nbad += 1
+                    continue
+                x = load(storage, val[up])
+                acc[t] = x if assign else combine(reduce, acc[t], x)
+                if track != TRACK_NONE:
+                    seen[t] = (seen[t] if track == TRACK_COUNT else 0) + 1
+        elif track == TRACK_NONE:
+            for p in range(p0, p1):
+                up = np.uint64(p)
+                t = np.uint64(idx[up])
+                x = load(storage, val[up])
+                acc[t] = x if assign else combine(reduce, acc[t], x)
+        else:
+            for p in range(p0, p1):
+                up = np.uint64(p)
+                t = np.uint64(idx[up])
+                acc[t] = combine(reduce, acc[t], load(storage, val[up]))  # (assign tracks nothing)
+                seen[t] = (seen[t] if track == TRACK_COUNT else 0) + 1
     return nbad
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _buffered_hits(flat, seen, idx, val, j0, j1, shift, capacity, reduce, storage, assign, track):
-    """As ``_block_hits``, through buffers: each hit is appended to the buffer of its target range (``2**shift``
-    rows, positions relative to the range, values loaded); a full buffer is applied by ``_drain`` while its range
-    is in cache, and what is left at the end likewise. Buffers are applied in order: so are each target's hits."""
+def _block_hits(acc, seen, idx, val, j0, j1, reduce, storage, assign, track):
+    """acc[idx[i, j], j] (+)= val[i, j] for the columns ``j0 <= j < j1``, in order of i (2-D, C-contiguous; ``seen``
+    flat); returns the number of entries outside ``[0, acc.shape[0])``."""
+    S = np.uint64(acc.shape[0])
+    inner = np.uint64(acc.shape[1])
     nbad = 0
-    inner = idx.shape[1]
-    S = flat.shape[0] // inner
-    ranges = ((S - 1) >> shift) + 1
-    where = np.empty((ranges, capacity), np.int32)  # position in the range's block: local row * inner + j
-    what = acc_buffer(storage, val, ranges * capacity).reshape(ranges, capacity)
-    filled = np.zeros(ranges, np.int64)
     for i in range(idx.shape[0]):
-        for j in range(j0, j1):
-            t = idx[i, j]
-            if t < 0 or t >= S:
-                nbad += 1
-                continue
-            r = t >> shift
-            f = filled[r]
-            where[r, f] = (t - (r << shift)) * inner + j
-            what[r, f] = load(storage, val[i, j])
-            f += 1
-            if f == capacity:
-                _drain(flat, seen, (r << shift) * inner, where[r], what[r], f, reduce, assign, track)
-                f = 0
-            filled[r] = f
-    for r in range(ranges):
-        _drain(flat, seen, (r << shift) * inner, where[r], what[r], filled[r], reduce, assign, track)
+        irow, vrow = idx[np.uint64(i)], val[np.uint64(i)]
+        bad = False
+        for c in range(j0, j1):
+            bad |= np.uint64(irow[np.uint64(c)]) >= S
+        if bad:
+            for c in range(j0, j1):
+                uc = np.uint64(c)
+                t = np.uint64(irow[uc])
+                if t >= S:
+                    nbad += 1
+                    continue
+                x = load(storage, vrow[uc])
+                acc[t, uc] = x if assign else combine(reduce, acc[t, uc], x)
+                if track != TRACK_NONE:
+                    k = t * inner + uc
+                    seen[k] = (seen[k] if track == TRACK_COUNT else 0) + 1
+        elif track == TRACK_NONE:
+            for c in range(j0, j1):
+                uc = np.uint64(c)
+                t = np.uint64(irow[uc])
+                x = load(storage, vrow[uc])
+                acc[t, uc] = x if assign else combine(reduce, acc[t, uc], x)
+        else:
+            for c in range(j0, j1):
+                uc = np.uint64(c)
+                t = np.uint64(irow[uc])
+                acc[t, uc] = combine(reduce, acc[t, uc], load(storage, vrow[uc]))  # (assign tracks nothing)
+                k = t * inner + uc
+                seen[k] = (seen[k] if track == TRACK_COUNT else 0) + 1
     return nbad
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def along_scatter_kernel(
-    counter,
-    index,
-    src,
-    base,
-    out,
-    acc,
-    seen,
-    reduce,
-    storage,
-    assign,
-    include_self,
-    track,
-    nblocks,
-    block,
-    shift,
-    capacity,
+    counter, index, src, base, out, acc, seen, reduce, storage, assign, include_self, track, nblocks, block
 ):
     """out[o, t, j] = reduce(base[o, t, j] with include_self, then src[o, i, j] for every i with index[o, i, j]
     == t, in order of i); ``assign`` keeps the last src value instead. Targets that receive nothing keep base.
 
-    index, src: (outer, n, inner), any strides; base: (outer, S, inner), any strides; out: (outer, S, inner).
+    index, src: (outer, n, inner), C-contiguous; base: (outer, S, inner), any strides; out: (outer, S, inner).
     acc: the C-contiguous accumulator, (outer, S, inner) -- ``out`` itself for native storage, float32 scratch
     for half types. seen: like acc when ``track`` is TRACK_FLAG (set to 1 on a hit: only "received something"
     matters) or TRACK_COUNT (the number of hits, for mean), else (outer, 0, 0). Work items: ``outer * nblocks``;
-    item ``w`` owns ``o = w // nblocks`` and columns ``[b * block, (b + 1) * block)`` with ``b = w % nblocks``.
-
-    ``shift``: targets are grouped in ranges of ``2**shift`` rows. With more than one range, an item does not
-    update its accumulator block at random (every hit a cache miss once the block outgrows the cache): it appends
-    each hit to its range's buffer of ``capacity`` entries, and applies a full buffer in one go, its range's block
-    then being in cache. Buffers are applied in order, so every target still sees its values in order of i.
-    ``shift`` 62 or 63: one range, updated directly; 63 says the block outgrows the cache (the updates then
-    prefetch the next row's targets).
+    item ``w`` owns ``o = w // nblocks`` and columns ``[b * block, (b + 1) * block)`` with ``b = w % nblocks``,
+    and updates its block of the accumulator directly, row by row of the index (docs/decisions/element-scatter.md).
     Returns the number of index entries outside ``[0, S)``; they are skipped. reduce, storage: literal codes.
     """
-    _outer, _n, inner = index.shape
+    _outer, n, inner = index.shape
     S = out.shape[1]
-    ranges = ((S - 1) >> shift) + 1 if S > 0 else 1
     neutral = identity(reduce, acc)
     nbad = 0
     while True:
@@ -197,34 +153,43 @@ def along_scatter_kernel(
         j1 = min(inner, j0 + block)
         idx, val, base_o = index[o], src[o], base[o]
         acc_o, seen_o = acc[o], seen[o]
-        flat, seen_flat = acc_o.reshape(acc_o.size), seen_o.reshape(seen_o.size)
-        for s in range(S):
-            for j in range(j0, j1):
-                acc_o[s, j] = load(storage, base_o[s, j]) if include_self or assign else neutral
-        if track != TRACK_NONE:
+        seen_flat = seen_o.reshape(seen_o.size)
+        if inner == 1:  # (a loop over one column: its own loop, as the hits')
+            first = base_o[:, 0]
+            for s in range(S):
+                us = np.uint64(s)
+                acc_o[us, 0] = load(storage, first[us]) if include_self or assign else neutral
+        else:
+            for s in range(S):
+                us = np.uint64(s)
+                for j in range(j0, j1):
+                    uj = np.uint64(j)
+                    acc_o[us, uj] = load(storage, base_o[us, uj]) if include_self or assign else neutral
+        if track != TRACK_NONE:  # (this block's columns only: the other blocks of ``o`` are other items')
             for s in range(S):
                 for j in range(j0, j1):
-                    seen_o[s, j] = 0
-        if ranges == 1 and inner == 1:  # along the last dim: one loop over the row (twice as fast as the 2-D one)
-            nbad += _row_hits(flat, seen_flat, idx[:, 0], val[:, 0], reduce, storage, assign, track)
-        elif ranges == 1:
-            nbad += _block_hits(flat, seen_flat, idx, val, j0, j1, reduce, storage, assign, track, shift == 63)
+                    seen_o[np.uint64(s), np.uint64(j)] = 0
+        if inner == 1:  # along the last dim: one loop over the row (twice as fast as the 2-D one)
+            flat = acc_o.reshape(S)
+            nbad += _row_hits(flat, seen_flat, idx.reshape(n), val.reshape(n), reduce, storage, assign, track)
         else:
-            nbad += _buffered_hits(flat, seen_flat, idx, val, j0, j1, shift, capacity, reduce, storage, assign, track)
+            nbad += _block_hits(acc_o, seen_flat, idx, val, j0, j1, reduce, storage, assign, track)
         if assign or (track == TRACK_NONE and storage == NATIVE):
             continue  # the accumulator is the output, and every target already holds its final value
         out_o = out[o]
         for s in range(S):  # (one ``store`` in the kernel: two inlined copies upset Numba's SSA check)
+            us = np.uint64(s)
             for j in range(j0, j1):
-                count = seen_o[s, j] if track != TRACK_NONE else 1
+                uj = np.uint64(j)
+                count = seen_o[us, uj] if track != TRACK_NONE else 1
                 if count == 0 and not include_self:
-                    out_o[s, j] = base_o[s, j]
+                    out_o[us, uj] = base_o[us, uj]
                 else:
-                    out_o[s, j] = store(storage, finalize(reduce, acc_o[s, j], count + (1 if include_self else 0)))
+                    out_o[us, uj] = store(storage, finalize(reduce, acc_o[us, uj], count + (1 if include_self else 0)))
     return nbad
 
 
-along_scatter = Kernel(along_scatter_kernel, literal=("reduce", "storage"), strided=("index", "src", "base"))
+along_scatter = Kernel(along_scatter_kernel, literal=("reduce", "storage"), strided=("base",))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -245,12 +210,24 @@ def along_gather_kernel(counter, base, index, out, nchunks):
         i0 = min(n, (w - o * nchunks) * step)
         i1 = min(n, i0 + step)
         idx, src, dst = index[o], base[o], out[o]
+        uS = np.uint64(S)
         for i in range(i0, i1):
+            ui = np.uint64(i)
+            irow, orow = idx[ui], dst[ui]
+            bad = False  # a row's entries checked in one vectorised pass, then gathered without a branch
             for j in range(inner):
-                t = idx[i, j]
-                ok = t >= 0 and t < S
-                dst[i, j] = src[t if ok else 0, j] if ok else 0  # selects, no branch
-                nbad += not ok
+                bad |= np.uint64(irow[np.uint64(j)]) >= uS  # unsigned: no wraparound (see ``_block_hits``)
+            if bad:
+                for j in range(inner):
+                    uj = np.uint64(j)
+                    t = np.uint64(irow[uj])
+                    ok = t < uS
+                    orow[uj] = src[t if ok else np.uint64(0), uj] if ok else 0
+                    nbad += not ok
+            else:
+                for j in range(inner):
+                    uj = np.uint64(j)
+                    orow[uj] = src[np.uint64(irow[uj]), uj]
     return nbad
 
 
