@@ -380,10 +380,15 @@ _REMEMBERED = 512
 
 
 def _remember(cache: OrderedDict, key, value) -> None:
+    """``cache[key] = value``, the least recently used entry out past ``_REMEMBERED``. Threads may share a cache:
+    an entry another thread moved or evicted meanwhile is no error (the cache is only ever a shortcut)."""
     cache[key] = value
-    cache.move_to_end(key)
-    if len(cache) > _REMEMBERED:
-        cache.popitem(last=False)
+    try:
+        cache.move_to_end(key)
+        while len(cache) > _REMEMBERED:
+            cache.popitem(last=False)
+    except KeyError:
+        pass
 
 
 def _plain_dims(lookup, coords, carry) -> bool:
@@ -626,7 +631,8 @@ def plan(m: XMap) -> Plan:
         if recipe is not None:
             _remember(_RECIPES, key, recipe)
         return made
-    _RECIPES.move_to_end(key)
+    with contextlib.suppress(KeyError):  # evicted by another thread since: the recipe in hand is still right
+        _RECIPES.move_to_end(key)
     return recipe.apply(m)
 
 

@@ -470,3 +470,27 @@ def test_a_remembered_form_still_refuses_a_dim_that_is_not_an_int():
     for bad in (True, 1.0):
         with pytest.raises(IndexError):
             XMap((2, 2), (2, 2), index, (0, bad), (1,), ((0, 0),))
+
+
+def test_a_plan_evicted_by_another_thread_meanwhile_is_no_error(monkeypatch):
+    """Threads share the planner's caches: a recipe found, then evicted by another thread before it is marked as
+    recently used, must still be applied (here the eviction happens inside the lookup itself)."""
+    from collections import OrderedDict
+
+    class Evicting(OrderedDict):
+        def get(self, key, default=None):
+            value = super().get(key, default)
+            self.pop(key, None)  # another thread's eviction, between the lookup and the move to the end
+            return value
+
+    monkeypatch.setattr(planner, "_RECIPES", Evicting())
+    g = torch.Generator().manual_seed(6)
+    data, updates = torch.randn(5, 3, generator=g), torch.randn(4, 3, generator=g)
+    for _ in range(3):
+        m = XMap.along_dim(torch.randint(0, 5, (4, 3), generator=g), (5, 3), 0)
+        assert_matches(planner.scatter(m, data, updates, "sum"), reference.x_scatter(m, data, updates, "sum"))
+    cache = OrderedDict()
+    monkeypatch.setattr(planner, "_REMEMBERED", 2)
+    for key in range(5):
+        planner._remember(cache, key, key)
+    assert list(cache) == [3, 4]

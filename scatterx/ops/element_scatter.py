@@ -14,6 +14,7 @@ into flat offsets and runs its segment path (scatter) or torch's indexing (gathe
 
 from __future__ import annotations
 
+import contextlib
 from typing import Dict, Optional
 
 import torch
@@ -88,10 +89,13 @@ def _form(index, src, base, dim, reduce) -> Optional[tuple]:
 
 
 def _remember(form: Optional[tuple]) -> None:
+    """Remember a checked form, the oldest one out past ``_MAX_CHECKED``. Threads may share the dict: an entry
+    another thread removed meanwhile is no error."""
     if form is None:
         return
     if len(_CHECKED) >= _MAX_CHECKED:
-        del _CHECKED[next(iter(_CHECKED))]
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+            del _CHECKED[next(iter(_CHECKED))]
     _CHECKED[form] = None
 
 
