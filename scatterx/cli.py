@@ -452,6 +452,9 @@ def _bench_export(args) -> None:
         raise SystemExit(
             "scatterx bench-export needs onnxscript and onnxruntime: pip install 'scatterx[export]'"
         ) from None
+    for name in ("edges", "nodes", "features", "threads", "repeats"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"scatterx bench-export: --{name} must be at least 1, got {getattr(args, name)}")
     cases = None if args.cases is None else _split(args.cases, export_onnx.CASES, "cases")
     rows = export_onnx.export_onnx_rows(args.edges, args.nodes, args.features, args.threads, args.repeats, cases)
     print(

@@ -28,3 +28,9 @@ def test_the_command_prints_the_table_and_its_goals(capsys):
     out = capsys.readouterr().out
     assert "amax-shuffled" in out and "goals:" in out
     assert "amax-shuffled: onnxruntime time / eager scatterx time" in out
+
+
+@pytest.mark.parametrize("flag", ["--edges", "--nodes", "--features", "--threads", "--repeats"])
+def test_the_command_refuses_a_size_below_one_by_name(flag):
+    with pytest.raises(SystemExit, match=f"{flag} must be at least 1"):
+        cli.main(["bench-export", flag, "0"])

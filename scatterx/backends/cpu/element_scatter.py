@@ -113,7 +113,7 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int]) 
         else:
             bad = launch(
                 element_kernels.along_gather,
-                ("element.along_gather", _layout(data3), _layout(index3)),  # (out: new, C-contiguous, data's dtype)
+                None,
                 outer * nchunks,
                 threads,
                 data3,
@@ -187,12 +187,6 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
         nblocks,
         block,
     )
-
-
-def _layout(a: np.ndarray) -> tuple:
-    """What Numba's type of an array depends on (a launch key's part: ``Kernel.entry``)."""
-    f = a.flags
-    return a.dtype.num, a.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned
 
 
 def _strided3(t: torch.Tensor, outer: int, rows: int, inner: int) -> np.ndarray:
