@@ -22,6 +22,7 @@ from .bench import (
     figures,
     gnn,
     gnn_minibatch,
+    gpu_kernels,
     gpu_model,
     gpu_static,
     grid,
@@ -107,7 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--out-dir",
         default="bench-results",
         help="where bench.csv, bench.json and the figures (forward.png, forward-backward.png, "
-        "message-passing.png, drop-in.png) go",
+        "message-passing.png, drop-in.png) go; with --device cuda also kernels.json",
+    )
+    b.add_argument(
+        "--kernels-only",
+        action="store_true",
+        help="with --device cuda: only the GPU kernel-time table (kernels.json), not the rest of the bench",
+    )
+    b.add_argument(
+        "--sweep",
+        action="store_true",
+        help="with --device cuda: also sweep the balanced segment kernels' tile and programs per multiprocessor "
+        "(sorted sum at the bench shape; sweep.json)",
     )
     _grid_arguments(b)
 
@@ -388,6 +400,19 @@ def _split(value: str, allowed, name: str):
     return items
 
 
+def _gpu_kernels(args) -> None:
+    """The GPU kernel-time table (and, with --sweep, the tile sweep) of ``scatterx bench --device cuda``."""
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    repeat = 20 if args.repeat is None else args.repeat
+    rows = gpu_kernels.run("cuda", repeat=repeat, log=log)
+    print(gpu_kernels.table(rows))
+    print(f"wrote {gpu_kernels.write(rows, args.out_dir)}")
+    if args.sweep:
+        swept = gpu_kernels.sweep("cuda", repeat=repeat, log=log)
+        print(gpu_kernels.sweep_table(swept))
+        print(f"wrote {gpu_kernels.write(swept, args.out_dir, 'sweep.json')}")
+
+
 def _require_cuda(command: str = "scatterx bench --device cuda") -> None:
     if not torch.cuda.is_available():
         raise SystemExit(f"{command}: torch sees no CUDA device on this machine")
@@ -425,6 +450,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         )
         if args.device == "cuda":
             _require_cuda()
+            _gpu_kernels(args)
+            if args.kernels_only:
+                return 0
+        elif args.kernels_only or args.sweep:
+            raise SystemExit("scatterx bench: --kernels-only and --sweep time the GPU kernels: add --device cuda")
         result = run(config, progress=_progress(), log=lambda msg: print(msg, file=sys.stderr))
         print(report_mod.table(result))
         for path in report_mod.write_files(result, args.out_dir):
@@ -506,6 +536,9 @@ def _gpu_report(args) -> int:
         )
     rows = gpu_model.model()
     paths = gpu_model.write(args.out_dir, rows)
+    balance = [gpu_model.balance(shape) for shape in gpu_model.SHAPES]
+    paths += gpu_model.write_balance(args.out_dir, balance)
+    print(gpu_model.balance_markdown(balance))
     if args.measure:
         device = torch.cuda.get_device_name()
         text = gpu_model.markdown(rows, gpu_model.measure(), device)

@@ -106,8 +106,10 @@ class Backend:
         return max(2, n // 8) if self.interpreted else n
 
     def put(self, x):
+        """``x`` on the backend's device: always a copy, so that a test's tensors never alias its inputs on one
+        device and not on the other (``put(src).requires_grad_()`` on the CPU would otherwise mark ``src`` itself)."""
         if isinstance(x, torch.Tensor):
-            return x.to(self.device)
+            return x.to(self.device, copy=True)
         if isinstance(x, dict):
             return {k: self.put(v) for k, v in x.items()}
         if isinstance(x, (list, tuple)):
@@ -124,6 +126,41 @@ class Backend:
         if self.device == "cuda" and exc[0] is None:
             torch.cuda.synchronize()
         self._stack.close()
+
+
+def assert_device_assert(code: str, words: str) -> None:
+    """On CUDA a failed device-side assert ends the process's CUDA context -- every later test of the process would
+    fail -- so a test that expects one runs ``code`` in a process of its own: the process must fail, and say
+    ``words`` (the assert's message, which CUDA prints from the kernel). ``code`` runs the GPU backend on its tensors
+    wherever they are (``DEVICE`` holds "cuda", or "cpu" with Triton's interpreter, where the assert raises at
+    once: how this helper itself is tested on a CPU)."""
+    import subprocess
+    import textwrap
+
+    prologue = (
+        "import torch, scatterx, contextlib\n"
+        "from scatterx import backends\n"
+        f"DEVICE = {'cuda' if ON_GPU else 'cpu'!r}\n"
+        "GPU = contextlib.nullcontext() if DEVICE == 'cuda' else backends.gpu_backend_on_cpu()\n"
+    )
+    env = dict(os.environ)
+    if not ON_GPU:
+        env["TRITON_INTERPRET"] = "1"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            prologue + textwrap.dedent(code) + "\ntorch.cuda.synchronize() if DEVICE == 'cuda' else None\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=str(_ROOT),
+        check=False,
+    )
+    assert run.returncode != 0, f"no assert fired:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+    assert words in run.stdout + run.stderr, run.stderr[-3000:]
 
 
 def _backend(name: str) -> Backend:

@@ -6,21 +6,26 @@
 #
 # The steps, in order of priority, each under a time limit taken from the budget GPU_CHECK_SECONDS (default 450 s:
 # 8 minutes less the machine's start and the transfers). A step that ends early leaves its time to the next ones.
-#   1. tests (48%): every test that runs a GPU kernel -- the `gpu` backend and route parameters of the op tests,
-#      tests/kernels/test_gpu_*, the GPU routes -- on CUDA, each against its reference on the CPU: every kernel,
-#      every reduction x dtype x dim x sorted/unsorted. Over every core (pytest-xdist, -n auto), fewer random cases.
-#   2. memcheck (16%): compute-sanitizer's memcheck over one small call of every GPU kernel (tools/gpu_memcheck.py,
+#   1. tests (40%): every test that runs a GPU kernel -- the `gpu` backend and route parameters of the op tests,
+#      tests/kernels/test_gpu_*, the GPU routes, the sync check -- on CUDA, each against its reference on the CPU:
+#      every kernel, every reduction x dtype x dim x sorted/unsorted. Over every core (pytest-xdist, -n auto), fewer
+#      random cases.
+#   2. memcheck (12%): compute-sanitizer's memcheck over one small call of every GPU kernel (tools/gpu_memcheck.py,
 #      which fails if a kernel went unlaunched).
-#   3. bench (20%): scatterx bench --device cuda at the built-in graph, 5 timed calls a case.
-#   4. gpu-report (16%): scatterx gpu-report --measure for this GPU's architecture: the bandwidth model's calls timed
+#   3. kernels (22%): scatterx bench --device cuda --kernels-only: the kernel-time table (device time from the
+#      profiler, call time, share of peak bandwidth, torch's CUDA kernels beside) -> kernels.json; with
+#      GPU_CHECK_SWEEP=1 also the sweep of the segment kernels' tile and programs per multiprocessor (sweep.json,
+#      in results.tar.gz).
+#   4. bench (12%): scatterx bench --device cuda at the built-in graph, 5 timed calls a case.
+#   5. gpu-report (14%): scatterx gpu-report --measure for this GPU's architecture: the bandwidth model's calls timed
 #      beside the time a perfect kernel would take.
 # With less time (GPU_CHECK_SECONDS=240, say) the shares shrink and the later steps are cut first, where a step
 # killed at its limit still leaves its log; below ~200 s run step 1 alone (GPU_CHECK_STEPS=tests). Without CUDA (a
 # rehearsal on a developer's machine) step 1 only collects, step 2 runs its calls through Triton's interpreter
 # without the sanitizer, and steps 3 and 4 are skipped; `time` the script there to see what the rest costs.
 #
-# $OUT gets at most 8 files: summary.txt, env.txt, tests.log, memcheck.log, bench.log, gpu-report.log and
-# results.tar.gz (the bench's and the report's own files).
+# $OUT gets at most 9 files: summary.txt, env.txt, tests.log, memcheck.log, kernels.log, kernels.json, bench.log,
+# gpu-report.log and results.tar.gz (the bench's and the report's own files).
 set -uo pipefail
 root=$PWD
 OUT=${OUT:-/tmp/gpu-out}
@@ -28,11 +33,11 @@ mkdir -p "$OUT"
 work=$(mktemp -d)
 export PYTHONUNBUFFERED=1 PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 budget=${GPU_CHECK_SECONDS:-450}
-steps=${GPU_CHECK_STEPS:-tests memcheck bench gpu-report}
+steps=${GPU_CHECK_STEPS:-tests memcheck kernels bench gpu-report}
 case "$budget" in '' | *[!0-9]*) echo "GPU_CHECK_SECONDS must be a whole number of seconds, got '$budget'" >&2; exit 2 ;; esac
 for s in $steps; do
-  case "$s" in tests | memcheck | bench | gpu-report) ;;
-    *) echo "GPU_CHECK_STEPS: unknown step '$s' (the steps: tests memcheck bench gpu-report)" >&2; exit 2 ;; esac
+  case "$s" in tests | memcheck | kernels | bench | gpu-report) ;;
+    *) echo "GPU_CHECK_STEPS: unknown step '$s' (the steps: tests memcheck kernels bench gpu-report)" >&2; exit 2 ;; esac
 done
 start=$SECONDS
 summary="$OUT/summary.txt"
@@ -71,7 +76,7 @@ command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,cl
 cat "$OUT/env.txt"
 
 # 1. the GPU tests, on CUDA
-limit 48
+limit 40
 if wants tests; then
   select=(-k "(gpu or cuda) and not every_variant_compiles" tests)
   if [ "$cuda" = 1 ]; then
@@ -86,7 +91,7 @@ if wants tests; then
 fi
 
 # 2. memcheck over one call of every kernel
-limit 16
+limit 12
 if wants memcheck; then
   if [ "$cuda" = 1 ] && command -v compute-sanitizer > /dev/null; then
     timeout -k 10 "$t" compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 \
@@ -102,8 +107,22 @@ if wants memcheck; then
   step memcheck "rc=$rc (limit ${t}s): $(grep -E 'kernels launched|ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')"
 fi
 
-# 3. the benchmark on the GPU
-limit 20
+# 3. the kernel-time table (and the sweep, when asked)
+limit 22
+if wants kernels && [ "$cuda" = 1 ]; then
+  sweep=()
+  [ "${GPU_CHECK_SWEEP:-0}" = 1 ] && sweep=(--sweep)
+  timeout -k 10 "$t" python3 -m scatterx bench --device cuda --kernels-only "${sweep[@]}" --out-dir "$work/kernels" \
+    > "$OUT/kernels.log" 2>&1
+  rc=$?
+  [ -f "$work/kernels/kernels.json" ] && cp "$work/kernels/kernels.json" "$OUT/kernels.json"
+  step kernels "rc=$rc (limit ${t}s): $(grep -c MISSED "$OUT/kernels.log") goals missed"
+elif wants kernels; then
+  step kernels "skipped: no CUDA device"
+fi
+
+# 4. the benchmark on the GPU
+limit 12
 if wants bench && [ "$cuda" = 1 ]; then
   timeout -k 10 "$t" python3 -m scatterx bench --device cuda --repeat 5 --out-dir "$work/bench" > "$OUT/bench.log" 2>&1
   step bench "rc=$? (limit ${t}s)"
@@ -111,8 +130,8 @@ elif wants bench; then
   step bench "skipped: no CUDA device"
 fi
 
-# 4. the report: compiled for this GPU, its bandwidth model's calls timed here
-limit 16
+# 5. the report: compiled for this GPU, its bandwidth model's calls timed here
+limit 14
 if wants gpu-report && [ "$cuda" = 1 ]; then
   arch=$(python3 -c "import torch; a, b = torch.cuda.get_device_capability(); print(10 * a + b)")
   timeout -k 10 "$t" python3 -m scatterx gpu-report --measure --targets "$arch" --jobs "$(nproc)" \

@@ -19,9 +19,11 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from ..kernels.gpu import _grid
 from ..ops.gather_segment_reduce import gather_segment_reduce
 from ..ops.index_scatter_reduce import index_scatter_reduce
 from ..ops.segment_softmax import segment_softmax
+from .graphs import target_index
 
 #: peak DRAM bandwidth (bytes/s) from the vendors' data sheets: H100 SXM5 (HBM3), A100 SXM4 80GB (HBM2e), H200 SXM
 GPUS = {"H100": 3.35e12, "A100": 2.039e12, "H200": 4.8e12}
@@ -158,6 +160,74 @@ def write(out_dir: str, rows: Optional[List[dict]] = None) -> List[pathlib.Path]
     md.write_text(markdown(rows))
     js.write_text(json.dumps(rows, indent=1) + "\n")
     return [md, js]
+
+
+# ------------------------------------------------------------------------------------------ the balance of work
+#: multiprocessors of the GPU the balance is shown for (an H100 SXM or H200: 132)
+BALANCE_SMS = 132
+
+
+def balance(shape: Shape, sms: int = BALANCE_SMS, degrees: str = "powerlaw") -> dict:
+    """How the rows of the sorted reductions at ``shape`` (the bench's power-law degrees) spread over programs:
+    one program per segment (the layout before the balanced kernels) against the balanced kernels' grid on
+    ``sms`` multiprocessors (``kernels/gpu/_grid.py``, as the backend launches them). Max and mean rows per
+    program; the goal is max <= 4x mean."""
+    index = target_index(shape.edges, shape.nodes, degrees, torch.Generator().manual_seed(0))
+    ptr = torch.zeros(shape.nodes + 1, dtype=torch.int64)
+    ptr[1:] = torch.bincount(index, minlength=shape.nodes).cumsum(0)
+    block_e, block_f = _grid.tile(shape.features)
+    fblocks = -(-shape.features // block_f)
+    programs, share = _grid.balanced_grid(
+        shape.edges + shape.nodes, fblocks, sms, _grid.PROGRAMS_PER_SM, _grid.MIN_EVENTS
+    )
+    shares = _grid.shares(ptr, programs, share)
+    rows = (shares[:, 3] - shares[:, 2]).to(torch.float64)
+    per_segment = ptr.diff().to(torch.float64)
+    return dict(
+        shape=shape.name,
+        degrees=degrees,
+        sms=sms,
+        per_segment=dict(
+            programs=shape.nodes * fblocks, max_rows=int(per_segment.max()), mean_rows=float(per_segment.mean())
+        ),
+        balanced=dict(
+            programs=programs * fblocks,
+            events_per_program=share,
+            max_rows=int(rows.max()),
+            mean_rows=float(rows.mean()),
+            tile=f"{block_e}x{block_f}",
+        ),
+    )
+
+
+def write_balance(out_dir: str, rows: List[dict]) -> List[pathlib.Path]:
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / "balance.md", out / "balance.json"
+    md.write_text(balance_markdown(rows))
+    js.write_text(json.dumps(rows, indent=1) + "\n")
+    return [md, js]
+
+
+def balance_markdown(rows: List[dict]) -> str:
+    lines = [
+        "# The balance of the sorted reductions' work",
+        "",
+        f"Rows per program of the segment launches on a GPU of {rows[0]['sms']} multiprocessors, at the bench's "
+        "power-law graphs (`scatterx/bench/gpu_model.py`, `balance`): one program per segment (the layout before "
+        "the balanced kernels) against the balanced grid (`scatterx/kernels/gpu/_grid.py`). Goal: max <= 4x mean.",
+        "",
+        "| shape | layout | programs | max rows | mean rows | max / mean | goal |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        for name, layout in (("one per segment", r["per_segment"]), ("balanced", r["balanced"])):
+            ratio = layout["max_rows"] / max(layout["mean_rows"], 1e-9)
+            lines.append(
+                f"| {r['shape']} | {name} | {layout['programs']:,} | {layout['max_rows']:,} | "
+                f"{layout['mean_rows']:.1f} | {ratio:.1f} | {'ok' if ratio <= 4 else 'MISSED'} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------------------- measured, where a GPU is lent

@@ -59,6 +59,17 @@ def make_graph(
 ) -> Graph:
     """A random graph with ``degrees`` ``"powerlaw"`` (Zipf, hubs at random node ids) or ``"uniform"``."""
     g = torch.Generator().manual_seed(seed)
+    index = target_index(num_edges, num_nodes, degrees, g)
+    src = _values((num_edges, num_features), dtype, g)
+    counts = torch.bincount(index, minlength=num_nodes)
+    ptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
+    order = torch.randperm(num_edges, generator=g)
+    grad_out = _values((num_nodes, num_features), dtype, g) if dtype.is_floating_point else None
+    return Graph(num_nodes, index, src, ptr, index[order], src[order], grad_out)
+
+
+def target_index(num_edges: int, num_nodes: int, degrees: str, g: torch.Generator) -> torch.Tensor:
+    """The sorted target node of each edge of ``make_graph``'s graph (drawn from ``g``)."""
     if degrees == "powerlaw":
         weights = torch.arange(1, num_nodes + 1, dtype=torch.float64) ** -ZIPF_EXPONENT
         rank_to_node = torch.randperm(num_nodes, generator=g)
@@ -67,13 +78,7 @@ def make_graph(
         index = torch.randint(0, num_nodes, (num_edges,), generator=g)
     else:
         raise ValueError(f"degrees must be 'powerlaw' or 'uniform', got {degrees!r}")
-    index = index.sort().values
-    src = _values((num_edges, num_features), dtype, g)
-    counts = torch.bincount(index, minlength=num_nodes)
-    ptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
-    order = torch.randperm(num_edges, generator=g)
-    grad_out = _values((num_nodes, num_features), dtype, g) if dtype.is_floating_point else None
-    return Graph(num_nodes, index, src, ptr, index[order], src[order], grad_out)
+    return index.sort().values
 
 
 def _values(shape, dtype, g):

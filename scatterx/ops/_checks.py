@@ -10,11 +10,16 @@ import os
 from typing import Optional, Union
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.functional_tensor import FunctionalTensor
 
 from .._reductions import SUPPORTED_DTYPES
 from ..kernels.gpu import available as triton_available
 
 INDEX_DTYPES = (torch.int32, torch.int64)
+
+#: the tensor types of torch's tracers (``plain_index`` leaves them as they are)
+_TRACED = (FakeTensor, FunctionalTensor)
 
 
 def check_tensor(t, name: str) -> torch.Tensor:
@@ -27,8 +32,12 @@ def check_tensor(t, name: str) -> torch.Tensor:
 def plain_index(t: torch.Tensor) -> torch.Tensor:
     """An index of a tensor subclass (PyG's ``EdgeIndex`` and ``Index``, for example) as a plain tensor of the same
     memory: the kernels read that memory (NumPy refuses subclasses), and an integer tensor has no gradient to lose.
-    Under ``torch.compile`` the traced tensors are subclasses of their own, and pass as they are."""
-    if type(t) is torch.Tensor or torch.compiler.is_compiling():
+
+    The tensors torch's tracers make are subclasses of their own, and pass as they are: under ``torch.compile``
+    Dynamo's, and -- while AOTAutograd, ``torch.export`` or ``make_fx`` run the op's body, when
+    ``torch.compiler.is_compiling()`` is already false again -- ``FunctionalTensor`` and ``FakeTensor``, which
+    refuse to be unwrapped outside their mode."""
+    if type(t) is torch.Tensor or torch.compiler.is_compiling() or isinstance(t, _TRACED):
         return t
     as_tensor = getattr(t, "as_tensor", None)  # PyG >= 2.6: its wrapper subclasses' data (as_subclass refuses them)
     if callable(as_tensor):

@@ -57,3 +57,37 @@ def test_a_forced_route_is_taken_or_refused_by_name():
     with routes.force(routes.Route.SEGMENTS), pytest.raises(ValueError, match=r"'segments'.*needs a sorted index"):
         routes.route_for(resolve("sum"), False)
     assert routes.route_for(resolve("sum"), False) is routes.Route.ATOMIC  # the block is over
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the sync debug mode is CUDA's")
+def test_no_op_syncs_with_the_host():
+    """Forward and backward of the ops on CUDA run under ``torch.cuda.set_sync_debug_mode("error")``: any call
+    that waits for the device (a ``.item()``, a host copy, an output whose size is read from the device) raises.
+    The documented syncs are left out: no ``dim_size`` (the output size is ``index.max() + 1``), ``sorted=None``
+    (the planner's), ``ptr_to_index`` (its output size is ``ptr[-1]``)."""
+    import scatterx
+
+    g = torch.Generator().manual_seed(0)
+    index = torch.randint(0, 50, (400,), generator=g).sort().values.cuda()
+    shuffled = index[torch.randperm(400, generator=g).cuda()]
+    src = torch.randn(400, 8, generator=g).cuda().requires_grad_()
+    ptr = scatterx.index_to_ptr(index, 50)
+    rows = torch.randint(0, 400, (400,), generator=g).cuda()
+    weight = torch.rand(400, 2, generator=g).cuda()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        outs = []
+        for reduce in ("sum", "mean", "amax", "prod"):
+            for order, sorted_ in ((index, True), (shuffled, False)):
+                outs.append(scatterx.index_scatter_reduce(0, order, src, reduce, sorted_, dim_size=50))
+        outs.append(scatterx.segment_reduce(src, ptr, "amax"))
+        outs.append(scatterx.gather_segment_reduce(src, ptr, rows, "sum"))
+        outs.append(scatterx.gather_segment_reduce(src.view(400, 2, 4), ptr, rows, "sum", weight=weight))
+        outs.append(scatterx.segment_softmax(src, index, num_segments=50, sorted=True))
+        total = sum(o.float().sum() for o in outs)
+        total.backward()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    torch.cuda.synchronize()
+    assert src.grad is not None and bool(torch.isfinite(src.grad).all())

@@ -33,3 +33,16 @@ def test_measured_times_sit_beside_the_model(tmp_path):
     assert "| - | - |" in text  # cases not measured
     paths = gpu_model.write(str(tmp_path), rows)
     assert [p.name for p in paths] == ["bandwidth-model.md", "bandwidth-model.json"]
+
+
+def test_the_balance_of_the_sorted_reductions():
+    """One program per segment holds the hub's rows alone; the balanced grid gives every program about the same
+    rows (max <= 4x mean, the goal) -- at a small power-law shape, with the report's table."""
+    shape = gpu_model.Shape("small", 20_000, 2_000, 16)
+    row = gpu_model.balance(shape, sms=4)
+    per_segment, balanced = row["per_segment"], row["balanced"]
+    assert per_segment["max_rows"] > 10 * per_segment["mean_rows"]  # power-law: a hub far above the mean
+    assert balanced["max_rows"] <= 4 * balanced["mean_rows"]
+    assert balanced["programs"] <= 4 * 8 and balanced["mean_rows"] * balanced["programs"] == shape.edges
+    text = gpu_model.balance_markdown([row])
+    assert "| small | balanced |" in text and "MISSED" in text.split("| small | balanced |")[0]

@@ -72,6 +72,54 @@ def test_every_kernel_is_enumerated_with_its_own_signature():
         assert set(v.aligned) <= {n for n, t in v.params if t == "i32"}, v.name
 
 
+#: what Triton's generated argument binder (``triton/runtime/jit.py``, ``create_function_from_signature``) names
+#: besides a kernel's parameters, in the versions read so far: a parameter of the same name is shadowed there on a
+#: GPU (the interpreter binds arguments another way, so no test on the CPU would see it)
+BINDER_NAMES = {"params", "specialization", "options", "specialize_impl", "backend", "JITCallable", "dynamic_func"}
+
+
+def _binder_names():
+    """``BINDER_NAMES``, and the names the installed Triton's binder defines, read from a binder it generates."""
+    import types
+
+    names = set(BINDER_NAMES)
+    try:
+        from triton.runtime.jit import create_function_from_signature
+    except ImportError:  # a Triton without this binder
+        return names
+
+    def probe(a, b=1):
+        pass
+
+    kinds = dict(is_constexpr=False, is_const=False, do_not_specialize=False, do_not_specialize_on_alignment=False)
+    params = [types.SimpleNamespace(annotation_type=None, **kinds) for _ in range(2)]
+    try:
+        binder = create_function_from_signature(inspect.signature(probe), params, None)
+    except TypeError:  # another signature of the function: the known names stand
+        return names
+    code = binder.__code__
+    return names | (set(code.co_varnames) | set(code.co_names) | set(binder.__globals__)) - {"a", "b"}
+
+
+def test_no_kernel_parameter_is_a_name_of_triton_s_argument_binder():
+    """A parameter named like one of the binder's own names (``params`` was one) reaches the kernel as the binder's
+    value -- "failed to specialize argument of type: dict" on a real GPU."""
+    import importlib
+
+    taken = _binder_names()
+    clashes = []
+    for path in (ROOT / "scatterx" / "kernels" / "gpu").glob("*.py"):
+        module = importlib.import_module(f"scatterx.kernels.gpu.{path.stem}")
+        for name, obj in vars(module).items():
+            fn = getattr(obj, "fn", None)
+            if callable(fn) and getattr(fn, "__module__", None) == module.__name__:
+                for param in inspect.signature(fn).parameters:
+                    if param in taken or param.startswith("default_"):
+                        clashes.append(f"{path.stem}.{name}({param})")
+    assert {"params", "options", "backend"} <= taken
+    assert not clashes, f"kernel parameters that Triton's binder shadows: {clashes}"
+
+
 def test_loops_and_64_bit_division():
     from scatterx.bench.gpu_static import div64_in_loops, loops
 

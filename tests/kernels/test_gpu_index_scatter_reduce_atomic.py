@@ -58,14 +58,21 @@ def test_matches_the_reference(red, dtype, n, inner, segments, mode, seed):
     assert_matches(got, want, red.name)
 
 
-def test_targets_out_of_range_are_skipped():
+def test_targets_out_of_range_are_skipped_and_counted():
+    """Entries outside ``[0, S)`` add nothing anywhere (rows 3 to 5 of ``acc`` lie past the 3 targets: a guard
+    band), and their count lands in counts[S]; the finish kernel turns it into the flag counts[S + 1]."""
     from scatterx.kernels.gpu import index_scatter_reduce_atomic as kernels
 
     with on_gpu_backend() as (_, device):
         acc = torch.zeros(6, 2, device=device)
-        counts = torch.zeros(6, dtype=torch.int32, device=device)
+        counts = torch.zeros(7, dtype=torch.int32, device=device)
         src = torch.ones(4, 2, device=device)
         index = torch.tensor([0, 3, -1, 1], device=device)  # 3 is out of range for the first 3 rows of acc
         kernels.atomic_scatter_kernel[(1,)](src, index, acc, counts, 4, 4, 3, 2, BLOCK_E=4, BLOCK_F=2)
+        out = torch.empty(3, 2, device=device)
+        kernels.finish_kernel[(1,)](
+            acc, counts, out, out, 3, 2, 6, False, False, False, REDUCE=0, IS_INT=False, BLOCK=8
+        )
     assert acc.cpu().tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
-    assert counts.cpu().tolist() == [1, 1, 0, 0, 0, 0]
+    assert counts.cpu().tolist() == [1, 1, 0, 2, 0, 0, 0]  # two out of range; the flag: not good
+    assert out.cpu().tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]

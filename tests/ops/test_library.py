@@ -1,10 +1,12 @@
 """``ops/_library.py``: the eager autograd twin of each differentiable op computes the op's own values and
-gradients (one formula drives both), and the public functions take it in eager mode."""
+gradients (one formula drives both), and the public functions take it in eager mode; the GPU body of each op runs
+under torch's tracers, and launches without the tracing wrapper in eager mode."""
 
 import importlib
 
 import pytest
 import torch
+from conftest import _backend
 
 import scatterx
 
@@ -86,3 +88,86 @@ def test_public_function_takes_the_twin_in_eager_mode(monkeypatch):
     out = scatterx.index_scatter_reduce(0, index, src, "amax", sorted=False, dim_size=9)
     out.sum().backward()
     assert src.grad is not None and src.grad.shape == src.shape
+
+
+# ------------------------------------------------------------------------- the GPU body under torch's tracers
+def test_an_index_of_a_tracer_passes_as_it_is():
+    """``plain_index`` unwraps PyG's subclasses, never a tracer's tensors: a ``FunctionalTensor`` or ``FakeTensor``
+    refuses ``as_subclass`` outside its mode, and AOTAutograd runs the op's body with them after Dynamo is done."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+
+    from scatterx.ops._checks import plain_index
+
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.tensor([0, 1]))
+        assert plain_index(fake) is fake
+    with FunctionalTensorMode():
+        functional = FunctionalTensor.to_functional(torch.tensor([0, 1]))
+        assert plain_index(functional) is functional
+
+
+GPU_CASES = [c for c in CASES if c[0].endswith(("sum-new", "amax-base", "mean")) or "softmax" in c[0]]
+
+
+@pytest.mark.parametrize("name, module, op, args", GPU_CASES, ids=[c[0] for c in GPU_CASES])
+def test_the_gpu_body_traces_with_fake_and_functional_tensors(name, module, op, args):
+    """What ``torch.compile`` does to a ``triton_op`` on CUDA -- its body run on FakeTensors, then on
+    FunctionalTensors by AOTAutograd -- here on the GPU backend of this machine (its kernels are Triton's
+    interpreter's, which no tracer records: this holds the Python around them, not the graph's values)."""
+    from torch._functorch.aot_autograd import aot_export_module
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    gpu = _backend("gpu")
+    custom_op = getattr(module, f"{op}_op")
+    seen = []
+
+    class Body(torch.nn.Module):
+        def forward(self, *a):
+            out = custom_op(*a)
+            seen.append(type(out))
+            return (out,)
+
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+    class Tensors(torch.nn.Module):  # aot_export_module takes tensors only: the rest are constants
+        def forward(self, *t):
+            full = list(args)
+            for i, value in zip(tensors, t):
+                full[i] = value
+            return Body()(*full)
+
+    with gpu:
+        torch.library.opcheck(custom_op, args, test_utils=("test_faketensor",))
+        graph, _ = aot_export_module(Tensors(), [args[i] for i in tensors], trace_joint=False)
+    assert FunctionalTensor in seen and len(graph.graph.nodes) > len(tensors)
+
+
+def test_an_eager_launch_takes_no_tracing_wrapper():
+    """In eager mode the GPU backend launches its kernels itself: ``wrap_triton``'s higher-order op is for tracers
+    only (its dispatch costs tens of microseconds a launch). A stand-in kernel that ``wrap_triton`` would refuse
+    (it takes ``triton.jit`` functions only) is launched as it is on plain tensors, and a traced launch of it
+    does go through ``wrap_triton``."""
+    pytest.importorskip("triton")
+    from scatterx.backends.gpu import _launch
+
+    launched = []
+
+    class StandIn:
+        __name__ = "stand_in"
+
+        def __getitem__(self, grid):
+            return lambda *args, **constexprs: launched.append((grid, args, constexprs))
+
+    x = torch.zeros(4)
+    with _launch.recording():  # the stand-in is no variant of the backend's: kept out of the suite's record
+        _launch.launch(StandIn(), (1,), {"x": x, "n": 4}, BLOCK=8)
+    assert len(launched) == 1 and launched[0][0] == (1,) and launched[0][1][0] is x
+    try:
+        _launch.wrap_triton(StandIn())
+    except RuntimeError:  # a torch whose wrap_triton checks what it wraps (>= 2.6): a traced launch reaches it
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with _launch.recording(), FakeTensorMode() as mode, pytest.raises(RuntimeError, match="wrap_triton"):
+            _launch.launch(StandIn(), (1,), {"x": mode.from_tensor(x), "n": 4}, BLOCK=8)
+        assert len(launched) == 1

@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from conftest import assert_device_assert
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,15 +118,26 @@ def test_bad_input_raises_before_anything_runs(backend):
     src = torch.ones(4, 2)
     base = torch.full((2, 2), 7.0)
     cases = [
-        (dict(ptr=torch.tensor([0, 3, 2])), ValueError, True),  # decreasing
-        (dict(ptr=torch.tensor([0, 2, 5])), ValueError, True),  # past the end
-        (dict(ptr=torch.tensor([0, 2, 3]), perm=torch.tensor([0, 1, 4])), IndexError, True),  # row out of range
+        (dict(ptr=torch.tensor([0, 3, 2])), ValueError, "non-decreasing"),  # decreasing
+        (dict(ptr=torch.tensor([0, 2, 5])), ValueError, "ptr must end"),  # past the end
+        (dict(ptr=torch.tensor([0, 2, 3]), perm=torch.tensor([0, 1, 4])), IndexError, "out of range"),  # a row
         (dict(ptr=torch.tensor([0, 2, 4]), reduce="sum"), ValueError, False),
         (dict(ptr=torch.tensor([0, 2, 4]), fill="zero"), ValueError, False),
         (dict(ptr=torch.tensor([0.0, 2, 4])), TypeError, False),
         (dict(ptr=torch.tensor([0, 2, 4]), base=torch.zeros(3, 2)), ValueError, False),
     ]
     for case, error, is_value in cases:
+        if is_value and backend.device == "cuda":  # a device-side assert: in a process of its own
+            args = ", ".join(f"{k}=torch.tensor({v.tolist()}, device=DEVICE)" for k, v in case.items())
+            assert_device_assert(
+                f"""
+                from scatterx.ops import segment_arg_reduce
+                with GPU:
+                    segment_arg_reduce(torch.ones(4, 2, device=DEVICE), reduce="amax", {args})
+                """,
+                is_value,
+            )
+            continue
         kwargs = backend.put(dict(case))
         ptr = kwargs.pop("ptr")
         reduce = kwargs.pop("reduce", "amax")

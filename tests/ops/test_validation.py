@@ -5,7 +5,7 @@ import contextlib
 import numpy as np
 import pytest
 import torch
-from conftest import _backend
+from conftest import _backend, assert_device_assert
 
 import scatterx
 from scatterx import reference
@@ -409,8 +409,18 @@ def test_gpu_bad_index_without_dim_size_raises_before_anything_runs():
 @pytest.mark.parametrize("index", [[0, 5, 1], [0, -1, 1], [2, 1, 0]], ids=["too-large", "negative", "unsorted"])
 def test_gpu_bad_index_with_dim_size_is_checked_on_the_device_and_out_is_untouched(index):
     gpu = _backend("gpu")
-    if not gpu.interpreted:
-        pytest.skip("on CUDA the check is a device-side assert, which ends the process's CUDA context")
+    if not gpu.interpreted:  # a device-side assert ends the CUDA context: each call in a process of its own
+        for size in ("out=torch.randn(3, 2, device=DEVICE)", "dim_size=3"):
+            assert_device_assert(
+                f"""
+                with GPU:
+                    scatterx.index_scatter_reduce(
+                        0, torch.tensor({index}, device=DEVICE), torch.randn(3, 2, device=DEVICE), "sum", True, {size}
+                    )
+                """,
+                "index",
+            )
+        return
     src = torch.randn(3, 2)
     out = torch.randn(3, 2)
     before = out.clone()
@@ -420,3 +430,19 @@ def test_gpu_bad_index_with_dim_size_is_checked_on_the_device_and_out_is_untouch
         assert torch.equal(out, before)
         with pytest.raises(RuntimeError, match="index"):
             scatterx.index_scatter_reduce(0, torch.tensor(index), src, "sum", True, dim_size=3)
+
+
+def test_a_device_side_assert_is_caught_in_a_process_of_its_own():
+    """The helper the CUDA runs of these tests use (``conftest.assert_device_assert``), here on this machine's GPU
+    backend: a bad index fails the child process with the check's words, a good one does not."""
+    _backend("gpu")
+    assert_device_assert(
+        """
+        with GPU:
+            scatterx.index_scatter_reduce(0, torch.tensor([0, 3], device=DEVICE), torch.ones(2, 1, device=DEVICE),
+                                          "amax", True, dim_size=2)
+        """,
+        "dim_size=2",
+    )
+    with pytest.raises(AssertionError, match="no assert fired"):
+        assert_device_assert("scatterx.index_scatter_reduce(0, torch.tensor([0, 1]), torch.ones(2, 1), 'amax')", "")

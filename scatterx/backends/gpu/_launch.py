@@ -1,5 +1,6 @@
-"""What the GPU backend's modules share: ``launch`` (every kernel launch goes through it), the ``Variant`` a launch
-compiles, Triton's names for torch dtypes, and ``cdiv``.
+"""What the GPU backend's modules share: ``launch`` (every kernel launch goes through it: straight to Triton in eager
+mode, through ``wrap_triton`` while a tracer runs), the ``Variant`` a launch compiles, Triton's names for torch
+dtypes, and ``cdiv``.
 
 A Triton kernel is compiled once per *variant*: its ``tl.constexpr`` values and the types of its other arguments.
 Each backend module says, in its ``variants()``, every variant its launches can ask for (built from the same
@@ -15,6 +16,8 @@ from typing import Dict, Iterator, Optional, Set, Tuple
 
 import torch
 import triton.language as tl
+from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.functional_tensor import FunctionalTensor
 from triton.runtime.interpreter import InterpretedFunction
 
 from ..._reductions import REDUCTIONS
@@ -70,6 +73,8 @@ def type_of(value) -> str:
         return INT if -(2**31) <= value < 2**31 else "i64"
     if isinstance(value, torch.SymInt):  # a size traced by torch.compile
         return INT
+    if isinstance(value, float):
+        return "fp32"
     raise TypeError(f"no Triton type for a launch argument of type {type(value).__name__}")
 
 
@@ -128,11 +133,30 @@ def recording() -> Iterator[Set[tuple]]:
 
 
 def launch(kernel, grid, args: Dict[str, object], **constexprs) -> None:
-    """Launch ``kernel`` (through ``wrap_triton``, so that it traces under ``torch.compile``) on ``grid`` with
-    ``args`` -- its non-constexpr arguments by name, in order -- and ``constexprs``."""
+    """Launch ``kernel`` on ``grid`` with ``args`` -- its non-constexpr arguments by name, in order -- and
+    ``constexprs``.
+
+    In eager mode (plain tensors, no tracer at work) Triton launches the kernel itself. Only while a tracer runs --
+    Dynamo (``torch.compile``, ``torch.export``), or AOTAutograd, ``make_fx`` and fake tensors running the op's
+    body -- does the launch go through ``wrap_triton``, whose higher-order op records the kernel in the graph: in
+    eager mode that op's dispatch would cost tens of microseconds a launch for nothing
+    (docs/decisions/gpu-segment-kernel.md, "The host's share")."""
     if _recorded is not None:
         _recorded.add(Variant.of(kernel, {k: type_of(v) for k, v in args.items()}, constexprs).key)
-    _traceable(kernel)[grid](*args.values(), **constexprs)
+    first = next(iter(args.values()))
+    if type(first) is torch.Tensor and not torch.compiler.is_compiling() and not _dispatch_modes():
+        kernel[grid](*args.values(), **constexprs)
+    elif not (
+        isinstance(kernel, InterpretedFunction) and isinstance(first, _TRACED) and not _wraps_interpreted(kernel)
+    ):
+        _traceable(kernel)[grid](*args.values(), **constexprs)
+    # else: Triton's interpreter (tests on CPU tensors) cannot run on a tracer's tensors, and this torch cannot
+    # record an interpreted kernel: the traced graph keeps the outputs' allocations only
+
+
+def _dispatch_modes() -> int:
+    """How many torch dispatch modes are active (``make_fx``'s proxy mode, ``FunctionalTensorMode``, ...)."""
+    return torch._C._len_torch_dispatch_stack()
 
 
 def _traceable(kernel):
@@ -145,14 +169,17 @@ def _traceable(kernel):
 
 
 def _wraps_interpreted(kernel) -> bool:
+    """Whether this torch's ``wrap_triton`` wraps a kernel of Triton's interpreter (from 2.13 it returns it as it
+    is, which is no wrapping either: such a launch cannot be recorded)."""
     global _WRAPS_INTERPRETED  # noqa: PLW0603  # probed once, with the first interpreted kernel (it needs one)
     if _WRAPS_INTERPRETED is None:
         try:
-            wrap_triton(kernel)
-            _WRAPS_INTERPRETED = True
+            _WRAPS_INTERPRETED = wrap_triton(kernel) is not kernel
         except RuntimeError:
             _WRAPS_INTERPRETED = False
     return _WRAPS_INTERPRETED
 
 
 _WRAPS_INTERPRETED: Optional[bool] = None  # whether this torch's wrap_triton takes a kernel of the interpreter
+#: the tensors of torch's tracers, on which no kernel runs
+_TRACED = (FakeTensor, FunctionalTensor)

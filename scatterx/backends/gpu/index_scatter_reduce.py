@@ -1,14 +1,15 @@
 """``index_scatter_reduce`` on the GPU: the route (``routes.py``), then its kernels; and the backward of amax/amin
-(the gradient split among ties). Made of torch ops and ``wrap_triton`` launches, with no host sync, so that the op
-is a ``triton_op`` that ``torch.compile`` traces into."""
+(the gradient split among ties). Made of torch ops and kernel launches (``_launch.launch``), with no host sync, so
+that the op is a ``triton_op`` that ``torch.compile`` traces into."""
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
 
-from ..._reductions import Reduction, accumulator_dtype
+from ..._reductions import SUPPORTED_DTYPES, Reduction, accumulator_dtype
 from ...kernels.gpu import index_scatter_reduce_atomic as scatter_kernels
 from ...kernels.gpu import index_scatter_reduce_backward as backward_kernels
 from ...kernels.gpu._codegen import kernel_code
@@ -40,27 +41,45 @@ def index_scatter_reduce(
             src, index, dim, red, sorted, num_segments, base=out, include_self=include_self, index_checked=index_checked
         )
         return out.copy_(result)
-    index = index.contiguous()  # the kernels read it as a flat array (the planner's rows may be a strided view)
+    index = index.to(torch.int64).contiguous()  # the kernels read it as a flat array (the planner's rows may be a view)
     if sorted is None:  # internal callers (the planner), which sync anyway: one read picks the path
         sorted = index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
-    if not index_checked:
-        assert_index(index, num_segments, sorted)
     outer, n, inner = shape3(src, dim)
     result = new_result(src, dim, num_segments)
     if result.numel() == 0:
+        if not index_checked:  # nothing to compute, but the index is still the user's
+            assert_index(index, num_segments, sorted)
         return result
+    route = routes.route_for(red, sorted)
     src = src.contiguous()
     base = None if base is None else base.contiguous()
-    route = routes.route_for(red, sorted)
     if route is Route.ATOMIC:
-        return _atomic(src, index, red, base, include_self, result, outer, n, inner, num_segments)
+        if sorted and not index_checked:  # (the atomic kernel checks the range, not an order)
+            assert_index(index, num_segments, sorted)
+        good = _atomic(src, index, red, base, include_self, result, outer, n, inner, num_segments)
+        if not index_checked:
+            torch._assert_async(good, _bad_index(num_segments, False))
+        return result
     if sorted:
-        ptr, perm = sorted_ptr(index.contiguous(), num_segments), None
+        ordered, perm = index, None
     else:
         ordered, perm = torch.sort(index, stable=True)
-        ptr = sorted_ptr(ordered, num_segments)
-    launch_segments(src, ptr, perm, red, base, include_self, result, (outer, n, inner))
+    ptr = sorted_ptr(ordered, num_segments)
+    # the segment kernels check every entry they read (range, and order where the caller promised one)
+    good = launch_segments(src, ptr, ordered, perm, red, base, include_self, result, (outer, n, inner))
+    if not index_checked:
+        torch._assert_async(good, _bad_index(num_segments, sorted))
     return result
+
+
+def _bad_index(num_segments: int, sorted: bool) -> str:
+    """The device-side assert's words for a bad index (the CPU backend's exceptions say which entry)."""
+    if sorted:
+        return (
+            f"index out of range or not sorted: every entry must be in [0, dim_size={num_segments}) and none below "
+            "the one before it (sorted=True promises a non-decreasing index)"
+        )
+    return f"index out of range: every entry must be in [0, dim_size={num_segments})"
 
 
 def small_index_scatter_reduce(
@@ -73,22 +92,41 @@ def small_index_scatter_reduce(
     base: Optional[torch.Tensor] = None,
     include_self: bool = True,
 ) -> Optional[torch.Tensor]:
-    """As ``backends.cpu.small_index_scatter_reduce``: always None here. A kernel launch costs the same at any
-    size, and checking the index values on the host (the serial path's validation) would be a sync."""
-    return None
+    """As ``backends.cpu.small_index_scatter_reduce``, for a plainly valid call of any size: a launch costs the same
+    at any size, so every such call takes the ordinary routes here, past the op layer's general checks (a few
+    microseconds each) -- with the checks that read no index values made here, and the index's values checked by
+    the kernels as ever. None -- the general path, which explains what is wrong -- for anything less plain, and
+    without a size: ``index.max() + 1`` is a read on the host."""
+    if num_segments is None or src.dtype not in SUPPORTED_DTYPES or index.dtype not in INDEX_DTYPES:
+        return None
+    if index.device != src.device or (base is None and num_segments * _row(src, dim) > _DIRECT_MAX_ELEMENTS):
+        return None  # (a huge output: the general path checks that it fits in memory)
+    return index_scatter_reduce(src, index, dim, red, sorted, num_segments, base=base, include_self=include_self)
+
+
+def _row(src: torch.Tensor, dim: int) -> int:
+    numel, n = src.numel(), src.shape[dim]
+    return numel // n if n else math.prod(src.shape[:dim]) * math.prod(src.shape[dim + 1 :])
+
+
+INDEX_DTYPES = (torch.int32, torch.int64)
+#: outputs up to this many elements skip the op layer's memory check (1 GiB of float32 at most)
+_DIRECT_MAX_ELEMENTS = 1 << 28
 
 
 def _atomic(src, index, red: Reduction, base, include_self: bool, out, outer, n, inner, num_segments):
     """Unsorted sum/mean with atomics into an accumulator (``out`` itself unless half types accumulate in
-    float32), then one elementwise pass for mean, base and empty rows."""
+    float32), then one elementwise pass for mean, base and empty rows. Returns a one-element int32 tensor: 1 if
+    every index entry was in range, else 0 (``counts`` holds the rows per target, then the entries out of range,
+    then that flag)."""
     acc_dtype = accumulator_dtype(src.dtype)
     acc = out if acc_dtype == out.dtype else torch.empty(out.shape, dtype=acc_dtype, device=out.device)
     acc.fill_(red.identity(acc_dtype))
-    counts = torch.zeros(num_segments, dtype=torch.int32, device=src.device)
+    counts = torch.zeros(num_segments + 2, dtype=torch.int32, device=src.device)
     m = index.numel()
     if m > 0:
         block_e, block_f = scatter_kernels.launch_config(inner)
-        args = dict(src=src, index=index.to(torch.int64), acc=acc, counts=counts, n=n, m=m, S=num_segments, inner=inner)
+        args = dict(src=src, index=index, acc=acc, counts=counts, n=n, m=m, S=num_segments, inner=inner)
         launch(
             scatter_kernels.atomic_scatter_kernel,
             (outer * cdiv(m, block_e) * cdiv(inner, block_f),),
@@ -111,7 +149,7 @@ def _atomic(src, index, red: Reduction, base, include_self: bool, out, outer, n,
     launch(
         scatter_kernels.finish_kernel, (cdiv(out.numel(), FINISH_BLOCK),), args, **_finish_constexprs(red, src.dtype)
     )
-    return out
+    return counts[num_segments + 1 :]
 
 
 def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_base: bool):

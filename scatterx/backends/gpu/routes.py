@@ -11,25 +11,76 @@
 
 ``torch.use_deterministic_algorithms(True)`` turns ``ATOMIC`` into ``SORT``. Tests force a route with
 ``force(Route.SORT)`` (a context manager, per thread); a call the route cannot serve raises ``ValueError``.
+
+``Tuning`` holds the launch shape of the balanced segment kernels (``kernels/gpu/_balance.py``); ``tuned(...)``
+changes it within a block, as the CPU backend's ``tuned`` does (the tests use it to cut a small call into many
+shares).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import enum
+import functools
 from typing import Iterator, Optional
 
 import torch
 
 from ..._reductions import Reduction
-from .._common import forced_route
+from ...kernels.gpu._grid import MAX_ELEMENTS, MIN_EVENTS, PROGRAMS_PER_SM
+from .._common import forced_route, tuned_block
 
 
 class Route(str, enum.Enum):
     SEGMENTS = "segments"
     ATOMIC = "atomic"
     SORT = "sort"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tuning:
+    """The launch shape of the balanced segment kernels; the measurements behind the values are in
+    docs/decisions/gpu-segment-kernel.md."""
+
+    #: programs per streaming multiprocessor: several resident at once hide each other's memory latency
+    programs_per_sm: int = PROGRAMS_PER_SM
+    #: the least events (rows and segment ends) a program takes: its two searches are its fixed cost
+    min_events: int = MIN_EVENTS
+    #: elements of a tile (rows x features): the registers it takes decide how many programs an SM holds; another
+    #: value than the default compiles tiles no variant list names (for a sweep on a GPU)
+    max_elements: int = MAX_ELEMENTS
+    #: the multiprocessors to fill where the device says none (Triton's interpreter, on CPU tensors)
+    sms_without_gpu: int = 4
+
+
+TUNING = Tuning()
+_TUNING: contextvars.ContextVar[Tuning] = contextvars.ContextVar("scatterx_gpu_tuning", default=TUNING)
+
+
+def tuning() -> Tuning:
+    """The launch shape in effect (``tuned`` changes it)."""
+    return _TUNING.get()
+
+
+@contextlib.contextmanager
+def tuned(**changes) -> Iterator[Tuning]:
+    """Within the block, the GPU backend launches with these settings (fields of ``Tuning``)."""
+    with tuned_block(_TUNING, _TUNING.get(), changes, "GPU setting(s)") as t:
+        yield t
+
+
+def multiprocessors(device: torch.device) -> int:
+    """How many streaming multiprocessors ``device`` has (``Tuning.sms_without_gpu`` for a CPU tensor)."""
+    if device.type != "cuda":
+        return tuning().sms_without_gpu
+    return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.cache
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 _FORCED: contextvars.ContextVar[Optional[Route]] = contextvars.ContextVar("scatterx_gpu_route", default=None)

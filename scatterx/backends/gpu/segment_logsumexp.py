@@ -21,18 +21,16 @@ def segment_logsumexp(
     num_segments = ptr.numel() - 1
     out = new_result(src, dim, num_segments)
     if out.numel() > 0:
-        acc = accumulator_dtype(src.dtype)
-        start = float("-inf") if flavour == 0 else torch.finfo(src.dtype).min
         block_e, block_f = launch_config(inner)
         args = dict(
             src=src.contiguous(),
             perm=ptr if perm is None else perm.to(torch.int64).contiguous(),
             ptr=ptr,
-            params=torch.tensor([start, eps], dtype=acc, device=src.device),
             out=out,
             n=n,
             S=num_segments,
             inner=inner,
+            eps=float(eps),
             gather=perm is not None,
             log_softmax=flavour == 1,
         )
@@ -46,7 +44,9 @@ def segment_logsumexp(
 
 
 def _constexprs(dtype: torch.dtype, block_e: int, block_f: int) -> dict:
-    return dict(ACC=TL_DTYPE[accumulator_dtype(dtype)], BLOCK_E=block_e, BLOCK_F=block_f)
+    # (the start of log-softmax's maximum is a compile-time constant of the dtype: a value passed at run time
+    # would be a host-to-device copy, a sync, or a float32 scalar that cannot hold float64's minimum)
+    return dict(LOWEST=torch.finfo(dtype).min, ACC=TL_DTYPE[accumulator_dtype(dtype)], BLOCK_E=block_e, BLOCK_F=block_f)
 
 
 def variants():
@@ -56,11 +56,11 @@ def variants():
             src=POINTER[dtype],
             perm="*i64",
             ptr="*i64",
-            params=POINTER[accumulator_dtype(dtype)],
             out=POINTER[dtype],
             n=INT,
             S=INT,
             inner=INT,
+            eps="fp32",
             gather=FLAG,
             log_softmax=FLAG,
         )

@@ -1,16 +1,20 @@
-"""``segment_reduce`` on the GPU, and the launch of the segment kernel it shares with ``gather_segment_reduce`` and
-two routes of ``index_scatter_reduce``."""
+"""``segment_reduce`` on the GPU, and the launch of the balanced segment kernels (``kernels/gpu/segment_reduce.py``)
+that it shares with the plain ``gather_segment_reduce`` and two routes of ``index_scatter_reduce``."""
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
 from ..._reductions import Reduction, accumulator_dtype
 from ...kernels.gpu import segment_reduce as segment_kernels
 from ...kernels.gpu._codegen import kernel_code
-from ...kernels.gpu._tiles import launch_config, tile_shapes
+from ...kernels.gpu._grid import balanced_grid, tile, tiles
 from .._common import new_result, shape3
+from . import routes
 from ._launch import DTYPES, FLAG, INT, KERNEL_REDUCTIONS, POINTER, TL_DTYPE, Variant, cdiv, launch
+from .segments import rows_to_segments
 
 
 def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reduction) -> torch.Tensor:
@@ -18,35 +22,96 @@ def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reductio
     outer, n, inner = shape3(src, dim)
     out = new_result(src, dim, ptr.numel() - 1)
     if out.numel() > 0:
-        launch_segments(src.contiguous(), ptr, None, red, None, False, out, (outer, n, inner))
+        index = rows_to_segments(ptr, n)
+        launch_segments(src.contiguous(), ptr, index, None, red, None, False, out, (outer, n, inner))
     return out
 
 
-def launch_segments(src, ptr, perm, red: Reduction, base, include_self: bool, out, shape) -> None:
-    """Launch the segment kernel: ``out`` (outer, S, inner) from ``src`` (outer, n, inner), all contiguous, rows
-    through ``perm`` (int64) where given."""
+def launch_segments(
+    src, ptr, index, perm, red: Reduction, base, include_self: bool, out, shape, weight=None, channels=None
+) -> torch.Tensor:
+    """Launch the balanced segment kernels: ``out`` (outer, S, inner) from ``src`` (outer, n, inner), all
+    contiguous; row ``r`` of the segment order (``r < index.numel()``) is src row ``perm[r]`` (int64) where given,
+    else ``r``, and belongs to segment ``index[r]`` (int64, non-decreasing, the segments of ``ptr``). With
+    ``weight`` (``(index.numel(), inner // channels)``, ``outer == 1``), row ``r``'s member is scaled by
+    ``weight[r, head]`` in each of its heads of ``channels`` features. Returns a
+    one-element int64 tensor: 1 if every entry of ``index`` was in ``[0, S)`` and not below the one before it, else
+    0 -- for the caller's ``torch._assert_async`` where the index came from its user."""
     outer, n, inner = shape
     num_segments = ptr.numel() - 1
-    block_e, block_f = launch_config(inner)
-    grid = (outer * num_segments * cdiv(inner, block_f),)
-    args = dict(
-        src=src,
-        perm=ptr if perm is None else perm,
-        ptr=ptr,
-        base=out if base is None else base,
-        out=out,
-        n=n,
-        S=num_segments,
-        inner=inner,
-        gather=perm is not None,
+    rows = index.numel()
+    settings = routes.tuning()
+    block_e, block_f = tile(inner, settings.max_elements)
+    fblocks = cdiv(inner, block_f)
+    programs, share = balanced_grid(
+        rows + num_segments,
+        outer * fblocks,
+        routes.multiprocessors(src.device),
+        settings.programs_per_sm,
+        settings.min_events,
+    )
+    acc = accumulator_dtype(src.dtype)
+    partials = torch.empty((2, outer, programs, inner), dtype=acc, device=src.device)
+    meta = torch.empty(1 + 3 * programs, dtype=torch.int64, device=src.device)
+    flags = dict(
         has_base=base is not None,
         include_self=bool(include_self) and base is not None,
         divide=red.divide_by_count,
     )
-    launch(segment_kernels.segment_reduce_kernel, grid, args, **_constexprs(red, src.dtype, block_e, block_f))
+    grid = (programs * fblocks * outer,)
+    constexprs = _constexprs(red, src.dtype, block_e, block_f)
+    launch(
+        segment_kernels.segment_reduce_kernel,
+        grid,
+        dict(
+            src=src,
+            perm=index if perm is None else perm,
+            weight=src if weight is None else weight,
+            index=index,
+            ptr=ptr,
+            base=out if base is None else base,
+            out=out,
+            partials=partials,
+            meta=meta,
+            n=n,
+            E=rows,
+            S=num_segments,
+            inner=inner,
+            C=inner if weight is None else channels,
+            K=share,
+            P=programs,
+            gather=perm is not None,
+            weighted=weight is not None,
+            **flags,
+        ),
+        **constexprs,
+    )
+    launch(
+        segment_kernels.segment_fixup_kernel,
+        grid,
+        dict(
+            ptr=ptr,
+            base=out if base is None else base,
+            out=out,
+            partials=partials,
+            meta=meta,
+            S=num_segments,
+            inner=inner,
+            P=programs,
+            **flags,
+        ),
+        **constexprs,
+    )
+    if red.divide_by_count and not src.dtype.is_floating_point:  # integer mean: the kernels leave it undivided
+        counts = (ptr.diff() + int(flags["include_self"])).view(1, num_segments, 1)
+        rows3 = out.view(outer, num_segments, inner)
+        rows3.copy_(torch.where(counts > 0, torch.div(rows3, counts.clamp(min=1), rounding_mode="floor"), rows3))
+    return meta[:1]
 
 
+@functools.cache
 def _constexprs(red: Reduction, dtype: torch.dtype, block_e: int, block_f: int) -> dict:
+    """The kernels' compile-time values (one dict per variant, made once: a launch only unpacks it)."""
     acc = accumulator_dtype(dtype)
     return dict(
         REDUCE=kernel_code(red),
@@ -59,28 +124,35 @@ def _constexprs(red: Reduction, dtype: torch.dtype, block_e: int, block_f: int) 
 
 
 def variants():
-    """Every variant of the segment kernel: each reduction (mean's is sum's), dtype and tile shape."""
+    """Every variant of the two segment kernels: each reduction (mean's is sum's), dtype and tile."""
     for red in KERNEL_REDUCTIONS:
         for dtype in DTYPES:
-            data = POINTER[dtype]
-            params = dict(
+            data, acc = POINTER[dtype], POINTER[accumulator_dtype(dtype)]
+            flags = dict(has_base=FLAG, include_self=FLAG, divide=FLAG)
+            main = dict(
                 src=data,
                 perm="*i64",
+                weight=data,
+                index="*i64",
                 ptr="*i64",
                 base=data,
                 out=data,
+                partials=acc,
+                meta="*i64",
                 n=INT,
+                E=INT,
                 S=INT,
                 inner=INT,
+                C=INT,
+                K=INT,
+                P=INT,
                 gather=FLAG,
-                has_base=FLAG,
-                include_self=FLAG,
-                divide=FLAG,
+                weighted=FLAG,
+                **flags,
             )
-            for block_e, block_f in tile_shapes():
-                yield Variant.of(
-                    segment_kernels.segment_reduce_kernel,
-                    params,
-                    _constexprs(red, dtype, block_e, block_f),
-                    aligned=("inner",) if block_f >= 16 else (),
-                )
+            fixup = dict(ptr="*i64", base=data, out=data, partials=acc, meta="*i64", S=INT, inner=INT, P=INT, **flags)
+            for block_e, block_f in tiles():
+                constexprs = _constexprs(red, dtype, block_e, block_f)
+                aligned = ("inner",) if block_f >= 16 else ()
+                yield Variant.of(segment_kernels.segment_reduce_kernel, main, constexprs, aligned=aligned)
+                yield Variant.of(segment_kernels.segment_fixup_kernel, fixup, constexprs, aligned=aligned)

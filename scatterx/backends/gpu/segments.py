@@ -1,6 +1,7 @@
 """Index -> segments on the GPU, with no host sync: value checks are ``torch._assert_async`` (a bad value raises when
-the device reaches the check, as torch's own index ops do), CSR offsets of a sorted index are ``searchsorted``, and
-an unsorted index is grouped by ``torch.sort(stable=True)``. Where the index must be read on the host anyway (no
+the device reaches the check, as torch's own index ops do), CSR offsets of a sorted index and the segment of each
+row of CSR offsets are one search kernel each (``kernels/gpu/segments.py``), and an unsorted index is grouped by
+``torch.sort(stable=True)``. Where the index must be read on the host anyway (no
 ``dim_size``: its maximum is the output size), ``output_size`` checks everything in that one read and raises a
 plain Python exception."""
 
@@ -10,7 +11,9 @@ from typing import Optional, Tuple
 
 import torch
 
+from ...kernels.gpu import segments as segment_kernels
 from .._common import explain_bad_index
+from ._launch import FLAG, INT, Variant, cdiv, launch
 
 
 def output_size(index: torch.Tensor, sorted: Optional[bool]) -> Tuple[int, bool]:
@@ -52,9 +55,39 @@ def check_ptr(ptr: torch.Tensor, length: int, what: str) -> torch.Tensor:
 
 
 def sorted_ptr(sorted_index: torch.Tensor, num_segments: int) -> torch.Tensor:
-    """CSR offsets (int64) of a non-decreasing index whose entries are in ``[0, num_segments)``."""
-    boundaries = torch.arange(num_segments + 1, device=sorted_index.device, dtype=sorted_index.dtype)
-    return torch.searchsorted(sorted_index, boundaries)
+    """CSR offsets (int64) of a non-decreasing int64 index whose entries are in ``[0, num_segments)``."""
+    ptr = torch.empty(num_segments + 1, dtype=torch.int64, device=sorted_index.device)
+    _search(sorted_index, 0, sorted_index.numel(), ptr, right=False)
+    return ptr
+
+
+def rows_to_segments(ptr: torch.Tensor, rows: int) -> torch.Tensor:
+    """The segment (int64) of each of the first ``rows`` rows of the CSR offsets ``ptr`` (int64): the sorted index
+    that ``ptr`` describes."""
+    index = torch.empty(rows, dtype=torch.int64, device=ptr.device)
+    _search(ptr, 1, ptr.numel() - 1, index, right=True)
+    return index
+
+
+SEARCH_BLOCK = 256
+
+
+def _search(values: torch.Tensor, start: int, length: int, out: torch.Tensor, right: bool) -> None:
+    if out.numel() > 0:
+        launch(
+            segment_kernels.searchsorted_kernel,
+            (cdiv(out.numel(), SEARCH_BLOCK),),
+            dict(
+                values=values,
+                length=length,
+                start=start,
+                out=out,
+                queries=out.numel(),
+                steps=max(length, 1).bit_length(),
+                right=right,
+            ),
+            BLOCK=SEARCH_BLOCK,
+        )
 
 
 def index_to_ptr(
@@ -66,7 +99,7 @@ def index_to_ptr(
 ) -> torch.Tensor:
     """CSR offsets of a non-decreasing index, its values asserted on the device."""
     assert_index(index, num_segments, True, name, size_name)
-    return sorted_ptr(index.contiguous(), num_segments)
+    return sorted_ptr(index.to(torch.int64).contiguous(), num_segments)
 
 
 def segments(
@@ -75,7 +108,14 @@ def segments(
     """``(ptr, perm)``: CSR offsets and, for an unsorted index, the stable permutation grouping positions by
     target (else None); the values asserted on the device."""
     assert_index(index, num_segments, sorted, name, size_name)
+    index = index.to(torch.int64)
     if sorted:
         return sorted_ptr(index.contiguous(), num_segments), None
     ordered, perm = torch.sort(index, stable=True)
     return sorted_ptr(ordered, num_segments), perm
+
+
+def variants():
+    """The search kernel's one variant."""
+    params = dict(values="*i64", length=INT, start=INT, out="*i64", queries=INT, steps=INT, right=FLAG)
+    yield Variant.of(segment_kernels.searchsorted_kernel, params, dict(BLOCK=SEARCH_BLOCK))

@@ -14,6 +14,7 @@ from ._launch import Variant
 
 #: the modules that launch kernels (by name: the package's ``__init__`` rebinds most names to their functions)
 MODULES = (
+    "segments",
     "segment_reduce",
     "gather_segment_reduce",
     "index_scatter_reduce",

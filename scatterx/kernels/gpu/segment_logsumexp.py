@@ -14,23 +14,25 @@ def segment_logsumexp_kernel(
     src,
     perm,
     ptr,
-    params,
     out,
     n,
     S,
     inner,
+    eps,
     gather,
     log_softmax,
+    LOWEST: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_F: tl.constexpr,
 ):
-    """out[o, s, :] = top + log(sum exp(src[o, r, :] - top) + eps) over segment s; params = [start, eps] in ACC."""
+    """out[o, s, :] = top + log(sum exp(src[o, r, :] - top) + eps) over segment s, where ``top`` starts at -inf, or
+    at ``LOWEST`` (the finite minimum of src's dtype) with ``log_softmax``."""
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     lo = tl.load(ptr + s)
     hi = tl.load(ptr + s + 1)
-    start = tl.load(params).to(ACC)
-    eps = tl.load(params + 1).to(ACC)
+    start = tl.where(log_softmax, tl.full([], LOWEST, ACC), tl.full([], float("-inf"), ACC))
+    eps = tl.zeros([], ACC) + eps  # (a Python float in the interpreter, an fp32 scalar when compiled)
     src_slice = src + o * n * inner
     top = tl.zeros([BLOCK_F], ACC) + start
     for e0 in range(lo, hi, BLOCK_E):
