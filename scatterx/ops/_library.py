@@ -126,9 +126,10 @@ def register_autograd(op, impl: Callable, backward: Callable, setup_context: Cal
     # call of ~20 (docs/decisions/small-calls.md, "Gradients").
     c_apply = super(torch.autograd.Function, eager).apply  # type: ignore[misc]  # the C base's classmethod
     transforms_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
-    unwrap = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
-    if unwrap is None:  # (a torch without them: its own Function.apply)
+    unwrap_if_dead = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
+    if unwrap_if_dead is None:  # (a torch without them: its own Function.apply)
         transforms_active = lambda: True  # noqa: E731
+    unwrap: Callable = unwrap_if_dead if unwrap_if_dead is not None else (lambda tensor: tensor)
     tensors = tuple(
         i for i, p in enumerate(_resolved_signature(impl).parameters.values()) if "Tensor" in str(p.annotation)
     )
