@@ -330,15 +330,17 @@ def _setup_context(ctx, inputs, output):
     src = src.view(1) if src.dim() == 0 else src
     base = base.view(1) if base is not None and base.dim() == 0 else base
     ctx.src_shape = tuple(src.shape)
-    placeholder = src.new_empty(0)
-    keep = (placeholder, placeholder) if ctx.red.linear else (src, output)  # sum/mean: no values needed
-    ctx.save_for_backward(keep[0], index, keep[1], base if base is not None else placeholder)
+    if ctx.red.linear:  # sum/mean: the gradient needs no values
+        ctx.save_for_backward(index, base)
+    else:
+        ctx.save_for_backward(index, base, src, output)
 
 
 def _autograd_backward(ctx, grad):
-    src, index, result, base = ctx.saved_tensors
-    base = base if ctx.has_base else None
-    index = index.view(-1)
+    saved = ctx.saved_tensors
+    index, base = saved[0], saved[1]
+    if index.dim() != 1:
+        index = index.view(-1)
     if ctx.red.linear:
         grad_src, grad_base = _backward.linear_backward(
             grad, ctx.src_shape, index, base, ctx.dim, ctx.red.name, ctx.include_self
@@ -346,9 +348,9 @@ def _autograd_backward(ctx, grad):
     elif torch.is_grad_enabled():  # create_graph=True: differentiable ops, so that a double backward works
         grad_src, grad_base = _backward.nonlinear_backward(
             grad,
-            src,
+            saved[2],
             index,
-            result,
+            saved[3],
             base,
             ctx.dim,
             ctx.red.name,
@@ -360,11 +362,15 @@ def _autograd_backward(ctx, grad):
         )
     else:
         grad_src, grad_base = index_scatter_reduce_backward_op(
-            grad, src, index, result, base, ctx.dim, ctx.red.name, ctx.sorted, ctx.include_self, ctx.torch_ties
+            grad, saved[2], index, saved[3], base, ctx.dim, ctx.red.name, ctx.sorted, ctx.include_self, ctx.torch_ties
         )
     src_shape, base_shape = ctx.given_shapes
-    grad_src = grad_src.reshape(src_shape)
-    grad_base = grad_base.reshape(base_shape) if ctx.has_base else None
+    if grad_src.shape != src_shape:
+        grad_src = grad_src.reshape(src_shape)
+    if base_shape is None:
+        grad_base = None
+    elif grad_base.shape != base_shape:
+        grad_base = grad_base.reshape(base_shape)
     return grad_src, None, None, None, None, None, grad_base, None, None
 
 

@@ -73,3 +73,62 @@ def test_a_compile_waits_for_the_process_holding_its_variants_lock_then_the_next
     out, _ = second.communicate("go\n", timeout=300)
     assert second.returncode == 0
     assert out.splitlines()[1] == "hits 2 misses 0"  # both variants loaded from what the first process saved
+
+
+#: runs ``index_bound`` (loaded from the cache a first run of this child filled), then says how often Numba's
+#: target-context refresh (its compile set-up) ran and whether an implementation module only that set-up imports is
+#: there; then, unless it is the run filling the cache (``cold``), compiles a variant the cache lacks, which must still
+#: work and make the set-up.
+WARM = """
+import sys
+import numpy as np
+from numba.core.base import BaseContext
+
+refreshes = []
+refresh = BaseContext.refresh
+
+
+def counted(self):
+    refreshes.append(type(self).__name__)
+    return refresh(self)
+
+
+BaseContext.refresh = counted
+from scatterx.kernels.cpu.segments import index_bound
+
+assert index_bound(np.array([3, 1], dtype=np.int64)) == 4
+print("refreshes", len(refreshes), "set up" if "numba.np.linalg" in sys.modules else "not set up", flush=True)
+print("hits", sum(index_bound.dispatcher.stats.cache_hits.values()),
+      "misses", sum(index_bound.dispatcher.stats.cache_misses.values()), flush=True)
+if sys.argv[1] == "cold":  # the cache gets the first variant only
+    sys.exit()
+assert index_bound(np.array([4, 2, 7], dtype=np.int32)) == 8  # a variant not in the cache: compiled here
+print("compiled", "refreshed" if refreshes else "not refreshed",
+      "misses", sum(index_bound.dispatcher.stats.cache_misses.values()), flush=True)
+"""
+
+
+def test_a_variant_in_the_cache_loads_without_numba_s_compile_set_up(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+
+    def run(which):
+        done = subprocess.run(
+            [sys.executable, "-c", WARM, which],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=str(ROOT),
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout.split("\n")
+
+    cold = run("cold")
+    _, refreshed, state = cold[0].split(" ", 2)
+    assert int(refreshed) > 0 and state == "set up" and cold[1] == "hits 0 misses 1"
+    warm = run("warm")
+    # the first variant loaded as machine code without Numba's target-context refresh; the compile of the second
+    # one made the set-up itself
+    assert warm[0] == "refreshes 0 not set up" and warm[1] == "hits 1 misses 0"
+    assert warm[2] == "compiled refreshed misses 1"

@@ -187,24 +187,29 @@ def _serial(src, index_np, index, red, sorted, num_segments, outer, n, inner, di
 def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, base=None, include_self=True):
     """``(result, status)`` of the owner kernel on the calling thread, checking the index itself first. ``base``:
     the new tensor starts from it (``include_self``: its values take part), and its targets that receive nothing
-    keep its values."""
+    keep its values. Written for per-call cost, as ``small_index_scatter_reduce``: each NumPy view of a tensor and
+    each allocation is a microsecond or more of a call of ten (docs/decisions/small-calls.md)."""
     routes.record(Route.SERIAL)
     shape = list(src.shape)
     shape[dim] = num_segments
     result = empty(shape, src.dtype, "cpu")
-    if result.numel() == 0:
+    if outer * num_segments * inner == 0:
         # no kernel runs, so none checks the index: checked here as the kernel would (``_serial``'s message names
         # a broken order first when ``sorted``)
         return result, owner.OK if index_fits(index_np, num_segments, sorted) else owner.OUT_OF_RANGE
     storage = storage_code(src.dtype)
-    src3 = view3(src, outer, n, inner)
-    out3 = numpy_view(result).reshape(outer, num_segments, inner)
+    if storage == NATIVE:  # (the views ``numpy_view`` makes, without its checks: native, fresh, no grad)
+        out3 = result.numpy().reshape(outer, num_segments, inner)
+        src3 = (src.detach() if src.requires_grad else src).contiguous().numpy().reshape(outer, n, inner)
+    else:
+        out3 = numpy_view(result).reshape(outer, num_segments, inner)
+        src3 = view3(src, outer, n, inner)
     base3 = out3 if base is None else view3(base, outer, num_segments, inner)
     # rows of one element: several slices reduced together (``lanes``), or the empty targets of one slice by their
     # bits (no counting pass); wider rows count (the pass over every value that looks for identity bits would cost
     # more than the counting pass saves)
-    lanes = _lanes_pay(outer, inner) and base is None
-    marks = red.name in owner.MARKS_EMPTY and inner == 1 and not lanes and base is None
+    lanes = base is None and _lanes_pay(outer, inner)
+    marks = inner == 1 and base is None and not lanes and red.name in owner.MARKS_EMPTY
     key = ("owner", red.code, src.dtype)
     while True:
         counts = _NO_COUNTS if marks or lanes else np.empty(num_segments, np.int64)

@@ -44,7 +44,7 @@ from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from ..._reductions import BY_CODE
-from ._compile_lock import compiling
+from ._compile_lock import load_or_compile
 from ._memory import stream_row
 
 NATIVE, F16, BF16 = 0, 1, 2
@@ -412,8 +412,8 @@ class Kernel:
                 # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns
                 # on correct kernels; a user should not see it on a first call
                 warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
-                with compiling(self.dispatcher, sig):  # processes sharing the disk cache: one compiles, the rest load
-                    self.dispatcher.compile(sig)
+                # from the disk cache, or compiled (processes sharing the cache: one compiles, the rest load)
+                load_or_compile(self.dispatcher, sig)
             entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
             self._signatures[key] = sig
         return entry

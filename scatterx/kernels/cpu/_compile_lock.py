@@ -13,6 +13,10 @@ are compiling, for nothing.
 - ``compiling(dispatcher, sig)`` holds a lock of that one variant for its whole ``dispatcher.compile``: Numba looks
   in the cache first inside it, so a second process wanting the same variant waits and loads what the first saved
   instead of compiling it again, while processes compiling other variants of the same kernel go on in parallel.
+- ``load_or_compile(dispatcher, sig)`` first looks for the variant in the disk cache itself, without the set-up
+  Numba makes before it looks (``BaseContext.refresh``: importing and registering every implementation Numba has,
+  which only a compile needs); only a variant not found there is compiled, under the locks above. That set-up was
+  most of a warm process's first training step (docs/decisions/compile-budget.md, "A warm first step").
 
 Numba's own (re-entrant, per-process) compiler lock is always taken first, so two threads of one process never
 wait on each other's file lock, and a lock this process holds is not taken again. Where there is no disk cache, no
@@ -25,8 +29,10 @@ import hashlib
 import os
 from typing import Iterator, Optional, Set
 
+from numba.core.caching import Cache
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
+from numba.core.runtime import rtsys
 
 try:
     import fcntl
@@ -96,3 +102,37 @@ def compiling(dispatcher, sig) -> Iterator[None]:
     guard(dispatcher)
     with global_compiler_lock, _file_lock(lock_path(dispatcher, sig)):
         yield
+
+
+def load_or_compile(dispatcher, sig) -> None:
+    """Make the variant ``sig`` (a tuple of Numba types) of ``dispatcher`` ready to call: loaded from the disk
+    cache, else compiled (``compiling``)."""
+    if not _load(dispatcher, sig):
+        with compiling(dispatcher, sig):
+            dispatcher.compile(sig)
+
+
+def _load(dispatcher, sig) -> bool:
+    """Whether the variant is ready after looking in ``dispatcher``'s disk cache: what ``Dispatcher.compile`` does on
+    a cache hit, without its ``target_context.refresh()`` first. A cached variant is machine code and the types of
+    its arguments; rebuilding it needs the code generator and Numba's runtime (``rtsys``), not the implementations
+    and typing templates that refresh imports and registers (a compile still makes that set-up: Numba's pipeline
+    refreshes the contexts itself). Anything unexpected leaves the variant to ``Dispatcher.compile``."""
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, Cache):  # no disk cache (``cache=False``, or a cache Numba could not set up)
+        return False
+    with global_compiler_lock:
+        if tuple(sig) in dispatcher.overloads:
+            return True
+        context = dispatcher.targetctx
+        try:
+            rtsys.initialize(context)  # the runtime's symbols, which cached machine code links against
+            result = cache._load_overload(sig, context)
+        except Exception:  # a file another process is writing, a foreign payload: the usual path decides
+            return False
+        if result is None or result.objectmode:
+            return False
+        context.insert_user_function(result.entry_point, result.fndesc, [result.library])
+        dispatcher.add_overload(result)
+        dispatcher._cache_hits[sig] += 1
+        return True

@@ -111,7 +111,11 @@ def index_scatter_reduce_owner_kernel(
             start = identity(reduce, acc)
             for k in range(num_targets * inner):
                 acc[k] = start
-        if inner == 1:  # a loop of its own, on 1-D views: the loop over one feature cost 2x at 1M rows
+        if inner == 1 and check and sorted and not include_self:
+            # a sorted index, checked above: each target's entries are one run, whose value so far stays in a
+            # register (docs/decisions/small-calls.md, "Sorted rows of one element")
+            _scatter_runs(values.reshape(values.shape[0]), index, acc, reduce, storage)
+        elif inner == 1:  # a loop of its own, on 1-D views: the loop over one feature cost 2x at 1M rows
             flat = values.reshape(values.shape[0])
             for i in range(m):
                 t = np.uint64(index[i])  # checked: in bounds (unsigned: no wraparound)
@@ -130,22 +134,45 @@ def index_scatter_reduce_owner_kernel(
                 a = acc[k]
                 results[k] = 0 if looks_empty(reduce, a) else store(storage, a)
             continue
-        for t in range(num_targets):  # a row at a time, on 1-D views: the divide of mean then vectorises
-            received = counts[t]
-            row = out[o, t]
+        # a row at a time, indexed in place: a view of a row per target (``out[o, t]``, a slice of ``acc``) costs
+        # two atomic updates of the array's reference count, and those were most of this loop (small-calls.md)
+        rows = acc.reshape(num_targets, inner)
+        for t in range(num_targets):
+            ut = np.uint64(t)
+            received = counts[ut]
             if received == 0:
                 for j in range(inner):
-                    row[j] = 0 if fill_empty else base[o, t, j]
+                    out[o, ut, j] = 0 if fill_empty else base[o, ut, j]
             else:
                 total = received + (1 if include_self else 0)
-                a = acc[t * inner : (t + 1) * inner]
-                if in_place(storage, False):  # ``a`` is ``row`` itself: one array, or LLVM's overlap check fails
+                if in_place(storage, False):  # ``rows`` are ``out[o]``'s own: one array, or LLVM's overlap check fails
                     for j in range(inner):
-                        a[j] = finalize(reduce, a[j], total)
+                        rows[ut, j] = finalize(reduce, rows[ut, j], total)
                 else:
                     for j in range(inner):
-                        row[j] = store(storage, finalize(reduce, a[j], total))
+                        out[o, ut, j] = store(storage, finalize(reduce, rows[ut, j], total))
     return OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scatter_runs(values, index, acc, reduce, storage):
+    """Rows of one element at a sorted index (checked) into accumulators that hold the table's identity: each
+    position combines its value into its run's value so far, kept in a register, and stores that into its
+    target, so the last store of a run leaves the whole run's value there. The loop over ``acc[t] =
+    combine(acc[t], x)`` instead waits at every position for the store of the one before to reach the load of the
+    same target (a sorted index repeats its target), several times the latency of the combine. A new run restarts
+    from the identity (a select, no branch); each target's values still combine in position order from the
+    identity, so the bits are those of that loop."""
+    if index.shape[0] == 0:
+        return
+    start = identity(reduce, acc)
+    run = start
+    previous = index[0]
+    for i in range(index.shape[0]):
+        t = index[i]
+        run = combine(reduce, run if t == previous else start, load(storage, values[i]))
+        acc[np.uint64(t)] = run
+        previous = t
 
 
 #: ``lanes``: slices reduced together, one index read for this many (a group's accumulators: a row of this many

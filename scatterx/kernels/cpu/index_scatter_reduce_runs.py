@@ -143,8 +143,11 @@ def _bad_entries(index, lo, hi, first, last):
     if hi == lo:
         return False
     nbad = (index[lo] < max(first, 0)) | (index[hi - 1] >= last)
-    for i in range(lo + 1, hi):
-        nbad += index[i] < index[i - 1]
+    # unsigned positions: a signed one from a run-time start may be negative as far as Numba knows, and its
+    # wraparound made every load a gather once vectorised for AVX-512 (docs/decisions/streaming-stores.md)
+    one = np.uint64(1)
+    for i in range(np.uint64(lo) + one, np.uint64(hi)):
+        nbad += index[i] < index[i - one]
     return nbad > 0
 
 
