@@ -13,6 +13,7 @@ arguments before anything runs: a bad argument raises ``TypeError``, ``ValueErro
   :func:`scatterx.sddmm`, :func:`scatterx.gatv2_logits`, :func:`scatterx.segment_softmax` and
   :func:`scatterx.csr_transpose`.
 - Drop-ins for ``torch.scatter_reduce``, ``torch.scatter`` and ``torch.gather``: :mod:`scatterx.pytorch`.
+- What repeated calls remember (plans, checked argument forms): :func:`scatterx.clear_caches` forgets all of it.
 
 More lives in submodules: the frontends ``scatterx.torch_scatter`` (the torch_scatter drop-in), ``scatterx.pyg``
 (PyTorch Geometric on scatterx), ``scatterx.onnx``, ``scatterx.tf`` and ``scatterx.paddle``; ``scatterx.planner``,
@@ -25,6 +26,7 @@ tensor([1.5000, 5.0000])
 """
 
 from . import _reductions, onnx, paddle, planner, tf
+from ._memo import clear_caches
 from .ops import (
     csr_transpose,
     gather_segment_reduce,
@@ -54,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "REDUCTIONS",
     "SUPPORTED_DTYPES",
+    "clear_caches",
     "csr_transpose",
     "gather",
     "gather_segment_reduce",

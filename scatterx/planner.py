@@ -48,12 +48,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence, Tuple
 
 import torch
 
+from ._memo import Memo
 from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
 from .backends._common import empty, overlaps, release_outputs, reusing_outputs
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
@@ -139,7 +139,7 @@ class XMap:
         # the checks below read shapes and dims only: a form checked once is not checked again (the planner's
         # per-call cost, docs/decisions/planner.md "A planner that costs microseconds")
         form = (self.shape, self.data_shape, tuple(self.index.shape), self.lookup, self.coords, self.carry, self.vector)
-        if form in _VALID_FORMS and _plain_dims(self.lookup, self.coords, self.carry):
+        if _VALID_FORMS.get(form) and _plain_dims(self.lookup, self.coords, self.carry):
             return
         for what, dims, rank in (
             ("lookup", self.lookup, len(self.shape)),
@@ -164,7 +164,7 @@ class XMap:
         for s, t in self.carry:
             if self.shape[s] > self.data_shape[t]:
                 raise ValueError(f"carried dim {s} (size {self.shape[s]}) exceeds data dim {t} ({self.data_shape[t]})")
-        _remember(_VALID_FORMS, form, True)
+        _VALID_FORMS.put(form, True)
 
     @classmethod
     def along_dim(
@@ -219,7 +219,7 @@ class XMap:
                 )
         carry = tuple((d, d) for d in range(ndim) if d != dim)
         m = cls(tuple(index.shape), tuple(data_shape), index, tuple(range(ndim)), (dim,), carry)
-        _remember(_ALONG, (m.shape, m.data_shape, dim), m)
+        _ALONG.put((m.shape, m.data_shape, dim), m)
         return m
 
     @classmethod
@@ -336,7 +336,7 @@ class XMap:
         shape = tuple(index.shape[:-1]) + data_shape[b + k :]
         carry = tuple((d, d) for d in range(b)) + tuple((q + j, b + k + j) for j in range(len(data_shape) - b - k))
         m = cls(shape, data_shape, index, tuple(range(q)), tuple(range(b, b + k)), carry, vector=True)
-        _remember(_ND, (tuple(index.shape), data_shape, b), m)
+        _ND.put((tuple(index.shape), data_shape, b), m)
         return m
 
     def coordinate(self, j: int) -> torch.Tensor:
@@ -371,24 +371,13 @@ def _check_dim(dim, ndim: int, prefix: str = "") -> None:
         raise IndexError(f"{prefix}dim={dim} is out of range for data of {ndim} dimension(s) (0..{ndim - 1})")
 
 
-# Forms of map already checked, and plans already made, by call signature: bounded, least recently used first out.
-_VALID_FORMS: OrderedDict[tuple, bool] = OrderedDict()
-_RECIPES: OrderedDict[tuple, Optional[_Recipe]] = OrderedDict()
-_ALONG: OrderedDict[tuple, XMap] = OrderedDict()  # XMap.along_dim's maps by (index shape, data shape, dim)
-_ND: OrderedDict[tuple, XMap] = OrderedDict()  # XMap.nd's by (index shape, data shape, batch dims)
+# Forms of map already checked, and plans already made, by call signature (``scatterx/_memo.py``: bounded, least
+# recently used out first, shared by threads).
 _REMEMBERED = 512
-
-
-def _remember(cache: OrderedDict, key, value) -> None:
-    """``cache[key] = value``, the least recently used entry out past ``_REMEMBERED``. Threads may share a cache:
-    an entry another thread moved or evicted meanwhile is no error (the cache is only ever a shortcut)."""
-    cache[key] = value
-    try:
-        cache.move_to_end(key)
-        while len(cache) > _REMEMBERED:
-            cache.popitem(last=False)
-    except KeyError:
-        pass
+_VALID_FORMS = Memo("planner.valid_forms", _REMEMBERED)  # XMap's checked forms -> True
+_RECIPES = Memo("planner.plans", _REMEMBERED)  # plan()'s recipes by call signature
+_ALONG = Memo("planner.along_dim", _REMEMBERED)  # XMap.along_dim's maps by (index shape, data shape, dim)
+_ND = Memo("planner.nd", _REMEMBERED)  # XMap.nd's by (index shape, data shape, batch dims)
 
 
 def _plain_dims(lookup, coords, carry) -> bool:
@@ -629,10 +618,8 @@ def plan(m: XMap) -> Plan:
     if recipe is None:
         made, recipe = _plan(m)
         if recipe is not None:
-            _remember(_RECIPES, key, recipe)
+            _RECIPES.put(key, recipe)
         return made
-    with contextlib.suppress(KeyError):  # evicted by another thread since: the recipe in hand is still right
-        _RECIPES.move_to_end(key)
     return recipe.apply(m)
 
 

@@ -1,6 +1,6 @@
 """The package's layering, read from its source with ``ast`` (every import, function-local ones included):
 
-    frontends, pyg, distributed -> planner -> ops -> backends -> kernels -> _reductions
+    frontends, pyg, distributed -> planner -> ops -> backends -> kernels -> _reductions, _memo
 
 - no import cycle between scatterx's modules;
 - imports point down (or sideways within a layer), never up;
@@ -32,11 +32,14 @@ MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 #: layer of each module, by prefix (longest first wins); higher may import lower
 LAYERS = [
     ("scatterx._reductions", 0),
+    ("scatterx._memo", 0),
     ("scatterx.kernels", 1),
     ("scatterx.backends", 2),
     ("scatterx.ops", 3),
     ("scatterx.planner", 4),
     ("scatterx._frontend", 5),
+    ("scatterx._dropin", 5),
+    ("scatterx._metis", 5),
     ("scatterx.pytorch", 5),
     ("scatterx.onnx", 5),
     ("scatterx.tf", 5),

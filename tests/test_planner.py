@@ -483,14 +483,14 @@ def test_a_plan_evicted_by_another_thread_meanwhile_is_no_error(monkeypatch):
             self.pop(key, None)  # another thread's eviction, between the lookup and the move to the end
             return value
 
-    monkeypatch.setattr(planner, "_RECIPES", Evicting())
+    monkeypatch.setattr(planner._RECIPES, "_entries", Evicting())
     g = torch.Generator().manual_seed(6)
     data, updates = torch.randn(5, 3, generator=g), torch.randn(4, 3, generator=g)
     for _ in range(3):
         m = XMap.along_dim(torch.randint(0, 5, (4, 3), generator=g), (5, 3), 0)
         assert_matches(planner.scatter(m, data, updates, "sum"), reference.x_scatter(m, data, updates, "sum"))
-    cache = OrderedDict()
-    monkeypatch.setattr(planner, "_REMEMBERED", 2)
+    monkeypatch.setattr(planner._RECIPES, "_entries", OrderedDict())
+    monkeypatch.setattr(planner._RECIPES, "size", 2)
     for key in range(5):
-        planner._remember(cache, key, key)
-    assert list(cache) == [3, 4]
+        planner._RECIPES.put(key, key)
+    assert list(planner._RECIPES) == [3, 4]

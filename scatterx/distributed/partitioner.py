@@ -15,6 +15,7 @@ from typing import List
 
 import torch
 
+from .. import _metis
 from .partition import NodePartition, _int
 
 METHODS = ("even", "metis")
@@ -116,7 +117,7 @@ def partition_graph(
         return GraphPartition(
             NodePartition.even(num_nodes, world_size), torch.arange(num_nodes), method if world_size == 1 else "even"
         )
-    membership = _metis(edge_index.to(torch.int64).cpu(), num_nodes, world_size, seed, balance == "work")
+    membership = _membership(edge_index.to(torch.int64).cpu(), num_nodes, world_size, seed, balance == "work")
     order = torch.sort(membership, stable=True).indices
     counts = torch.bincount(membership, minlength=world_size).tolist()
     bounds = [0]
@@ -125,29 +126,13 @@ def partition_graph(
     return GraphPartition(NodePartition(bounds), order, method)
 
 
-def _metis(edge_index: torch.Tensor, num_nodes: int, parts: int, seed: int, by_work: bool) -> torch.Tensor:
-    try:
-        import pymetis
-    except ImportError as e:
-        raise ImportError("method='metis' needs the pymetis package: pip install 'scatterx[metis]' (or pymetis)") from e
+def _membership(edge_index: torch.Tensor, num_nodes: int, parts: int, seed: int, by_work: bool) -> torch.Tensor:
+    """Each node's rank by METIS (``scatterx/_metis.py``), on the graph made undirected."""
     source, target = edge_index
-    keep = source != target
-    both = torch.cat([torch.stack([source[keep], target[keep]]), torch.stack([target[keep], source[keep]])], 1)
-    both = torch.unique(both[0] * num_nodes + both[1])  # undirected, each pair once, sorted by row
-    rows, cols = both // num_nodes, both % num_nodes
-    offsets = torch.zeros(num_nodes + 1, dtype=torch.int64)
-    offsets[1:] = torch.cumsum(torch.bincount(rows, minlength=num_nodes), 0)
-    xadj, adjncy = offsets.to(torch.int32).numpy(), cols.to(torch.int32).numpy()
+    rowptr, col, _ = _metis.undirected(source, target, num_nodes)
     # a node's work: its row, and the edges into it (a rank reduces its nodes' in-edges)
-    weights = (torch.bincount(target, minlength=num_nodes) + 1).to(torch.int32).numpy() if by_work else None
-    options = pymetis.Options(seed=seed)
-    if hasattr(pymetis, "CSRAdjacency"):
-        _, membership = pymetis.part_graph(
-            parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=weights, options=options
-        )
-    else:  # pymetis before 2025
-        _, membership = pymetis.part_graph(parts, xadj=xadj, adjncy=adjncy, vweights=weights, options=options)
-    return torch.as_tensor(membership, dtype=torch.int64)
+    weights = torch.bincount(target, minlength=num_nodes) + 1 if by_work else None
+    return _metis.part_graph(rowptr, col, parts, "method='metis'", node_weight=weights, seed=seed)
 
 
 @dataclass

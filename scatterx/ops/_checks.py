@@ -1,13 +1,15 @@
-"""Argument checks shared by the ops. Every check runs before any kernel and before ``out`` is touched.
+"""Argument checks shared by the ops, and the home of the checks every frontend shares (``check_tensor``,
+``normalize_dim``: the torch_scatter and pyg-lib drop-ins call them with their own exception classes). Every check
+runs before any kernel and before ``out`` is touched.
 
 Cheap by design: nothing here reads ``src`` or the values of an index. Index and offset values are checked by the
-backend in the pass that builds the segments anyway (``backends/cpu.py``, ``backends/gpu.py``).
+backend in the pass that builds the segments anyway (``backends/cpu/segments.py``, ``backends/gpu/segments.py``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Optional, Union
+from typing import Optional, Type, Union
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
@@ -22,10 +24,13 @@ INDEX_DTYPES = (torch.int32, torch.int64)
 _TRACED = (FakeTensor, FunctionalTensor)
 
 
-def check_tensor(t, name: str) -> torch.Tensor:
-    """TypeError naming the argument unless ``t`` is a tensor (a list or a NumPy array is not)."""
+def check_tensor(t, name: str, error: Type[TypeError] = TypeError, what: str = "a torch.Tensor") -> torch.Tensor:
+    """``t``, if it is a tensor (a list or a NumPy array is not); else ``error`` naming the argument:
+    ``"{name} must be {what}, got {type}"``. ``error``: a ``TypeError`` or a subclass of it (pyg-lib's drop-in
+    raises its ``ArgumentTypeError``, also a ``RuntimeError``); ``name`` and ``what``: the caller's words (pyg-lib's
+    samplers say ``"a tensor"``)."""
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        raise error(f"{name} must be {what}, got {type(t).__name__}")
     return t
 
 
@@ -65,12 +70,17 @@ def check_device(t: torch.Tensor, name: str) -> None:
         raise NotImplementedError(f"scatterx has no kernel for {name} on device {t.device} (CPU and CUDA only)")
 
 
-def normalize_dim(dim, ndim: int) -> int:
+def normalize_dim(dim, ndim: int, error: Type[TypeError] = TypeError, zero_d_as_1d: bool = False) -> int:
+    """``dim`` of a tensor of ``ndim`` dims as a non-negative dim: ``error`` (a ``TypeError`` or a subclass, as
+    in :func:`check_tensor`) unless it is an int (a bool is not), IndexError outside ``[-ndim, ndim)``.
+    ``zero_d_as_1d``: a 0-d tensor takes the dims of a 1-d one (0 and -1), as torch's own ``dim`` arguments and
+    torch_scatter take them; else it has no dim."""
     if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"dim {dim} is out of range for src with {ndim} dimension(s) (expected [{-ndim}, {ndim - 1}])")
-    return dim % ndim
+        raise error(f"dim must be an int, got {type(dim).__name__}")
+    dims = max(ndim, 1) if zero_d_as_1d else ndim
+    if not -dims <= dim < dims:
+        raise IndexError(f"dim {dim} is out of range for src with {ndim} dimension(s) (expected [{-dims}, {dims - 1}])")
+    return dim % dims
 
 
 def check_integer_vector(t, name: str, like: torch.Tensor, allow_scalar: bool = False) -> torch.Tensor:

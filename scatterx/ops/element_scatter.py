@@ -9,16 +9,16 @@ Two forms of map, both read from the caller's index as it is (int32 or int64, an
 - ``dim=None`` -- by coordinates, as ONNX ``ScatterND``/``GatherND`` with full coordinates: ``index`` has shape
   ``B + (k,)`` with ``k = data.dim()``, and position ``b`` goes to ``data[index[b]]``.
 
-The CPU backend has kernels of their own for both (``kernels/cpu/element.py``); the GPU backend turns the index
+The CPU backend has kernels of their own for both (``kernels/cpu/element_scatter.py``); the GPU backend turns the index
 into flat offsets and runs its segment path (scatter) or torch's indexing (gather)."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 
+from .._memo import Memo
 from .._reductions import NAMES
 from ..backends import backend_for
 from ._checks import INDEX_DTYPES, check_src, check_tensor, plain_index
@@ -41,7 +41,7 @@ def element_scatter(
     ``base``'s value. IndexError (before anything is written) for an index entry outside its dim."""
     index = plain_index(check_tensor(index, "index"))
     form = _form(index, src, base, dim, reduce)
-    if form not in _CHECKED:  # the checks below read shapes, dtypes and devices only: once per form
+    if not _CHECKED.get(form):  # the checks below read shapes, dtypes and devices only: once per form
         if reduce != "assign" and reduce not in NAMES:
             raise ValueError(f"reduce must be 'assign' or one of {NAMES}, got {reduce!r}")
         check_src(src)
@@ -64,7 +64,7 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int] =
     shape; ``dim=None``: ``index.shape[:-1]``). IndexError for an index entry outside its dim."""
     index = plain_index(check_tensor(index, "index"))
     form = _form(index, data, None, dim, None)
-    if form not in _CHECKED:  # (as in element_scatter)
+    if not _CHECKED.get(form):  # (as in element_scatter)
         check_src(data, "data")
         dim = _check_index(index, data, dim)
         _remember(form)
@@ -72,9 +72,9 @@ def element_gather(data: torch.Tensor, index: torch.Tensor, dim: Optional[int] =
 
 
 # Forms of call already checked (shapes, dtypes, devices, dim, reduce): a repeated call skips its checks, which
-# depend on nothing else (docs/decisions/planner.md, "A planner that costs microseconds"). Bounded.
-_CHECKED: Dict[tuple, None] = {}
-_MAX_CHECKED = 512
+# depend on nothing else (docs/decisions/planner.md, "A planner that costs microseconds"). Bounded
+# (``scatterx/_memo.py``).
+_CHECKED = Memo("ops.element_forms", 512)
 
 
 def _form(index, src, base, dim, reduce) -> Optional[tuple]:
@@ -89,14 +89,9 @@ def _form(index, src, base, dim, reduce) -> Optional[tuple]:
 
 
 def _remember(form: Optional[tuple]) -> None:
-    """Remember a checked form, the oldest one out past ``_MAX_CHECKED``. Threads may share the dict: an entry
-    another thread removed meanwhile is no error."""
-    if form is None:
-        return
-    if len(_CHECKED) >= _MAX_CHECKED:
-        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-            del _CHECKED[next(iter(_CHECKED))]
-    _CHECKED[form] = None
+    """Remember a checked form (None: a form that is not remembered)."""
+    if form is not None:
+        _CHECKED.put(form, True)
 
 
 def _check_index(index, data: torch.Tensor, dim: Optional[int]) -> Optional[int]:

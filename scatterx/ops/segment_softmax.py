@@ -6,8 +6,9 @@ over contiguous slices. Every slice belongs to a group. Within each group the re
 holds a NaN or a +inf, or only -inf.
 
 Kernels: one pass per group computes the running maximum and the sum of exponentials rescaled as the maximum
-grows (online softmax), a second writes the results (``kernels/cpu/softmax.py``, ``kernels/gpu/softmax.py``);
-an unsorted index is grouped by the backend's stable sort and its rows gathered through the permutation. The
+grows (online softmax), a second writes the results (``kernels/cpu/segment_softmax.py``,
+``kernels/gpu/segment_softmax.py``); an unsorted index is grouped by the backend's stable sort and its rows gathered
+through the permutation. The
 gradient ``y * (g - sum(g * y))`` per group is a kernel too (two passes); with ``create_graph=True`` the same
 formula runs as differentiable ops, so that double backward works.
 """

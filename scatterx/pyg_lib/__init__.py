@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import copyreg
 import functools
-import importlib
-import importlib.util
 import sys
 import types
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import torch
 from torch import Tensor
 
+from .._dropin import DropIn
 from ..backends._common import empty
 from . import ops as ops
 from . import partition as partition
@@ -48,23 +47,10 @@ __version__ = "0.5.0"
 
 __all__ = ["__version__", "install", "is_installed", "ops", "partition", "sampler", "uninstall"]
 
-_SUBMODULES = ("ops", "partition", "sampler")
-_saved: Dict[str, Optional[types.ModuleType]] = {}
+# a real pyg-lib, where installed, is never replaced (``scatterx/_dropin.py`` says why)
+_DROP_IN = DropIn("pyg_lib", __name__, {"ops": ops, "partition": partition, "sampler": sampler}, real_wins=True)
 #: (module, attribute, value before) for every change install() made to an already imported PyG
 _patched: List[Tuple[Any, str, Any]] = []
-
-
-def _real_pyg_lib() -> bool:
-    """Whether a compiled pyg-lib is installed (it is then never replaced)."""
-    held = sys.modules.get("pyg_lib")
-    if held is not None and getattr(held, "__file__", None) is not None:
-        return held is not sys.modules[__name__]
-    try:
-        spec = importlib.util.find_spec("pyg_lib")
-    except (ImportError, ValueError):
-        return False
-    # a directory named pyg_lib without an __init__ (a namespace package) is not the package
-    return spec is not None and spec.origin not in (None, "namespace")
 
 
 def is_installed() -> bool:
@@ -80,7 +66,7 @@ def is_installed() -> bool:
         >>> is_installed()
         False
     """
-    return sys.modules.get("pyg_lib") is sys.modules[__name__]
+    return _DROP_IN.is_installed()
 
 
 def install() -> types.ModuleType:
@@ -106,15 +92,9 @@ def install() -> types.ModuleType:
         True
         >>> uninstall()
     """
-    me = sys.modules[__name__]
-    if _real_pyg_lib():
-        return importlib.import_module("pyg_lib")
-    if not is_installed():
-        for name in ["pyg_lib"] + [f"pyg_lib.{s}" for s in _SUBMODULES]:
-            _saved[name] = sys.modules.get(name)
-        sys.modules["pyg_lib"] = me
-        for sub in _SUBMODULES:
-            sys.modules[f"pyg_lib.{sub}"] = getattr(me, sub)
+    me = _DROP_IN.install()
+    if me is not sys.modules[__name__]:  # a real pyg-lib
+        return me
     define()
     if "torch_geometric.typing" in sys.modules and not _patched:
         _patch_imported_pyg(me)
@@ -145,12 +125,7 @@ def uninstall() -> None:
     for owner, attribute, value in reversed(_patched):
         setattr(owner, attribute, value)
     _patched.clear()
-    for name in ["pyg_lib"] + [f"pyg_lib.{s}" for s in _SUBMODULES]:
-        previous = _saved.pop(name, None)
-        if previous is None:
-            sys.modules.pop(name, None)
-        else:
-            sys.modules[name] = previous
+    _DROP_IN.uninstall()
 
 
 def _follow_samplers_into_workers() -> None:

@@ -26,6 +26,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from ..ops._checks import check_tensor
+
 _INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 EdgeType = Tuple[str, str, str]
@@ -431,8 +433,7 @@ def _bases(sizes: List[int]) -> List[int]:
 
 
 def _tensor(name: str, arg: str, t) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name}: {arg} must be a tensor, got {type(t).__name__}")
+    check_tensor(t, f"{name}: {arg}", what="a tensor")
     if t.dtype not in _INTEGRAL:
         raise TypeError(f"{name}: {arg} must have an integral dtype, got {t.dtype}")
     if t.dim() != 1:

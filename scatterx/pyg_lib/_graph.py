@@ -10,48 +10,29 @@ guard their offsets and neighbours, and a graph found out of range is checked ag
 
 from __future__ import annotations
 
-import weakref
-from collections import OrderedDict
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from .._memo import TensorMemo
+from ..ops._checks import check_tensor
+
 INDEX_DTYPES = (torch.int32, torch.int64)
 
-#: (id(tensor), what) -> (weak reference, version, result), least recently used first
-_CACHE: OrderedDict[Tuple[int, str], Tuple[Any, int, Any]] = OrderedDict()
-#: a heterogeneous graph keeps 2-4 entries per edge type: room for large ones
-_CACHE_SIZE = 256
+#: (tensor, what) -> result; a heterogeneous graph keeps 2-4 entries per edge type: room for large ones
+_KEPT = TensorMemo("pyg_lib.graph_checks", 256)
 
 
 def once(t: Tensor, what: str, compute: Callable[[Tensor], Any]) -> Any:
     """``compute(t)``, remembered while ``t`` lives unchanged (``what`` names the computation)."""
-    key = (id(t), what)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0]() is t and hit[1] == t._version:
-        _CACHE.move_to_end(key)
-        return hit[2]
-    result = compute(t)
-    if t.is_inference():  # no version counter: not kept
-        return result
-    while len(_CACHE) >= _CACHE_SIZE:
-        try:
-            _CACHE.popitem(last=False)
-        except KeyError:  # emptied meanwhile (another thread, or a weak reference's callback)
-            break
-
-    def forget(_: object) -> None:
-        _CACHE.pop(key, None)
-
-    _CACHE[key] = (weakref.ref(t, forget), t._version, result)
-    return result
+    return _KEPT.once(t, what, compute)
 
 
 def clear() -> None:
     """Forget every kept check and copy."""
-    _CACHE.clear()
+    _KEPT.clear()
 
 
 def as_numpy(t: Tensor, dtype: torch.dtype) -> np.ndarray:
@@ -61,10 +42,10 @@ def as_numpy(t: Tensor, dtype: torch.dtype) -> np.ndarray:
     return once(t, f"as {dtype}", lambda x: x.detach().to(dtype).contiguous().numpy())
 
 
-def check_tensor(t: Any, name: str, dtypes=INDEX_DTYPES, dim: int = 1) -> Tensor:
-    """``t`` must be a CPU tensor of one of ``dtypes`` with ``dim`` dims (TypeError / ValueError otherwise)."""
-    if not isinstance(t, Tensor):
-        raise TypeError(f"'{name}' must be a tensor, got {type(t).__name__}")
+def check_array(t: Any, name: str, dtypes=INDEX_DTYPES, dim: int = 1) -> Tensor:
+    """``t`` must be a CPU tensor of one of ``dtypes`` with ``dim`` dims (TypeError / ValueError otherwise): an
+    array a sampler reads."""
+    check_tensor(t, f"'{name}'", what="a tensor")
     if dtypes is not None and t.dtype not in dtypes:
         raise TypeError(f"'{name}' must be of dtype {' or '.join(str(d) for d in dtypes)}, got {t.dtype}")
     if t.dim() != dim:

@@ -27,6 +27,7 @@ import torch
 from ..kernels.cpu import launch
 from ..kernels.cpu.random_walk import random_walk as walk_kernel
 from ..kernels.cpu.segments import first_decrease, index_extremes
+from ..ops._checks import check_tensor
 
 #: Walk steps below which the walks run on the calling thread alone: a step costs a few dependent loads (tens of
 #: nanoseconds on a graph out of cache), and waking a second thread costs microseconds.
@@ -138,8 +139,7 @@ def random_walk(
 def _check(rowptr, col, seed, walk_length, p, q) -> int:
     """The checks that read no values; returns ``num_nodes``."""
     for name, t in (("rowptr", rowptr), ("col", col), ("seed", seed)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"random_walk: {name} must be a tensor, got {type(t).__name__}")
+        check_tensor(t, f"random_walk: {name}", what="a tensor")
     for name, t in (("rowptr", rowptr), ("col", col), ("seed", seed)):
         if t.dtype not in _INTEGRAL:
             raise TypeError(f"random_walk: {name} must have an integral dtype, got {t.dtype}")

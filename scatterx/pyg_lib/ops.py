@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from ..ops import segment_softmax
+from ..ops._checks import check_tensor, normalize_dim
 
 __all__ = [
     "grouped_matmul",
@@ -55,15 +56,9 @@ class ArgumentTypeError(TypeError, RuntimeError):
 
 
 # --------------------------------------------------------------------------------------------------- checks
-def _tensor(t: Any, name: str) -> Tensor:
-    if not isinstance(t, Tensor):
-        raise ArgumentTypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    return t
-
-
 def _index_vector(t: Any, name: str) -> Tensor:
     """``t`` as a 1-D int32/int64 tensor (ArgumentTypeError / ArgumentError naming ``name`` otherwise)."""
-    _tensor(t, name)
+    check_tensor(t, name, ArgumentTypeError)
     if t.dtype not in _INDEX_DTYPES:
         raise ArgumentTypeError(f"{name} must have dtype int64 or int32, got {t.dtype}")
     if t.dim() != 1:
@@ -99,14 +94,6 @@ def _segment_sizes(ptr: Tensor, length: int, what: str) -> List[int]:
     if last != length:
         raise ArgumentError(f"ptr must end at {what}={length}, got ptr[-1]={last}")
     return sizes.tolist()
-
-
-def _normalize_dim(dim: Any, ndim: int) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise ArgumentTypeError(f"dim must be an int, got {type(dim).__name__}")
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"dim {dim} is out of range for src with {ndim} dimension(s) (expected [{-ndim}, {ndim - 1}])")
-    return dim % ndim
 
 
 # ------------------------------------------------------------------------------------------- segment_matmul
@@ -193,9 +180,9 @@ class _SegmentMatmul(torch.autograd.Function):
 @torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
 def _segment_matmul(inputs: Tensor, ptr: Tensor, other: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """:func:`segment_matmul` itself (TorchScript calls it as Python)."""
-    _tensor(inputs, "inputs")
+    check_tensor(inputs, "inputs", ArgumentTypeError)
     ptr = _index_vector(ptr, "ptr")
-    _tensor(other, "other")
+    check_tensor(other, "other", ArgumentTypeError)
     if inputs.dim() != 2:
         raise ArgumentError(f"inputs must be 2-D [N, K], got shape {tuple(inputs.shape)}")
     if other.dim() != 3:
@@ -213,7 +200,7 @@ def _segment_matmul(inputs: Tensor, ptr: Tensor, other: Tensor, bias: Optional[T
             f"ptr needs other.size(0) + 1 = {other.size(0) + 1} entries"
         )
     if bias is not None:
-        _tensor(bias, "bias")
+        check_tensor(bias, "bias", ArgumentTypeError)
         _same_dtype(bias, "bias", inputs, "inputs")
         _same_device(bias, "bias", inputs, "inputs")
         if tuple(bias.shape) != (other.size(0), other.size(2)):
@@ -272,7 +259,7 @@ def _tensor_list(ts: Any, name: str) -> List[Tensor]:
     if isinstance(ts, Tensor) or not isinstance(ts, (list, tuple)):
         raise ArgumentTypeError(f"{name} must be a list of tensors, got {type(ts).__name__}")
     for i, t in enumerate(ts):
-        _tensor(t, f"{name}[{i}]")
+        check_tensor(t, f"{name}[{i}]", ArgumentTypeError)
     return list(ts)
 
 
@@ -388,7 +375,7 @@ def _check_grouped(inputs: Any, others: Any, biases: Any) -> None:
                 f"must equal inputs[{i}].size(1)"
             )
         if b is not None:
-            _tensor(b, f"biases[{i}]")
+            check_tensor(b, f"biases[{i}]", ArgumentTypeError)
             _same_dtype(b, f"biases[{i}]", xs[0], "inputs[0]")
             _same_device(b, f"biases[{i}]", xs[0], "inputs[0]")
             shape = (x.size(0), w.size(1))
@@ -404,13 +391,13 @@ def _check_grouped(inputs: Any, others: Any, biases: Any) -> None:
 @torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
 def _softmax_csr(src: Tensor, ptr: Tensor, dim: int = 0) -> Tensor:
     """:func:`softmax_csr` itself (TorchScript calls it as Python)."""
-    _tensor(src, "src")
+    check_tensor(src, "src", ArgumentTypeError)
     ptr = _index_vector(ptr, "ptr")
     if not src.is_floating_point():
         raise ArgumentTypeError(f"softmax_csr needs a floating-point src, got {src.dtype}")
     if src.dim() == 0:
         raise ArgumentError("src must have at least one dimension, got a 0-d tensor")
-    dim = _normalize_dim(dim, src.dim())
+    dim = normalize_dim(dim, src.dim(), ArgumentTypeError)
     _same_device(ptr, "ptr", src, "src")
     if ptr.device.type == "cpu":  # (on CUDA, scatterx checks the offsets on the device: no sync)
         _segment_sizes(ptr, src.size(dim), f"src.size({dim})")
@@ -460,7 +447,7 @@ def softmax_csr(src: Tensor, ptr: Tensor, dim: int = 0) -> Tensor:
 @torch.jit.ignore  # called from TorchScript (PyG scripts the callers) as Python; the public shells below are scriptable
 def _index_sort(inputs: Tensor, max_value: Optional[int] = None) -> Tuple[Tensor, Tensor]:
     """:func:`index_sort` itself (TorchScript calls it as Python)."""
-    _tensor(inputs, "inputs")
+    check_tensor(inputs, "inputs", ArgumentTypeError)
     if inputs.dtype == torch.bool or inputs.is_floating_point() or inputs.is_complex():
         raise ArgumentTypeError(f"inputs must have an integer dtype, got {inputs.dtype}")
     if inputs.dim() != 1:
@@ -506,8 +493,8 @@ def _sampled(
 ) -> Tensor:
     """Checks, then ``left[left_index] (op) right[right_index]`` on torch's differentiable ops: the four
     ``sampled_*`` functions themselves."""
-    _tensor(left, "left")
-    _tensor(right, "right")
+    check_tensor(left, "left", ArgumentTypeError)
+    check_tensor(right, "right", ArgumentTypeError)
     _same_dtype(right, "right", left, "left")
     _same_device(right, "right", left, "left")
     if left.dim() == 0 or right.dim() == 0:

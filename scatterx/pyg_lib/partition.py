@@ -3,18 +3,20 @@
 
 METIS wants an undirected graph stored both ways, without self-loops or repeated edges. PyG's ``ClusterData``
 passes the CSR of whatever ``edge_index`` the dataset has -- directed, with self-loops, repeated edges -- so
-:func:`metis` first makes it METIS's: self-loops dropped, each edge stored both ways, each pair once. For a graph
-that already is so (with its columns sorted within each row, as ``ClusterData`` sorts them), METIS receives exactly
-the given arrays, as from pyg-lib.
+:func:`metis` first makes it METIS's (``scatterx/_metis.py``, the package's one home of METIS): self-loops
+dropped, each edge stored both ways, each pair once. For a graph that already is so (with its columns sorted within
+each row, as ``ClusterData`` sorts them), METIS receives exactly the given arrays, as from pyg-lib.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
 
+from .. import _metis
+from ..ops._checks import check_tensor
 from .ops import ArgumentError, ArgumentTypeError
 
 __all__ = ["metis"]
@@ -23,8 +25,7 @@ _INDEX_DTYPES = (torch.int32, torch.int64)
 
 
 def _integer_vector(t: Any, name: str, size: Optional[int] = None, what: str = "") -> Tensor:
-    if not isinstance(t, Tensor):
-        raise ArgumentTypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    check_tensor(t, name, ArgumentTypeError)
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise ArgumentTypeError(f"{name} must have an integer dtype (METIS takes integer weights), got {t.dtype}")
     if t.dim() != 1:
@@ -32,27 +33,6 @@ def _integer_vector(t: Any, name: str, size: Optional[int] = None, what: str = "
     if size is not None and t.numel() != size:
         raise ArgumentError(f"{name} has {t.numel()} entries but there are {size} {what}")
     return t.detach().to("cpu", torch.int64)
-
-
-def _undirected(
-    rowptr: Tensor, col: Tensor, edge_weight: Optional[Tensor], n: int
-) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
-    """METIS's form of a CSR graph: no self-loops, each edge both ways, each pair once, columns sorted within a
-    row; a pair given several times (either way) weighs the largest of its weights."""
-    row = torch.repeat_interleave(torch.arange(n), rowptr.diff(), output_size=col.numel())
-    keep = row != col
-    row, col = row[keep], col[keep]
-    key = torch.cat([row * n + col, col * n + row])
-    key, inverse = torch.unique(key, sorted=True, return_inverse=True)
-    weight = None
-    if edge_weight is not None:
-        w = edge_weight[keep]
-        weight = torch.zeros(key.numel(), dtype=torch.int64).scatter_reduce_(
-            0, inverse, torch.cat([w, w]), "amax", include_self=False
-        )
-    new_rowptr = torch.zeros(n + 1, dtype=torch.int64)
-    torch.cumsum(torch.bincount(key // n, minlength=n), 0, out=new_rowptr[1:])
-    return new_rowptr, key % n, weight
 
 
 def metis(
@@ -100,8 +80,7 @@ def metis(
     """
     device = rowptr.device if isinstance(rowptr, Tensor) else None
     for t, name in ((rowptr, "rowptr"), (col, "col")):
-        if not isinstance(t, Tensor):
-            raise ArgumentTypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        check_tensor(t, name, ArgumentTypeError)
         if t.dtype not in _INDEX_DTYPES:
             raise ArgumentTypeError(f"{name} must have dtype int64 or int32, got {t.dtype}")
         if t.dim() != 1:
@@ -136,25 +115,14 @@ def metis(
     for w, name in ((nodes, "node_weight"), (edges, "edge_weight")):
         if w is not None and w.numel() and int(w.min()) < 0:
             raise ArgumentError(f"{name} must be non-negative, got {int(w.min())}")
-    try:
-        import pymetis
-    except ImportError as e:
-        raise ImportError("metis needs the pymetis package: pip install pymetis") from e
-
+    _metis.pymetis("metis")  # the ImportError without pymetis, whatever the graph
     if n == 0:
         return torch.empty(0, dtype=torch.int64, device=device)
     if num_partitions == 1:
         return torch.zeros(n, dtype=torch.int64, device=device)
-    xadj, adjncy, eweights = _undirected(rowptr, col, edges, n)
-    kwargs: Dict[str, Any] = dict(
-        vweights=None if nodes is None else nodes.numpy(),
-        eweights=None if eweights is None else eweights.numpy(),
-        recursive=recursive,
+    row = torch.repeat_interleave(torch.arange(n), rowptr.diff(), output_size=col.numel())
+    xadj, adjncy, eweights = _metis.undirected(row, col, n, edges)
+    membership = _metis.part_graph(
+        xadj, adjncy, num_partitions, "metis", node_weight=nodes, edge_weight=eweights, recursive=recursive
     )
-    if hasattr(pymetis, "CSRAdjacency"):
-        _, membership = pymetis.part_graph(
-            num_partitions, adjacency=pymetis.CSRAdjacency(xadj.numpy(), adjncy.numpy()), **kwargs
-        )
-    else:  # pymetis before 2025
-        _, membership = pymetis.part_graph(num_partitions, xadj=xadj.numpy(), adjncy=adjncy.numpy(), **kwargs)
-    return torch.as_tensor(membership, dtype=torch.int64).to(device)
+    return membership.to(device)

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from . import _engine
 from ._engine import KEY_BITS, EdgeType, GraphChanged
-from ._graph import as_numpy, check_ptr, check_range, check_tensor, clear, once
+from ._graph import as_numpy, check_array, check_ptr, check_range, clear, once
 from ._walk import random_walk
 
 NodeType = str
@@ -53,7 +53,7 @@ def _times(t: Optional[Tensor], length: Optional[int], name: str, what: str) -> 
     """Times as int64 (pyg-lib's time type), of ``length`` entries when known."""
     if t is None:
         return None
-    check_tensor(t, name, dtypes=None)
+    check_array(t, name, dtypes=None)
     if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
         raise TypeError(f"'{name}' must hold integer times (pyg-lib samples by int64 times), got {t.dtype}")
     if length is not None and t.numel() != length:
@@ -64,7 +64,7 @@ def _times(t: Optional[Tensor], length: Optional[int], name: str, what: str) -> 
 def _weights(t: Optional[Tensor], edges: int, name: str) -> Optional[np.ndarray]:
     if t is None:
         return None
-    check_tensor(t, name, dtypes=None)
+    check_array(t, name, dtypes=None)
     if not t.dtype.is_floating_point:
         raise TypeError(f"'{name}' must be a floating-point tensor, got {t.dtype}")
     if t.numel() != edges:
@@ -190,9 +190,9 @@ def neighbor_sample(
         >>> nodes_per_hop, edges_per_hop
         ([1, 2], [2])
     """
-    rowptr = check_tensor(rowptr, "rowptr")
-    col = check_tensor(col, "col")
-    seed = check_tensor(seed, "seed")
+    rowptr = check_array(rowptr, "rowptr")
+    col = check_array(col, "col")
+    seed = check_array(seed, "seed")
     for name, t in (("col", col), ("seed", seed)):
         if t.dtype != rowptr.dtype:
             raise TypeError(f"'{name}' must have the dtype of 'rowptr' ({rowptr.dtype}), got {t.dtype}")
@@ -377,8 +377,8 @@ def hetero_sample(
     dtype: Optional[torch.dtype] = None
     sizes: Dict[str, int] = {}
     for r, k in rels.items():
-        ptr = check_tensor(rowptr_dict[r], f"rowptr_dict[{k}]")
-        nbr = check_tensor(col_dict[r], f"col_dict[{k}]")
+        ptr = check_array(rowptr_dict[r], f"rowptr_dict[{k}]")
+        nbr = check_array(col_dict[r], f"col_dict[{k}]")
         dtype = dtype or ptr.dtype
         for name, index in ((f"rowptr_dict[{k}]", ptr), (f"col_dict[{k}]", nbr)):
             if index.dtype != dtype:
@@ -391,7 +391,7 @@ def hetero_sample(
             )
     seeds: Dict[str, np.ndarray] = {}
     for t, s in seed_dict.items():
-        check_tensor(s, f"seed_dict[{t!r}]")
+        check_array(s, f"seed_dict[{t!r}]")
         dtype = dtype or s.dtype
         if s.dtype != dtype:
             raise TypeError(f"'seed_dict[{t!r}]' must have the dtype of the indices ({dtype}), got {s.dtype}")

@@ -26,7 +26,8 @@ an ``out`` tensor is untouched after a failed call.
 
 import sys
 import types
-from typing import Dict, Optional
+
+from .._dropin import DropIn
 
 # torch_scatter's submodules, as attributes (``torch_scatter.utils``); the aliases mark them re-exported
 from . import composite as composite
@@ -91,7 +92,8 @@ __all__ = [
 _SUBMODULES = {
     name: sys.modules[f"{__name__}.{name}"] for name in ("scatter", "segment_csr", "segment_coo", "composite", "utils")
 }
-_saved: Dict[str, Optional[types.ModuleType]] = {}
+# the drop-in is installed even where the real torch_scatter is (``scatterx/_dropin.py`` says why)
+_DROP_IN = DropIn("torch_scatter", __name__, _SUBMODULES, real_wins=False)
 
 
 def install() -> types.ModuleType:
@@ -117,15 +119,7 @@ def install() -> types.ModuleType:
         True
         >>> uninstall()
     """
-    me = sys.modules[__name__]
-    names = ["torch_scatter"] + [f"torch_scatter.{s}" for s in _SUBMODULES]
-    if sys.modules.get("torch_scatter") is not me:
-        for name in names:
-            _saved[name] = sys.modules.get(name)
-    sys.modules["torch_scatter"] = me
-    for sub, module in _SUBMODULES.items():
-        sys.modules[f"torch_scatter.{sub}"] = module
-    return me
+    return _DROP_IN.install()
 
 
 def uninstall() -> None:
@@ -147,11 +141,4 @@ def uninstall() -> None:
         >>> sys.modules.get("torch_scatter") is scatterx.torch_scatter
         False
     """
-    if sys.modules.get("torch_scatter") is not sys.modules[__name__]:
-        return
-    for name in ["torch_scatter"] + [f"torch_scatter.{s}" for s in _SUBMODULES]:
-        previous = _saved.pop(name, None)
-        if previous is None:
-            sys.modules.pop(name, None)
-        else:
-            sys.modules[name] = previous
+    _DROP_IN.uninstall()

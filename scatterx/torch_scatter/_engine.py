@@ -16,15 +16,11 @@ import torch
 from .. import planner
 from ..backends._common import empty, explain_bad_index
 from ..ops import csr_order, index_to_ptr, needs_op, segment_arg_reduce
+from ..ops._checks import check_tensor
 from ..planner import XMap
 from .utils import broadcast
 
 SMALL_INT = (torch.int8, torch.uint8, torch.int16)
-
-
-def check_tensor(t, name: str) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
 
 
 def check_index(index, name: str = "index") -> None:
@@ -46,14 +42,6 @@ def check_out(out: Optional[torch.Tensor], src: torch.Tensor, shape: List[int], 
         raise ValueError(
             f"out has shape {tuple(out.shape)}; it must match {tuple(shape)} in every dimension but dim={dim}"
         )
-
-
-def normalize_dim(dim: int, ndim: int) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise IndexError(f"dim {dim} is out of range for src with {ndim} dimension(s)")
-    return dim % max(ndim, 1)
 
 
 def size_from_index(index: torch.Tensor, dim: int = 0) -> int:

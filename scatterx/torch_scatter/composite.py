@@ -18,12 +18,13 @@ from typing import Optional
 import torch
 
 from ..ops import needs_op, segment_arg_reduce, segment_logsumexp, segment_softmax
+from ..ops._checks import check_tensor, normalize_dim
 from . import _engine
 from .scatter import scatter_max, scatter_sum
 
 
 def _floating(src: torch.Tensor, name: str) -> None:
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     if not torch.is_floating_point(src):
         raise ValueError(f"`{name}` can only be computed over tensors with floating point data types.")
 
@@ -40,7 +41,7 @@ def _segments_along(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: 
     (``segments=False``: ptr and perm are not built, None)."""
     if src.dim() == 0 or index.dim() > src.dim() or src.numel() == 0:
         return None
-    d = _engine.normalize_dim(dim, src.dim())
+    d = normalize_dim(dim, src.dim(), zero_d_as_1d=True)
     one = _one_dim_index(index, src, d)
     if one is None:
         return None
@@ -77,7 +78,7 @@ def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optiona
     _floating(src, "scatter_softmax")
     _engine.check_index(index)
     src1 = src.view(1) if src.dim() == 0 else src
-    d = _engine.normalize_dim(dim, src1.dim())
+    d = normalize_dim(dim, src1.dim(), zero_d_as_1d=True)
     one = _one_dim_index(index, src1, d) if index.dim() <= src1.dim() else None
     if one is not None:
         size = dim_size if dim_size is not None else _engine.size_from_index(one)
@@ -125,7 +126,7 @@ def scatter_softmax(
 def _log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int, eps: float, dim_size: Optional[int]) -> torch.Tensor:
     _floating(src, "scatter_log_softmax")
     _engine.check_index(index)
-    dim = _engine.normalize_dim(dim, src.dim())
+    dim = normalize_dim(dim, src.dim(), zero_d_as_1d=True)
     fast = _segments_along(src, index, dim, dim_size)
     if fast is not None:  # (x - top) - log(sum exp(x - top) + eps): two kernels, two gathers
         d, one, ptr, perm = fast
@@ -181,7 +182,7 @@ def _logsumexp(
 ) -> torch.Tensor:
     _floating(src, "scatter_logsumexp")
     _engine.check_index(index)
-    dim = _engine.normalize_dim(dim, src.dim())
+    dim = normalize_dim(dim, src.dim(), zero_d_as_1d=True)
     if out is not None:
         _engine.check_out(out, src, list(src.shape), dim)
     fast = _segments_along(src, index, dim, out.size(dim) if out is not None else dim_size)
@@ -264,11 +265,11 @@ def _std(
     dim_size: Optional[int],
     unbiased: bool,
 ) -> torch.Tensor:
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     _engine.check_index(index)
-    dim = _engine.normalize_dim(dim, src.dim())  # IndexError naming the caller's dim, before it is used
+    dim = normalize_dim(dim, src.dim(), zero_d_as_1d=True)  # IndexError naming the caller's dim, before it is used
     if out is not None:  # out holds the sum of squares (src's dtype, or the float one of an integer src)
-        _engine.check_tensor(out, "out")
+        check_tensor(out, "out")
         if out.dim() != max(src.dim(), 1):
             raise ValueError(
                 f"out has shape {tuple(out.shape)}; it must match {tuple(src.shape)} in every dimension but dim={dim}"

@@ -25,6 +25,7 @@ import torch
 
 from .. import planner
 from ..ops import index_scatter_reduce_from
+from ..ops._checks import check_tensor, normalize_dim
 from . import _engine
 
 
@@ -34,11 +35,11 @@ def _prepare(
 ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], int, int]:
     """``(src, broadcast index, its 1-D form or None (_engine.vector_along), dim >= 0, rows out)`` after the
     checks that read no values."""
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     _engine.check_index(index)
     if src.dim() == 0:
         src = src.view(1)
-    dim = _engine.normalize_dim(dim, src.dim())
+    dim = normalize_dim(dim, src.dim(), zero_d_as_1d=True)
     index = _engine.broadcast_index(index, src, dim)
     vector = _engine.vector_along(index, src, dim)
     if out is not None:
@@ -59,7 +60,7 @@ def _reduce(
 ) -> torch.Tensor:
     """sum, mul and mean (torch_scatter's rules above): sum and mean of a 1-D index (or one expanded from it)
     into a new tensor on the core op, the rest on the planner's scatter."""
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     dtype = src.dtype
     given = index
     src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)
@@ -96,7 +97,7 @@ def _reduce(
 def _select(
     src: torch.Tensor, index: torch.Tensor, dim: int, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     dtype = src.dtype
     given = index
     src, index, vector, dim, size = _prepare(src, index, dim, out, dim_size)

@@ -22,6 +22,7 @@ import torch
 
 from .. import planner
 from ..ops import index_scatter_reduce_from
+from ..ops._checks import check_tensor
 from . import _engine
 
 
@@ -29,7 +30,7 @@ from . import _engine
 def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int]):
     """Checks -> ``(src2, idx, dim, size, rdim, flat, shape)``: a 1-D sorted index ``idx`` over ``src2``'s dim
     ``rdim`` into ``size`` rows (flattened batches: ``B * dim_size`` rows along dim 0)."""
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     _engine.check_index(index)
     if index.dim() == 0:
         index = index.view(1)
@@ -48,7 +49,7 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
     one = _engine.leading_batch(index, lead) if dim > 0 else index
     rows = index if one is None else one  # each distinct row of the index once
     if out is not None:
-        _engine.check_tensor(out, "out")
+        check_tensor(out, "out")
         size = out.size(dim) if out.dim() == src.dim() else -1
     elif dim_size is not None:
         size = dim_size
@@ -91,7 +92,7 @@ def _negative(index: torch.Tensor, size: Optional[int]) -> Exception:
 
 
 def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor], dim_size: Optional[int], reduce: str):
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     src2, idx, dim, size, rdim, flat, shape = _structure(src, index, out, dim_size)
     try:
         return _run(src, out, reduce, src2, idx, dim, size, rdim, flat, shape)
@@ -429,7 +430,7 @@ def segment_coo(
 @torch.jit.ignore
 def _gather(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]) -> torch.Tensor:
     """out[..., e, ...] = src[..., index[..., e], ...] along ``index.dim() - 1`` (any order accepted)."""
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     _engine.check_index(index)
     if index.dim() == 0:
         index = index.view(1)

@@ -24,6 +24,7 @@ from typing import Optional, Tuple
 import torch
 
 from ..ops import segment_arg_reduce, segment_reduce
+from ..ops._checks import check_tensor
 from . import _engine
 
 
@@ -39,7 +40,7 @@ def _structure(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
     """Checks (values too, unless traced) -> ``(src, dim, M, ptr, flat, lead)``: CSR offsets ``ptr`` from 0 to
     the positions' count, with segment ``i`` of the caller at ``i + 1`` (1-D) or at ``1 + b * (M + 1) + i``
     (``flat``: the batch folded into dim 0, of ``lead`` batch sizes)."""
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     _engine.check_index(indptr, "indptr")
     if indptr.dim() == 0:
         raise ValueError("indptr must have at least one dimension")
@@ -91,7 +92,7 @@ def _take(result: torch.Tensor, dim: int, M: int, flat: bool, lead, rest) -> tor
 
 
 def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor], reduce: str):
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     dtype = src.dtype
     src_, dim, M, ptr, flat, lead = _structure(src, indptr, out, f"segment_{reduce}_csr")
     shape = list(src.shape)
@@ -387,7 +388,7 @@ def segment_csr(
 @torch.jit.ignore
 def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]) -> torch.Tensor:
     """out[..., indptr[i]:indptr[i+1], ...] = src[..., i, ...] along ``indptr.dim() - 1``."""
-    _engine.check_tensor(src, "src")
+    check_tensor(src, "src")
     _engine.check_index(indptr, "indptr")
     if indptr.dim() == 0 or src.dim() < indptr.dim():
         raise ValueError(f"indptr must have between 1 and src.dim()={src.dim()} dimensions, got {indptr.dim()}")
@@ -403,7 +404,7 @@ def _gather(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor]
         ) from None
     M = max(indptr.size(-1) - 1, 0)
     if out is not None:
-        _engine.check_tensor(out, "out")
+        check_tensor(out, "out")
     if src.size(dim) != 0 and src.size(dim) != M:
         raise ValueError(f"src.size({dim}) = {src.size(dim)} but indptr describes {M} segments")
     if out is not None:

@@ -7,9 +7,15 @@ import sys
 import pytest
 import torch
 
-from scatterx.pyg_lib.partition import _undirected, metis
+from scatterx._metis import undirected
+from scatterx.pyg_lib.partition import metis
 
 pytest.importorskip("pymetis")
+
+
+def _undirected(rowptr, col, weight, n):
+    """METIS's form of a CSR graph, made by the package's METIS home as metis() makes it."""
+    return undirected(torch.repeat_interleave(torch.arange(n), rowptr.diff()), col, n, weight)
 
 
 def csr(edge_index, n):
