@@ -37,6 +37,11 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from scatterx import backends  # noqa: E402
+from scatterx.kernels.cpu._codegen import Kernel  # noqa: E402
+
+# Every CPU kernel call the suite makes is held against the types its key's variant was compiled for: a caller's
+# key that misses what tells two signatures apart fails the test that reaches it.
+Kernel.check_keys = True
 from scatterx.kernels.gpu import available as triton_available  # noqa: E402
 
 # Kernels compile on first use (seconds); hypothesis' per-example deadline would count that against an example.

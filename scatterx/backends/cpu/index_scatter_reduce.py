@@ -210,28 +210,26 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
     # more than the counting pass saves)
     lanes = base is None and _lanes_pay(outer, inner)
     marks = inner == 1 and base is None and not lanes and red.name in owner.MARKS_EMPTY
-    key = ("owner", red.code, src.dtype)
     while True:
-        counts = _NO_COUNTS if marks or lanes else np.empty(num_segments, np.int64)
-        # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
-        # (see docs/decisions/small-calls.md)
-        status = owner.index_scatter_reduce_owner.keyed(
-            key,
-            np.array([0, -(-outer // owner.LANES) if lanes else outer], np.int64),
+        key, args = owner.owner_call(
             src3,
             index_np,
-            counts,
+            _NO_COUNTS if marks or lanes else np.empty(num_segments, np.int64),
             base3,
             out3,
-            red.code,
-            storage,
-            True,
-            sorted,
-            base is not None and include_self,
-            base is None,
-            marks,
-            lanes,
+            reduce=red.code,
+            storage=storage,
+            check=True,
+            sorted=sorted,
+            include_self=base is not None and include_self,
+            fill_empty=base is None,
+            marks=marks,
+            lanes=lanes,
         )
+        # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
+        # (see docs/decisions/small-calls.md)
+        counter = np.array([0, -(-outer // owner.LANES) if lanes else outer], np.int64)
+        status = owner.index_scatter_reduce_owner.keyed(key, counter, *args)
         if status != owner.AMBIGUOUS:
             return result, status
         marks = False  # a value with the identity's bits: count the entries instead
@@ -313,25 +311,22 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
             t,
             routes.reduce_minimum(t) if inner > 1 else None,
         )
-        launch(
-            owner.index_scatter_reduce_owner,
-            ("owner", red.code, src.dtype),
-            -(-outer // owner.LANES) if lanes else outer,
-            threads,
+        key, args = owner.owner_call(
             view3(src, outer, n, inner),
             index_np,
             counts,
             numpy_view(initial).reshape(outer, num_segments, inner),
             numpy_view(written).reshape(outer, num_segments, inner),
-            red.code,
-            storage_code(src.dtype),
-            False,
-            False,
-            bool(include_self) and (out is not None or base is not None),
-            out is None and base is None,
-            False,
-            lanes,
+            reduce=red.code,
+            storage=storage_code(src.dtype),
+            check=False,
+            sorted=False,
+            include_self=bool(include_self) and (out is not None or base is not None),
+            fill_empty=out is None and base is None,
+            marks=False,
+            lanes=lanes,
         )
+        launch(owner.index_scatter_reduce_owner, key, -(-outer // owner.LANES) if lanes else outer, threads, *args)
     return result if out is None else finish(out, written)
 
 

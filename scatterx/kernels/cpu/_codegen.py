@@ -362,6 +362,10 @@ class Kernel:
     """
 
     all: ClassVar[List[Kernel]] = []
+    #: hold every call's arguments against the types its key's variant was compiled for (the test suite turns this
+    #: on, so that every call site it reaches is checked): a caller's key that two signatures share would run a
+    #: variant compiled for other types -- a wrong memory read, not an error
+    check_keys: ClassVar[bool] = False
 
     def __init__(self, dispatcher, literal=(), strided=()):
         self.dispatcher = dispatcher
@@ -399,24 +403,36 @@ class Kernel:
         if key is None:
             key = self.key_of(args)
         entry = self._entries.get(key)
-        if entry is None:
-            sig = tuple(
-                types.literal(a)
-                if i in self._literal
-                else typeof(a).copy(layout="A")
-                if i in self._strided
-                else typeof(a)
-                for i, a in enumerate(args)
-            )
-            with warnings.catch_warnings():
-                # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns
-                # on correct kernels; a user should not see it on a first call
-                warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
-                # from the disk cache, or compiled (processes sharing the cache: one compiles, the rest load)
-                load_or_compile(self.dispatcher, sig)
-            entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
-            self._signatures[key] = sig
+        if entry is not None:
+            if Kernel.check_keys:
+                self._check_key(key, args)
+            return entry
+        sig = self.signature(args)
+        with warnings.catch_warnings():
+            # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns on
+            # correct kernels; a user should not see it on a first call
+            warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
+            # from the disk cache, or compiled (processes sharing the cache: one compiles, the rest load)
+            load_or_compile(self.dispatcher, sig)
+        entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
+        self._signatures[key] = sig
         return entry
+
+    def signature(self, args) -> tuple:
+        """The Numba types of ``args`` as this kernel compiles them (``numba.typeof``: slow, once per variant)."""
+        return tuple(
+            types.literal(a) if i in self._literal else typeof(a).copy(layout="A") if i in self._strided else typeof(a)
+            for i, a in enumerate(args)
+        )
+
+    def _check_key(self, key, args) -> None:
+        """Raise if ``args`` are not of the types the variant kept under ``key`` was compiled for."""
+        sig = self.signature(args)
+        if sig != self._signatures[key]:
+            raise AssertionError(
+                f"{self.name}: the key {key!r} was made for arguments of types {self._signatures[key]}, and is "
+                f"given arguments of types {sig}: the caller's key misses what tells them apart"
+            )
 
     def compiled(self, key, args):
         """Numba's compile result for the variant ``entry(key, args)`` calls (compiled now if need be)."""
