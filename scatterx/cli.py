@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument(
         "--compile",
         action="store_true",
-        help="also train each model under torch.compile, PyG's default path against the switch on",
+        help="also train each model under torch.compile, PyG's default path against the switch on, "
+        "with the switch eager beside them in the same loop",
     )
     n.add_argument(
         "--onnx",

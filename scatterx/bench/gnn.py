@@ -88,7 +88,7 @@ class GnnConfig:
     memory: bool = True  # measure the peak step memory of each path (after the timed epochs)
     onnx: bool = False  # time onnxruntime's inference of the exported SAGE model against scatterx eager
     cold: bool = False  # also time each model's first training step in fresh processes (gnn_cold.py)
-    compile: bool = False  # also train each model under torch.compile, both paths (gnn_compiled.py)
+    compile: bool = False  # also train each model under torch.compile (both paths) beside the eager switch
 
     @classmethod
     def for_graph(cls, graph: str, **overrides) -> GnnConfig:
@@ -195,7 +195,11 @@ class ModelResult:
 
     @property
     def max_loss_rel_diff(self) -> float:
-        return max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(self.loss["pyg"], self.loss["scatterx"]))
+        """The largest relative difference of a loss from PyG's at the same epoch, over every other path."""
+        pyg = self.loss["pyg"]
+        return max(
+            abs(a - b) / max(abs(a), 1e-12) for path in self.loss if path != "pyg" for a, b in zip(pyg, self.loss[path])
+        )
 
     @property
     def losses_agree(self) -> bool:
@@ -226,27 +230,30 @@ def _step(model, optimizer, data: ArxivLike) -> float:
 def train_side_by_side(
     name: str, data: ArxivLike, config: GnnConfig, log: Callable = print, compile_backend: Optional[str] = None
 ) -> ModelResult:
-    """Two copies of one model (same seed), trained epoch by epoch in turn: PyG's default path and scatterx.
-    ``compile_backend``: each copy wrapped by ``torch.compile(backend=...)`` (dynamo's caches reset around)."""
+    """Copies of one model (same seed), trained epoch by epoch in turn: PyG's default path and scatterx.
+    ``compile_backend``: those two wrapped by ``torch.compile(backend=...)`` (dynamo's caches reset around), and
+    a third copy trained beside them eagerly with the switch on ("scatterx eager"), so that the compiled switch is
+    timed against the eager one in the same loop."""
     import scatterx.pyg as sxpyg
 
+    paths = ("pyg", "scatterx") if compile_backend is None else ("pyg", "scatterx", "scatterx eager")
     modules = {}
-    for path in ("pyg", "scatterx"):
+    for path in paths:
         torch.manual_seed(config.seed)
         modules[path] = build_model(name, config)
     optimizers = {path: torch.optim.Adam(m.parameters(), lr=0.01) for path, m in modules.items()}
     models: Dict[str, Callable] = dict(modules)
     if compile_backend is not None:
         torch._dynamo.reset()
-        models = {path: torch.compile(m, backend=compile_backend) for path, m in modules.items()}
+        models.update({path: torch.compile(modules[path], backend=compile_backend) for path in ("pyg", "scatterx")})
     label = name if compile_backend is None else f"{name} compiled"
-    times: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
-    losses: Dict[str, List[float]] = {"pyg": [], "scatterx": []}
+    times: Dict[str, List[float]] = {path: [] for path in paths}
+    losses: Dict[str, List[float]] = {path: [] for path in paths}
     try:
         for epoch in range(config.epochs):
-            # which path goes first alternates, so that neither always finds the other's memory just freed
-            for path in ("pyg", "scatterx") if epoch % 2 == 0 else ("scatterx", "pyg"):
-                if path == "scatterx":
+            # which path goes first turns, so that none always finds another's memory just freed
+            for path in paths[epoch % len(paths) :] + paths[: epoch % len(paths)]:
+                if path != "pyg":
                     sxpyg.enable()
                 try:
                     start = time.perf_counter()
@@ -256,8 +263,8 @@ def train_side_by_side(
                     sxpyg.disable()
                 losses[path].append(loss)
             log(
-                f"{label} epoch {epoch}: pyg {times['pyg'][-1] * 1e3:.0f} ms (loss {losses['pyg'][-1]:.5f}), "
-                f"scatterx {times['scatterx'][-1] * 1e3:.0f} ms (loss {losses['scatterx'][-1]:.5f})"
+                f"{label} epoch {epoch}: "
+                + ", ".join(f"{path} {times[path][-1] * 1e3:.0f} ms (loss {losses[path][-1]:.5f})" for path in paths)
             )
     finally:
         if compile_backend is not None:

@@ -473,6 +473,28 @@ def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int =
     return _from_front(op.Div(exp, _gather_rows(total, index)), dim, rank)
 
 
+def segment_of_entries(ptr, entries: int):
+    """``scatterx::segment_of_entries``: the segment of each of ``entries`` positions of the CSR offsets."""
+    return _ptr_to_index(ptr, _count(entries))
+
+
+def adjacency_matmul(x, edge_index, num_sources: int, num_targets: int, reduce: str, transposed: bool):
+    """``scatterx::adjacency_matmul`` (the PyG switch's layers traced by ``torch.compile``): each edge's source row
+    reduced into its target; ``transposed``: each edge's target row into its source, a mean's rows divided by
+    their target's count first."""
+    edge_index = _as_int64(edge_index)
+    source, target = op.Gather(edge_index, _int_scalar(0), axis=0), op.Gather(edge_index, _int_scalar(1), axis=0)
+    entries = _static_length(edge_index, dim=1)
+    if not transposed:
+        rows = op.Gather(x, source, axis=0)
+        return _reduce_rows(rows, target, _count(num_targets), reduce, rank=_rank(x), like=x, entries_hint=entries)
+    if reduce == "mean":
+        counts = op.Max(_counts(target, _count(num_targets)), _int_scalar(1))
+        x = op.Div(x, _per_row(op.CastLike(counts, x), _rank(x)))
+    rows = op.Gather(x, target, axis=0)
+    return _reduce_rows(rows, source, _count(num_sources), "sum", rank=_rank(x), like=x, entries_hint=entries)
+
+
 def csr_order(index, num_rows: int):
     """``scatterx::csr_order``: (ptr, order) -- the offsets of ``index``'s rows and the stable order of its
     entries by row (TopK on ``row * E + position``, keys all distinct)."""
@@ -634,6 +656,8 @@ TRANSLATIONS: Dict[str, Callable[..., Any]] = {
     "segment_softmax": segment_softmax,
     "csr_order": csr_order,
     "csr_transpose": csr_transpose,
+    "segment_of_entries": segment_of_entries,
+    "adjacency_matmul": adjacency_matmul,
     "segment_arg_reduce": segment_arg_reduce,
     "segment_logsumexp": segment_logsumexp,
 }

@@ -18,8 +18,8 @@ from torch import Tensor
 
 from .._reductions import resolve
 from ..backends import backend_for
-from ..backends._common import segment_of_entries
 from ._library import define_op, register_autograd
+from ._segments import segment_of_entries
 from .csr_transpose import csr_order_op
 from .index_scatter_reduce import index_scatter_reduce_op
 from .segment_reduce import segment_reduce_op

@@ -30,11 +30,11 @@ from torch import Tensor
 
 from .._reductions import resolve
 from ..backends import backend_for
-from ..backends._common import segment_of_entries
 from ._backward import per_segment
 from ._checks import check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
 from ._message_passing import checked_structure, weighted_forward, weighted_gather_segment_reduce_differentiable
+from ._segments import segment_of_entries
 from .csr_transpose import csr_transpose_op
 from .index_scatter_reduce import index_scatter_reduce
 

@@ -26,10 +26,10 @@ import torch
 from torch import Tensor
 
 from ..backends import backend_for
-from ..backends._common import segment_of_entries
 from ._checks import check_integer_vector, check_src, check_tensor
 from ._library import define_op, needs_op, register_autograd
 from ._message_passing import transpose_with_order
+from ._segments import segment_of_entries
 
 FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 

@@ -20,9 +20,9 @@ import torch
 from torch import Tensor
 
 from ..backends import backend_for
-from ..backends._common import segment_of_entries
 from ._checks import check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
+from ._segments import segment_of_entries
 from .segment_arg_reduce import segment_arg_reduce_op
 
 FLAVOURS = {"logsumexp": 0, "log_softmax": 1}

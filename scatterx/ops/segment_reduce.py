@@ -9,10 +9,10 @@ from torch import Tensor
 
 from .._reductions import resolve
 from ..backends import backend_for
-from ..backends._common import segment_of_entries
 from . import _backward
 from ._checks import check_index_and_size, check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
+from ._segments import segment_of_entries
 from .index_scatter_reduce import index_scatter_reduce_backward_op, index_scatter_reduce_op
 
 

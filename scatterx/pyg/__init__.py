@@ -31,9 +31,13 @@ thousand elements) runs PyG's own code too: the rule reads the shapes only (``sc
 graph's model is not slowed by the switch.
 
 Whatever scatterx does not take runs PyG's own code -- a dtype or device scatterx does not support,
-``reduce="any"``, anything traced by ``torch.compile`` (inductor fuses PyG's torch ops with their neighbours, which
-a custom op in between would prevent: the compiled model is PyG's own); for the fused layers also hooks and explain
-mode -- so the results are PyG's (up to the order of floating-point sums).
+``reduce="any"``; for the fused layers also hooks and explain mode -- so the results are PyG's (up to the order of
+floating-point sums). A call the rule hands back still gets scatterx's cheap checks of its arguments, so bad input
+raises the same error on both sides of the rule.
+
+Under ``torch.compile`` the rule is read from the traced shapes (a symbolic size through a guard): the fused layers
+and routed reductions that pay are traced as scatterx's custom ops into the model's graph, the rest as PyG's torch
+ops (docs/decisions/pyg-switch-rule.md).
 
 ``torch.jit.script`` of PyG code with the switch on compiles PyG's own functions: TorchScript cannot compile
 scatterx's Numba or Triton kernels, so the scripted module runs PyG's default path while the eager one stays on

@@ -1,9 +1,10 @@
 """What the parts of ``scatterx.pyg`` share: PyG's modules and original functions, the switch's state (the undo
-log, which ``switch.py`` writes and everything else reads), and the test of which calls scatterx's kernels take."""
+log, which ``switch.py`` writes and everything else reads), the test of which calls scatterx's kernels take, and
+how a call handed back to PyG's code explains a failure in scatterx's words."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -80,3 +81,21 @@ def is_sorted(index: Tensor) -> bool:
     if torch.compiler.is_compiling() or index.device.type != "cpu":
         return False
     return index.numel() < 2 or bool((index[1:] >= index[:-1]).all())
+
+
+def explained(call: Callable[[], Tensor], check: Callable[[], None]) -> Tensor:
+    """``call()``, PyG's function on a call the rule handed back; where it fails on an index torch checked
+    (torch's ``RuntimeError``, the ``IndexError`` of a routed call inside it, or the ``ValueError`` PyG's
+    aggregations turn them into), ``check()`` raises scatterx's exception for it instead, the one the same call
+    above the rule raises (and the failure's own exception, where the check finds nothing). Free where nothing
+    fails; traced by ``torch.compile``, ``call()`` alone (no value is read in a graph)."""
+    if torch.compiler.is_compiling():
+        return call()
+    try:
+        return call()
+    except (RuntimeError, IndexError, ValueError) as error:
+        try:
+            check()
+        except (IndexError, ValueError) as clear:
+            raise clear from error
+        raise

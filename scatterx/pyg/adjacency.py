@@ -1,4 +1,11 @@
-"""The CSR adjacency the fused layers reduce over, and its cache per ``edge_index`` tensor."""
+"""The CSR adjacency the fused layers reduce over, and its cache per ``edge_index`` tensor.
+
+Under ``torch.compile`` (``TracedAdjacency``) the adjacency is not built while dynamo traces: the unweighted sum or
+mean of a CPU layer is one op, ``scatterx::adjacency_matmul``, that takes the edge list itself and finds its CSR
+structure (and its transpose, for the backward) in the same cache as eager calls, so that a compiled model sorts
+its graph's edges once, not at every step; any other reduction builds the structure in the graph from
+``csr_order`` (docs/decisions/pyg-integration.md).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +16,12 @@ import torch
 from torch import Tensor
 from torch_geometric import EdgeIndex
 
+from .._reductions import resolve
 from ..backends import backend_for, is_gpu
 from ..kernels.cpu import segments as segment_kernels
 from ..ops import csr_order, csr_transpose, gather_segment_reduce
-from ..ops._checks import plain_index
+from ..ops._checks import check_src, plain_index
+from ..ops._library import define_op, register_autograd
 from ._common import REDUCE
 
 
@@ -104,7 +113,10 @@ def adjacency(edge_index: Tensor, num_sources: int, num_targets: int, node_dim: 
     """The CSR adjacency (by target ``edge_index[1]``) of a ``[2, E]`` edge list, cached while the tensor lives
     and is not modified in place. (Writes that bypass torch's version counter -- through ``.data`` or a NumPy
     view -- are not seen: rebuild the tensor, or call ``clear_cache()``.) A new edge list is checked against the
-    numbers of source and target nodes first, with PyG's names in the message."""
+    numbers of source and target nodes first, with PyG's names in the message. Under ``torch.compile``: a
+    ``TracedAdjacency``, built by ops in the graph where it is needed at all."""
+    if torch.compiler.is_compiling():
+        return TracedAdjacency(edge_index, num_sources, num_targets, node_dim)
     key = (id(edge_index), num_targets)
     cacheable = not edge_index.is_inference()  # inference tensors have no version counter
     hit = CACHE.get(key) if cacheable else None
@@ -190,3 +202,106 @@ def edge_index_csc(edge_index: Tensor, num_targets: int, node_dim: int) -> Optio
     else:
         edges = plain_index(perm)
     return Adjacency(colptr, row.contiguous(), node_dim, edges)
+
+
+# ------------------------------------------------------------------------------------------- under torch.compile
+class TracedAdjacency(Adjacency):
+    """The adjacency of an edge list under ``torch.compile``. ``matmul`` of an unweighted sum or mean on the CPU
+    is ``scatterx::adjacency_matmul`` on the edge list itself (the structure cached across steps, in the op); any
+    other use builds ``ptr``, ``col`` and ``edges`` in the graph, once per object, from ``csr_order`` of the
+    targets (which checks them; ``col``'s sources are checked by the op that gathers through them)."""
+
+    def __init__(self, edge_index: Tensor, num_sources: int, num_targets: int, node_dim: int):
+        self.edge_index, self.num_sources, self.num_targets, self.node_dim = (
+            edge_index,
+            num_sources,
+            num_targets,
+            node_dim,
+        )
+        self._built: Optional[Tuple[Tensor, Tensor, Tensor]] = None
+
+    def _structure(self) -> Tuple[Tensor, Tensor, Tensor]:
+        if self._built is None:
+            ptr, order = csr_order(self.edge_index[1], self.num_targets)
+            self._built = (ptr, self.edge_index[0].index_select(0, order), order)
+        return self._built
+
+    # (plain attributes in the eager adjacency, properties here: built on first use)
+    @property
+    def ptr(self) -> Tensor:  # type: ignore[override]
+        return self._structure()[0]
+
+    @property
+    def col(self) -> Tensor:  # type: ignore[override]
+        return self._structure()[1]
+
+    @property
+    def edges(self) -> Tensor:  # type: ignore[override]
+        return self._structure()[2]
+
+    def transpose(self, num_sources: int) -> Tuple[Tensor, Tensor]:
+        return csr_transpose(self.ptr, self.col, num_sources)
+
+    def with_node_dim(self, node_dim: int) -> TracedAdjacency:
+        view = TracedAdjacency(self.edge_index, self.num_sources, self.num_targets, node_dim)
+        view._built = self._built
+        return view
+
+    def matmul(self, x: Tensor, reduce: str, weight: Optional[Tensor] = None) -> Tensor:
+        dim = self.node_dim % x.dim()
+        red = REDUCE[reduce]
+        if weight is None and dim == 0 and resolve(red).linear and not is_gpu(x) and x.size(0) == self.num_sources:
+            return adjacency_matmul(x, self.edge_index, self.num_sources, self.num_targets, red, False)
+        if weight is not None:
+            return gather_segment_reduce(x, self.ptr, self.col, red, dim, weight=self.in_csr_order(weight))
+        return gather_segment_reduce(x, self.ptr, self.col, red, dim)
+
+
+def _adjacency_matmul(
+    x: Tensor, edge_index: Tensor, num_sources: int, num_targets: int, reduce: str, transposed: bool
+) -> Tensor:
+    """``A @ x`` (``transposed``: ``A.T @ x``) for ``A`` the adjacency of ``edge_index`` (``A[t, s]``: the edges
+    ``s -> t``, by target), reduced by ``reduce``: a sum, or a mean over each target's edges (transposed: each
+    edge's term divided by its target's count, ``mean``'s gradient). The CSR structure and its transpose come from
+    the cache of ``adjacency``, which builds and checks them for an edge list it has not seen."""
+    check_src(x, "x")
+    red = resolve(reduce)
+    rows = num_targets if transposed else num_sources
+    if x.dim() == 0 or x.size(0) != rows or not red.linear or edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(
+            f"adjacency_matmul: x must have {rows} rows (got shape {tuple(x.shape)}), edge_index shape (2, E) (got "
+            f"{tuple(edge_index.shape)}) and reduce a sum or mean (got {reduce!r})"
+        )
+    adj = adjacency(edge_index, num_sources, num_targets, 0)
+    with torch.no_grad():  # (the op's autograd is its own)
+        if not transposed:
+            return gather_segment_reduce(x, adj.ptr, adj.col, red.name, 0)
+        if red.divide_by_count:
+            counts = adj.ptr.diff().clamp(min=1).to(x.dtype)
+            x = x / counts.view(-1, *([1] * (x.dim() - 1)))
+        return gather_segment_reduce(x, *adj.transpose(num_sources), "sum", 0)
+
+
+def _adjacency_matmul_fake(x, edge_index, num_sources, num_targets, reduce, transposed):
+    return x.new_empty((num_sources if transposed else num_targets, *x.shape[1:]))
+
+
+adjacency_matmul_op = define_op("adjacency_matmul", _adjacency_matmul, _adjacency_matmul_fake)
+
+
+def _setup_context(ctx, inputs, output):
+    _x, edge_index, ctx.num_sources, ctx.num_targets, ctx.reduce, ctx.transposed = inputs
+    ctx.save_for_backward(edge_index)
+
+
+def _backward(ctx, grad):
+    """The gradient of ``A @ x`` is ``A.T @ grad`` (a mean's: each target's gradient divided by its count, then
+    read back along the edges) and the other way round: the same op, transposed the other way."""
+    (edge_index,) = ctx.saved_tensors
+    grad_x = adjacency_matmul_op(
+        grad.contiguous(), edge_index, ctx.num_sources, ctx.num_targets, ctx.reduce, not ctx.transposed
+    )
+    return grad_x, None, None, None, None, None
+
+
+adjacency_matmul = register_autograd(adjacency_matmul_op, _adjacency_matmul, _backward, _setup_context)

@@ -26,15 +26,18 @@ flows, TorchScript -- and, on the CPU, a call too small for the fused path's fix
 from __future__ import annotations
 
 import copy
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric import EdgeIndex
 from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, GraphConv, SAGEConv
 
+from ..backends import backend_for
 from ..ops import gatv2_logits, segment_softmax
-from ._common import ABSENT, PATCHED, REDUCE, is_enabled, message_passing, runs_here
+from ..ops._checks import plain_index
+from ._common import ABSENT, PATCHED, REDUCE, explained, is_enabled, message_passing, runs_here
 from .adjacency import adjacency
 from .pays import fused_pays
 from .sharded import ORIGINAL_CHECK_INPUT, active_graph, with_halo_sources
@@ -71,6 +74,9 @@ _HOOKS = (
 
 _EDGE_HOOKS = ("_edge_update_forward_pre_hooks", "_edge_update_forward_hooks")
 
+#: what a fused path returns for a call it takes but the rule hands back to PyG's code (``pays.py``)
+HANDED_BACK: Any = object()
+
 #: the propagate and edge_updater wrappers enable() installed, and per layer class a subclass with PyG's propagate
 #: (for scripting)
 WRAPPERS: set = set()
@@ -101,12 +107,12 @@ def fusable(conv) -> bool:
 
 
 def _plain_call(conv, hooks) -> bool:
-    """No explain mode, decomposition, other flow, tracing or scripting, and none of the ``hooks`` registered."""
+    """No explain mode, decomposition, other flow or scripting, and none of the ``hooks`` registered. (Traced by
+    ``torch.compile``, a call is plain too: its ops go into the graph, docs/decisions/pyg-integration.md.)"""
     return (
         not conv.explain
         and conv.decomposed_layers == 1
         and conv.flow == "source_to_target"
-        and not torch.compiler.is_compiling()
         and not torch.jit.is_scripting()
         and not any(getattr(conv, name, None) for name in hooks)
     )
@@ -126,15 +132,28 @@ def _sizes(conv, edge_index, size, x_j, x_i):
 def _pays(conv, edge_index: Tensor, x_j: Tensor) -> bool:
     """``pays.fused_pays`` for messages from the rows of ``x_j`` along ``edge_index``; always on a ShardedGraph
     (whose halo rows the fused path reads; a rank's shapes may differ from another's)."""
-    rows = x_j.size(0)
     if active_graph(conv) is not None:
         return True
-    return fused_pays(edge_index.size(-1), x_j.numel() // rows if rows else 0, x_j.device.type)
+    width = 1
+    for size in x_j.shape[1:]:  # (a product, not numel // rows: traced sizes may be symbolic)
+        width = width * size
+    return fused_pays(edge_index.size(-1), width, x_j.device.type, rows=x_j.size(0))
+
+
+def _plain_edge_list(edge_index) -> bool:
+    """A strided tensor; under ``torch.compile`` not PyG's ``EdgeIndex`` (whose cached CSC is read in eager calls
+    only: traced, the layer runs PyG's own propagate on it)."""
+    return (
+        isinstance(edge_index, Tensor)
+        and edge_index.layout == torch.strided
+        and not (torch.compiler.is_compiling() and isinstance(edge_index, EdgeIndex))
+    )
 
 
 def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
-    """PyG's fused branch of ``propagate`` on a plain edge list, or None when it does not apply."""
-    if not (fusable(conv) and isinstance(edge_index, Tensor) and edge_index.layout == torch.strided):
+    """PyG's fused branch of ``propagate`` on a plain edge list, None when it does not apply, or ``HANDED_BACK``
+    where only the rule declines."""
+    if not (fusable(conv) and _plain_edge_list(edge_index)):
         return None
     base = _weighted_base(type(conv))
     if base is not None:
@@ -143,12 +162,10 @@ def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
     if not (isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], Tensor)):
         return None
     x_j, x_i = x
-    if (
-        not runs_here(x_j, edge_index if edge_index.dim() == 2 else None)
-        or x_j.dim() == 0
-        or not _pays(conv, edge_index, x_j)
-    ):
+    if not runs_here(x_j, edge_index if edge_index.dim() == 2 else None) or x_j.dim() == 0:
         return None
+    if not _pays(conv, edge_index, x_j):
+        return HANDED_BACK
     mutable_size, num_sources, num_targets = _sizes(conv, edge_index, size, x_j, x_i)
     adj = adjacency(edge_index, num_sources, num_targets, conv.node_dim)
     coll = conv._collect(conv._fused_user_args, edge_index, mutable_size, kwargs)
@@ -159,7 +176,7 @@ def fused_propagate(conv, edge_index, size, kwargs) -> Optional[Tensor]:
 def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Optional[Tensor]:
     """``aggr`` over each target's edges of ``weight[e] * x_j[e]``: the weighted ``gather_segment_reduce`` on the
     CSR adjacency, or None when the call is not the plain case (PyG's propagate then runs, and raises its own
-    errors)."""
+    errors), or ``HANDED_BACK`` where only the rule declines."""
     x = kwargs.get("x")
     if isinstance(x, Tensor):
         x_j, x_i = x, x
@@ -172,8 +189,8 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
     if not (isinstance(aggr, str) and aggr in REDUCE and runs_here(x_j, edge_index if edge_index.dim() == 2 else None)):
         return None
     heads = weight_name == "alpha"
-    if x_j.dim() != (3 if heads else 2) or not _pays(conv, edge_index, x_j):  # (PyG's broadcast of view(-1, 1) /
-        return None  # unsqueeze(-1) is that shape's)
+    if x_j.dim() != (3 if heads else 2):  # (PyG's broadcast of view(-1, 1) / unsqueeze(-1) is that shape's)
+        return None
     if weight is not None:
         if not (
             isinstance(weight, Tensor)
@@ -186,6 +203,8 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
             return None
     elif heads:
         return None
+    if not _pays(conv, edge_index, x_j):
+        return HANDED_BACK
     _, num_sources, num_targets = _sizes(conv, edge_index, size, x_j, x_i)
     node_dim = conv.node_dim % x_j.dim()
     if node_dim != 0:
@@ -195,14 +214,14 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
 
 
 def fused_edge_update(conv, edge_index, size, kwargs) -> Optional[Tensor]:
-    """GATv2's ``edge_updater`` -- logits, softmax per target, attention dropout -- on the CSR adjacency, or None
-    when the call is not the plain case (PyG's edge_updater then runs, and raises its own errors)."""
+    """GATv2's ``edge_updater`` -- logits, softmax per target, attention dropout -- on the CSR adjacency, None
+    when the call is not the plain case (PyG's edge_updater then runs, and raises its own errors), or
+    ``HANDED_BACK`` where only the rule declines."""
     if not (
         type(conv).edge_update is GATv2Conv.edge_update
         and _plain_call(conv, _EDGE_HOOKS)
         and size is None
-        and isinstance(edge_index, Tensor)
-        and edge_index.layout == torch.strided
+        and _plain_edge_list(edge_index)
         and edge_index.dim() == 2
         and kwargs.get("edge_attr") is None
     ):
@@ -223,14 +242,27 @@ def fused_edge_update(conv, edge_index, size, kwargs) -> Optional[Tensor]:
         and att.dtype == x_j.dtype
         and att.device == x_j.device
         and att.shape[-2:] == x_j.shape[1:]
-        and _pays(conv, edge_index, x_j)
     ):
         return None
+    if not _pays(conv, edge_index, x_j):
+        return HANDED_BACK
     _, num_sources, num_targets = _sizes(conv, edge_index, None, x_j, x_i)
     adj = adjacency(edge_index, num_sources, num_targets, 0)
     logits = gatv2_logits(adj.ptr, adj.col, x_j, x_i, att, conv.negative_slope)
     alpha = adj.in_edge_order(segment_softmax(logits, ptr=adj.ptr))
     return F.dropout(alpha, p=conv.dropout, training=conv.training)
+
+
+def _check_edges(conv, edge_index: Tensor, size, kwargs) -> None:
+    """The fused path's checks of a plain edge list against the numbers of source and target nodes, with PyG's
+    names (``adjacency`` makes them on an edge list it has not seen)."""
+    x = kwargs.get("x")
+    x_j, x_i = (x, x) if isinstance(x, Tensor) else x
+    _, num_sources, num_targets = _sizes(conv, edge_index, size, x_j, x_i)
+    plain = plain_index(edge_index)
+    backend = backend_for(plain)
+    backend.check_index(plain[0], num_sources, "edge_index[0]", "the number of source nodes")
+    backend.check_index(plain[1], num_targets, "edge_index[1]", "the number of target nodes")
 
 
 def _routed(cls, name: str, fused, arg_names: str):
@@ -245,6 +277,11 @@ def _routed(cls, name: str, fused, arg_names: str):
     def wrapper(self, edge_index, size=None, **kwargs):
         kwargs = with_halo_sources(self, arg_names, kwargs)
         out = fused(self, edge_index, size, kwargs) if is_enabled() else None
+        if out is HANDED_BACK:  # the rule's: PyG's method, a failure on the edges explained as the fused path would
+            return explained(
+                lambda: pyg_method(self, edge_index, size=size, **kwargs),
+                lambda: _check_edges(self, edge_index, size, kwargs),
+            )
         if out is not None:
             return out
         return pyg_method(self, edge_index, size=size, **kwargs)

@@ -7,6 +7,9 @@ not support, ``reduce='any'``, a multi-dimensional ``ptr``, PyG's own argument e
 everywhere else. Under ``torch.jit.script`` each calls PyG's own function: TorchScript compiles whatever a
 scripted function reaches, and it compiles neither the Numba/Triton kernels nor module-level dicts; the originals
 are therefore also kept in plain module globals (``_pyg_*_fn``).
+
+Why this module is long: each of the five replacements carries PyG's full docstring and argument checks, and the
+calls the rule hands back keep scatterx's checks beside them (their helpers live here, next to their one caller).
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from torch import Tensor
 from torch_geometric.typing import Adj, SparseTensor
 from torch_geometric.utils.num_nodes import maybe_num_nodes
 
+from ..backends import backend_for
 from ..ops import index_scatter_reduce, segment_reduce, segment_softmax
-from ..ops._checks import check_tensor
-from ._common import ORIGINAL, REDUCE, is_enabled, is_sorted, runs_here
+from ..ops._checks import check_size, check_tensor
+from ._common import ORIGINAL, REDUCE, explained, is_enabled, is_sorted, runs_here
 from .adjacency import Adjacency
 from .pays import routed_pays
 
@@ -103,22 +107,62 @@ def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: Optional[int] = 
         and index.dim() == 1
         and -src.dim() <= dim < src.dim()
         and (reduce != "mean" or src.is_floating_point())  # PyG's integer mean divides exactly (a float result)
+        and (dim_size is not None or not torch.compiler.is_compiling())  # (else index.max(): a graph break)
     ):
         dim = dim % src.dim()
-        if index.numel() == src.size(dim) and _pays(src, dim, REDUCE.get(reduce, "prod")):
-            return scatter_pyg(src, index, dim, dim_size, reduce)
+        if index.numel() == src.size(dim):
+            if _pays(src, dim, REDUCE.get(reduce, "prod")):
+                return scatter_pyg(src, index, dim, dim_size, reduce)
+            return _scatter_handed_back(src, index, dim, dim_size, reduce)
     return ORIGINAL["scatter"](src, index, dim, dim_size, reduce)
 
 
+# (``torch.jit.ignore``: TorchScript, which compiles the bodies of the functions above though it never runs past
+# their ``is_scripting()`` return, cannot compile a lambda)
+@torch.jit.ignore
+def _scatter_handed_back(src: Tensor, index: Tensor, dim: int, dim_size: Optional[int], reduce: str) -> Tensor:
+    """PyG's scatter on a call the rule handed back: scatterx's checks of the size, and its words for an index
+    torch's scatter rejects."""
+    check_size(dim_size, "dim_size")
+    return explained(
+        lambda: ORIGINAL["scatter"](src, index, dim, dim_size, reduce),
+        lambda: _check_index(src, index, dim_size, "dim_size"),
+    )
+
+
+@torch.jit.ignore
+def _softmax_handed_back(src: Tensor, index: Tensor, num_segments: int, dim: int) -> Tensor:
+    """PyG's softmax by ``index`` on a call the rule handed back, with scatterx's checks (as ``_scatter_...``)."""
+    check_size(num_segments, "num_segments")
+    return explained(
+        lambda: ORIGINAL["softmax"](src, index, None, num_segments, dim),
+        lambda: _check_index(src, index, num_segments, "num_segments"),
+    )
+
+
 def _pays(src: Tensor, dim: int, reduce: str) -> bool:
-    """``pays.routed_pays`` for the reduction ``reduce`` (scatterx's name, or "softmax") of ``src`` along ``dim``;
-    never under ``torch.compile``, where inductor fuses PyG's torch ops with what surrounds them and a custom op
-    would stand between them (docs/decisions/pyg-switch-rule.md)."""
-    if torch.compiler.is_compiling():
-        return False
-    rows = src.size(dim)
+    """``pays.routed_pays`` for the reduction ``reduce`` (scatterx's name, or "softmax") of ``src`` along ``dim``
+    (under ``torch.compile`` too, from the traced shapes: docs/decisions/pyg-switch-rule.md)."""
+    width = 1
+    for d, size in enumerate(src.shape):  # (a product, not numel // rows: traced sizes may be symbolic)
+        if d != dim:
+            width = width * size
     grad = src.requires_grad and torch.is_grad_enabled()
-    return routed_pays(rows, src.numel() // rows if rows else 0, reduce, grad, src.device.type)
+    return routed_pays(src.size(dim), width, reduce, grad, src.device.type)
+
+
+def _check_index(src: Tensor, index: Tensor, size: Optional[int], size_name: str) -> None:
+    """scatterx's check of ``index``'s entries against ``size`` (None: they must not be negative)."""
+    high = size if size is not None else (int(index.max()) + 1 if index.numel() else 0)
+    backend_for(src).check_index(index, high, "index", size_name)
+
+
+def _check_ptr(src: Tensor, ptr: Tensor, dim: int) -> None:
+    """scatterx's check of CSR offsets over ``src``'s ``dim`` (their ends and order), as its segment ops make it.
+    PyG's own path does not check them: a ``ptr`` that ends past ``src``'s rows reads outside its memory. Not
+    traced (no value is read in a graph)."""
+    if not torch.compiler.is_compiling():
+        backend_for(src).check_ptr(ptr, src.size(dim), f"src.size({dim})")
 
 
 def _flat_ptr(ptr: Tensor) -> Optional[Tuple[Tensor, int]]:
@@ -169,14 +213,10 @@ def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
         return _pyg_segment_fn(src, ptr, reduce)
     _check_types("segment", {"src": src, "ptr": ptr}, indices=("ptr",))
     flat = _flat_ptr(ptr) if isinstance(ptr, Tensor) and is_enabled() else None
-    if (
-        reduce in REDUCE
-        and flat is not None
-        and runs_here(src, flat[0])
-        and flat[1] < src.dim()
-        and _pays(src, flat[1], REDUCE[reduce])
-    ):
-        return segment_reduce(src, flat[0], REDUCE[reduce], flat[1])
+    if reduce in REDUCE and flat is not None and runs_here(src, flat[0]) and flat[1] < src.dim():
+        if _pays(src, flat[1], REDUCE[reduce]):
+            return segment_reduce(src, flat[0], REDUCE[reduce], flat[1])
+        _check_ptr(src, flat[0], flat[1])  # handed back
     return ORIGINAL["segment"](src, ptr, reduce)
 
 
@@ -233,14 +273,18 @@ def softmax(
         and src.is_floating_point()
         and src.dim() > 0
         and -src.dim() <= dim < src.dim()
-        and _pays(src, dim % src.dim(), "softmax")
     ):
-        dim = dim % src.dim()
+        d = dim % src.dim()
+        pays = _pays(src, d, "softmax")
         if ptr is not None and ptr.dim() == 1:
-            return segment_softmax(src, ptr=ptr, dim=dim)
-        if ptr is None and index is not None and index.dim() == 1 and index.numel() == src.size(dim):
+            if pays:
+                return segment_softmax(src, ptr=ptr, dim=d)
+            _check_ptr(src, ptr, d)  # handed back
+        elif ptr is None and index is not None and index.dim() == 1 and index.numel() == src.size(d):
             n = maybe_num_nodes(index, num_nodes)
-            return segment_softmax(src, index, dim=dim, num_segments=n, sorted=is_sorted(index))
+            if pays:
+                return segment_softmax(src, index, dim=d, num_segments=n, sorted=is_sorted(index))
+            return _softmax_handed_back(src, index, n, dim)
     return ORIGINAL["softmax"](src, index, ptr, num_nodes, dim)
 
 
@@ -304,9 +348,10 @@ def aggregation_reduce(
         and ptr.dim() == 1
         and runs_here(x, ptr)
         and -x.dim() <= dim < x.dim()
-        and _pays(x, dim % x.dim(), REDUCE[reduce])
     ):
-        return segment_reduce(x, ptr, REDUCE[reduce], dim % x.dim())
+        if _pays(x, dim % x.dim(), REDUCE[reduce]):
+            return segment_reduce(x, ptr, REDUCE[reduce], dim % x.dim())
+        _check_ptr(x, ptr, dim % x.dim())  # handed back
     return ORIGINAL["Aggregation.reduce"](self, x, index, ptr, dim_size, dim, reduce)
 
 

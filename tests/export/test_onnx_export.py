@@ -331,6 +331,29 @@ def test_pyg_models_with_the_switch_on(name, tmp_path):
     assert_outputs(got, want)
 
 
+@pytest.mark.parametrize("name", ["sage", "gat"])
+def test_pyg_layers_traced_onto_scatterx_ops(name, tmp_path):
+    """Every call the switch can take on scatterx (its rule lowered to nothing): the exported graph holds its ops
+    (SAGE: the edge list's ``adjacency_matmul``; GAT: the weighted reduction, ``csr_order``, the softmax)."""
+    pytest.importorskip("torch_geometric")
+    import scatterx.pyg as sxpyg
+    from scatterx.pyg import pays
+
+    torch.manual_seed(0)
+    model = _two_layers(name).eval()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(12, 8, generator=g)
+    edge_index = torch.randint(0, 12, (2, 40), generator=g)
+    want = model(x, edge_index)  # PyG's default path
+    with sxpyg.enabled(), pays.tuned(pays.ALWAYS):
+        program = torch.export.export(model, (x, edge_index))
+        got = run_onnx(program, [x, edge_index], tmp_path / "m.onnx")
+    targets = {str(node.target) for node in program.graph.nodes if node.op == "call_function"}
+    op = "adjacency_matmul" if name == "sage" else "weighted_gather_segment_reduce"
+    assert f"scatterx.{op}.default" in targets
+    assert_outputs(got, want)
+
+
 def test_dynamic_numbers_of_nodes_and_edges(tmp_path):
     """One export with Dim for nodes and edges, run at two graph sizes."""
     from torch.export import Dim

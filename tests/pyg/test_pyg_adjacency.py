@@ -113,3 +113,58 @@ def test_layers_give_the_same_outputs_and_gradients_on_sorted_and_shuffled_edges
         torch.testing.assert_close(b, a, atol=1e-12, rtol=1e-12)  # per-edge terms summed in another order
     default = layer(x, ordered)  # and PyG's own path agrees
     torch.testing.assert_close(on_sorted[0], default.detach())
+
+
+# ---------------------------------------------------------------------------------- under torch.compile: the op
+def _adjacency_matmul_reference(x, edge_index, num_sources, num_targets, reduce, transposed):
+    """Edge by edge with torch's index_add: each edge's source row into its target, or (transposed) its target's
+    row -- divided by the target's count for a mean -- into its source."""
+    source, target = edge_index
+    counts = torch.bincount(target, minlength=num_targets).clamp(min=1).to(x.dtype).view(-1, 1)
+    if not transposed:
+        out = x.new_zeros(num_targets, x.size(1)).index_add(0, target, x[source])
+        return out / counts if reduce == "mean" else out
+    rows = x / counts if reduce == "mean" else x
+    return x.new_zeros(num_sources, x.size(1)).index_add(0, source, rows[target])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_adjacency_matmul_and_its_gradients(reduce):
+    """``scatterx::adjacency_matmul``, what a compiled layer's sum or mean becomes: ``A @ x`` and ``A.T @ x``
+    against torch's index_add; gradcheck and gradgradcheck in float64 (each direction's gradient is the other);
+    opcheck; the edge list's CSR structure built once for all the calls."""
+    shuffled, _ = shuffled_and_sorted(4, num_sources=20, num_targets=15, num_edges=60)
+    g = torch.Generator().manual_seed(5)
+    builds = []
+    real_by_target = adjacency.by_target
+
+    def counting_by_target(*args):
+        builds.append(1)
+        return real_by_target(*args)
+
+    adjacency.by_target = counting_by_target
+    try:
+        for transposed, rows in ((False, 20), (True, 15)):
+            x = torch.randn(rows, 3, dtype=torch.float64, generator=g, requires_grad=True)
+            args = (shuffled, 20, 15, reduce, transposed)
+            torch.testing.assert_close(
+                adjacency.adjacency_matmul(x, *args), _adjacency_matmul_reference(x, *args), rtol=1e-12, atol=1e-12
+            )
+            assert torch.autograd.gradcheck(adjacency.adjacency_matmul, (x, *args))
+            assert torch.autograd.gradgradcheck(adjacency.adjacency_matmul, (x, *args))
+        assert len(builds) == 1
+    finally:
+        adjacency.by_target = real_by_target
+    torch.library.opcheck(
+        torch.ops.scatterx.adjacency_matmul.default, (torch.randn(20, 3), shuffled, 20, 15, reduce, False)
+    )
+
+
+def test_adjacency_matmul_refuses_bad_input():
+    x, edge_index = torch.randn(5, 2), torch.tensor([[0, 9], [1, 2]])
+    with pytest.raises(IndexError, match=r"edge_index\[0\]\[1\]=9 is out of range for the number of source nodes=5"):
+        adjacency.adjacency_matmul(x, edge_index, 5, 5, "sum", False)
+    with pytest.raises(ValueError, match="x must have 6 rows"):
+        adjacency.adjacency_matmul(x, torch.tensor([[0, 1], [1, 2]]), 6, 5, "sum", False)
+    with pytest.raises(ValueError, match="reduce a sum or mean"):
+        adjacency.adjacency_matmul(x, torch.tensor([[0, 1], [1, 2]]), 5, 5, "amax", False)
