@@ -12,6 +12,7 @@ from numba import literally, njit
 
 from scatterx._reductions import REDUCTIONS
 from scatterx.kernels.cpu import _codegen
+from scatterx.kernels.cpu import segments as segment_kernels
 from scatterx.kernels.cpu._codegen import combine, identity, load, store
 
 
@@ -147,3 +148,17 @@ def test_store_rounds_like_torch_bit_for_bit(storage, dtype):
     nan = want.isnan()
     assert torch.equal(got_t.isnan(), nan)
     assert torch.equal(got_t[~nan].view(torch.int16), want[~nan].view(torch.int16))
+
+
+def test_a_key_shared_by_two_signatures_is_caught():
+    """A caller's key for ``Kernel.entry`` must determine the types of the arguments: the suite holds every call it
+    makes against its variant (``Kernel.check_keys``, set in conftest), and the check catches a shared key."""
+    assert _codegen.Kernel.check_keys
+    kernel = segment_kernels.sorted_index_to_ptr
+    index, ptr = np.array([0, 0, 1], np.int64), np.zeros(3, np.int64)
+    counter = np.array([0, 1], np.int64)
+    key = ("test: a key without the dtypes",)
+    kernel.keyed(key, counter, index, ptr, 3)
+    counter[:] = (0, 1)
+    with pytest.raises(AssertionError, match="misses what tells them apart"):
+        kernel.keyed(key, counter, index.astype(np.int32), ptr, 3)
