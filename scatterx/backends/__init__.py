@@ -1,6 +1,6 @@
 """Backends: where checked arguments become kernel launches.
 
-``backends/cpu.py`` (Numba) and ``backends/gpu.py`` (Triton) have the same functions with the same signatures;
+``backends/cpu/`` (Numba) and ``backends/gpu/`` (Triton) have the same functions with the same signatures;
 the op layer never asks which one it has, it calls ``backend_for(tensor).<function>``:
 
 =================================  ==============================================================================

@@ -28,7 +28,7 @@ def element_scatter(
 
     Along a dim with at least two carried lanes (``outer * inner``) work items own lanes and walk the index in
     order; otherwise (one lane, or coordinates) each thread owns a range of targets and streams the whole index
-    (``kernels/cpu/element.py``)."""
+    (``kernels/cpu/element_scatter.py``)."""
     # int64 indices only: each index dtype doubles the element kernels' compiled variants, whose cold compile
     # dominated the test suite; an int32 general index is rare, and its copy costs one pass
     index = index.long()

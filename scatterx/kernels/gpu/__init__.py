@@ -1,5 +1,5 @@
 """GPU kernels (Triton). Like ``kernels/cpu``, everything here trusts its inputs: validation happens in
-``scatterx.ops`` (``backends/gpu.py`` launches these kernels).
+``scatterx.ops`` (``backends/gpu/`` launches these kernels).
 
 Triton is optional: ``available()`` says whether it imports. With ``TRITON_INTERPRET=1`` the same kernels run on
 CPU tensors through Triton's interpreter, which is how CI tests them on machines without a GPU.
