@@ -32,8 +32,10 @@ else:
 
 import scatterx
 from scatterx._reductions import NAMES
+from scatterx.kernels.gpu import available as triton_available
 
 from . import dropin
+from .gpu_kernels import host_cost
 from .graphs import Graph, make_graph
 from .latency import first_call_latency
 from .launch import measure as launch_costs
@@ -116,6 +118,8 @@ class Report:
     latency: Dict[str, float] = field(default_factory=dict)
     launch: List[Dict] = field(default_factory=list)
     environment: Dict[str, str] = field(default_factory=dict)
+    #: the GPU backend's Python per call, its launches stubbed (``gpu_kernels.host_cost``): ``{"us", "launches"}``
+    gpu_host: Dict[str, float] = field(default_factory=dict)
 
     def to_dict(self):
         d = asdict(self)
@@ -313,6 +317,9 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
     if config.launch and device == "cpu":
         log("measuring the CPU kernel launch...")
         report.launch = launch_costs(threads=sorted({1, 2, config.threads}))
+        if triton_available():
+            log("measuring the GPU backend's Python per call (its launches stubbed, on CPU tensors)...")
+            report.gpu_host = host_cost()
     return report
 
 

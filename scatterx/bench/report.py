@@ -75,6 +75,13 @@ def table(report: Report) -> str:
     if report.launch:
         lines.append("")
         lines += launch_table(report.launch)
+    if report.gpu_host:
+        lines.append("")
+        lines.append(
+            "GPU backend, Python per call from the public function to its kernels (launches stubbed, CPU tensors; "
+            f"sorted sum, 2,000 x 16 -> 500): {report.gpu_host['us']:.1f} us, "
+            f"{report.gpu_host['launches']:.0f} launches (goal <= 25 us)"
+        )
     lines.append("")
     if c.device == "cuda":
         lines.append("GPU goals (stated for an H100)")

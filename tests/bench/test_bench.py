@@ -12,6 +12,7 @@ import scatterx
 from scatterx.bench import Config, goals, make_graph, run
 from scatterx.bench.harness import REDUCTIONS
 from scatterx.cli import main
+from scatterx.kernels.gpu import available as triton_available
 
 TINY = dict(edges=3000, nodes=300, features=4, repeat=1, warmup=0, latency=False, launch=False)
 
@@ -48,6 +49,8 @@ def test_cli_bench_writes_table_csv_json_and_figures(tmp_path, capsys):
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "bandwidth probe" in printed and "scatterx.index_scatter_reduce" in printed and "CPU goals" in printed
+    if triton_available():  # the GPU backend's Python per call, its launches stubbed
+        assert "GPU backend, Python per call" in printed
     for name in ("bench.csv", "bench.json"):
         assert os.path.getsize(tmp_path / name) > 0
     data = json.loads((tmp_path / "bench.json").read_text())
@@ -57,6 +60,8 @@ def test_cli_bench_writes_table_csv_json_and_figures(tmp_path, capsys):
     assert re.search(
         r"\d+% of a core, hypervisor steal \d+% of a core", data["environment"]["other processes"]
     ) or data["environment"]["other processes"].startswith("not measured")
+    if triton_available():
+        assert data["gpu_host"]["us"] > 0 and data["gpu_host"]["launches"] >= 1
     assert data["environment"]["commit"]  # the commit that ran (or "unknown" outside a git checkout)
     pytest.importorskip("matplotlib")
     for name in ("forward.png", "forward-backward.png", "message-passing.png", "drop-in.png"):
