@@ -20,8 +20,9 @@ results do not depend on the thread count.
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from typing import Callable, List, Optional, Tuple, Union
+from typing import List
 
 import numpy as np
 
@@ -29,45 +30,36 @@ from . import openmp
 from ._codegen import Kernel
 
 
-class _Worker:
-    __slots__ = ("done", "go", "result", "task")
-
-    def __init__(self):
-        self.go = threading.Lock()
-        self.done = threading.Lock()
-        self.go.acquire()
-        self.done.acquire()
-        self.task: Optional[Tuple[Callable[..., int], tuple]] = None  # (entry, args) while told to run
-        self.result: Union[int, BaseException] = 0  # the call's return, or what it raised
-
-
 class _Pool:
     """Worker threads that each run one call of a compiled kernel when told to. Started lazily, grown to the
-    largest thread count asked for; idle workers block on a lock (no spinning: they cost nothing while torch
-    runs). One launch at a time (``_lock``): two Python threads launching at once take turns."""
+    largest thread count asked for; idle workers block on their inbox (no spinning: they cost nothing while torch
+    runs). One launch at a time (``_lock``): two Python threads launching at once take turns.
+
+    **Interrupts.** A KeyboardInterrupt may land between any two bytecodes of the launching thread -- while it hands
+    out the calls, or while it waits for them. So each step is one C call that has happened or not: a call is
+    handed over by one ``put`` into a worker's inbox, and every call of a launch answers into that launch's own
+    replies queue. A launch cut short leaves at most its workers still finishing their calls (each claims items of
+    that launch only, from its counter); the next launch's calls queue up behind them and its answers come back
+    on a queue of its own, so nothing of one launch is read as another's."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._workers: List[_Worker] = []
+        self._inboxes: List[queue.SimpleQueue] = []
 
     def _grow(self, n: int) -> None:
-        while len(self._workers) < n:
-            worker = _Worker()
-            threading.Thread(target=self._serve, args=(worker,), name="scatterx-cpu", daemon=True).start()
-            self._workers.append(worker)
+        while len(self._inboxes) < n:
+            inbox: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name="scatterx-cpu", daemon=True).start()
+            self._inboxes.append(inbox)
 
     @staticmethod
-    def _serve(worker: _Worker) -> None:
+    def _serve(inbox: queue.SimpleQueue) -> None:
         while True:
-            worker.go.acquire()
-            assert worker.task is not None  # set before go is released
-            entry, args = worker.task
+            entry, args, replies = inbox.get()
             try:
-                worker.result = entry(*args)
+                replies.put(entry(*args))
             except BaseException as error:  # handed to the launching thread, which raises it
-                worker.result = error
-            worker.task = None
-            worker.done.release()
+                replies.put(error)
 
     def run(self, entry, threads: int, args) -> int:
         """``entry(*args)`` on ``threads`` threads (the caller's and ``threads - 1`` workers); the sum of their
@@ -76,17 +68,15 @@ class _Pool:
             return entry(*args)
         with self._lock:
             self._grow(threads - 1)
-            workers = self._workers[: threads - 1]
-            for worker in workers:
-                worker.task = (entry, args)
-                worker.go.release()
+            replies: queue.SimpleQueue = queue.SimpleQueue()
+            handed = 0
             try:
+                for inbox in self._inboxes[: threads - 1]:
+                    inbox.put((entry, args, replies))
+                    handed += 1
                 total = entry(*args)
             finally:
-                results = []
-                for worker in workers:
-                    worker.done.acquire()
-                    results.append(worker.result)
+                results = [replies.get() for _ in range(handed)]
             for result in results:
                 if isinstance(result, BaseException):
                     raise result
@@ -97,7 +87,7 @@ class _Pool:
         """In a forked child: the parent's worker threads do not exist there, and the lock may have been held by
         a thread that did not come along. Start afresh."""
         self._lock = threading.Lock()
-        self._workers = []
+        self._inboxes = []
 
 
 _POOL = _Pool()
