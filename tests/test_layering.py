@@ -204,7 +204,7 @@ def test_long_modules_say_why(module):
 # ------------------------------------------------------------------------------------------- one name per op
 #: kernel modules that serve no single op: the index -> segments pass every segment op starts with, the launch that
 #: runs every CPU kernel on threads (the OpenMP team, the pool), and the kernels that time a launch
-KERNEL_INFRASTRUCTURE = {"segments", "pool", "openmp", "launch_probe"}
+KERNEL_INFRASTRUCTURE = {"segments", "launcher", "openmp", "launch_probe"}
 #: kernels of the pyg-lib drop-in's samplers, named after its functions (``scatterx.pyg_lib.sampler``): sampling is
 #: no differentiable op of ``ops/`` (CPU only, as pyg-lib's, and nothing to differentiate)
 SAMPLER_KERNELS = {"neighbor_sample", "random_walk"}

@@ -13,7 +13,7 @@ from ...kernels.cpu import element_scatter as element_kernels
 from ...kernels.cpu import launch, numpy_view, storage_code
 from .._common import empty, shape3
 from . import routes
-from ._launch import view3
+from ._arguments import view3
 
 _MEAN = BY_NAME["mean"].code
 

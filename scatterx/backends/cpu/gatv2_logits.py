@@ -9,7 +9,7 @@ from ...kernels.cpu.gatv2_logits import gatv2_grad as grad_kernel
 from ...kernels.cpu.gatv2_logits import gatv2_logits as logits_kernel
 from .._common import empty
 from . import routes
-from ._launch import chunks, index64
+from ._arguments import chunks, index64
 
 
 def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:

@@ -25,7 +25,7 @@ from ...kernels.cpu.index_scatter_reduce_runs import CHUNK_POSITIONS, index_scat
 from ...kernels.cpu.segments import index_bound
 from .._common import empty, explain_bad_index, new_result, shape3
 from . import routes
-from ._launch import chunks, finish, index64, perm_np, streams, target, view3
+from ._arguments import chunks, finish, index64, perm_np, streams, target, view3
 from .routes import Route
 from .segment_reduce import reduce_segments
 from .segments import count_index, head_sorted, index_fits, segments, sorted_ptr

@@ -9,7 +9,7 @@ from ...kernels.cpu.sddmm import SDDMM_OPS
 from ...kernels.cpu.sddmm import sddmm as sddmm_kernel
 from .._common import empty
 from . import routes
-from ._launch import chunks, index64
+from ._arguments import chunks, index64
 
 
 def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:

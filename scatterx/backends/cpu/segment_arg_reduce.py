@@ -12,7 +12,7 @@ from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.segment_arg_reduce import segment_arg_reduce as arg_kernel
 from .._common import empty, new_result, shape3
 from . import routes
-from ._launch import chunks, perm_np, view3
+from ._arguments import chunks, perm_np, view3
 
 
 def segment_arg_reduce(

@@ -12,7 +12,7 @@ from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.segment_logsumexp import segment_logsumexp as logsumexp_kernel
 from .._common import new_result, shape3
 from . import routes
-from ._launch import chunks, perm_np, view3
+from ._arguments import chunks, perm_np, view3
 
 
 def segment_logsumexp(

@@ -10,7 +10,7 @@ from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.segment_reduce import segment_reduce as segment_kernel
 from .._common import new_result, shape3
 from . import routes
-from ._launch import chunks, finish, perm_np, streams, target, view3
+from ._arguments import chunks, finish, perm_np, streams, target, view3
 
 
 def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reduction) -> torch.Tensor:

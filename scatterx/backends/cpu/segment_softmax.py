@@ -11,7 +11,7 @@ from ...kernels.cpu.segment_softmax import segment_softmax as softmax_kernel
 from ...kernels.cpu.segment_softmax import segment_softmax_backward as backward_kernel
 from .._common import empty, shape3
 from . import routes
-from ._launch import chunks, perm_np, view3
+from ._arguments import chunks, perm_np, view3
 
 
 def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int) -> torch.Tensor:

@@ -17,7 +17,7 @@ from ...kernels.cpu import launch
 from ...kernels.cpu import segments as kernels
 from .._common import explain_bad_index
 from . import routes
-from ._launch import index64
+from ._arguments import index64
 
 # The value checks below are serial Numba passes, not torch ops: a parallel torch op just before a kernel launch
 # leaves torch's OpenMP workers spinning on the cores the launch wants (docs/decisions/cpu-parallelism.md).

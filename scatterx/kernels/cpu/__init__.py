@@ -1,7 +1,7 @@
 """CPU kernels (Numba). Everything here trusts its inputs: validation happens in ``scatterx.ops`` and the backend.
 
 One module per op family (named after the op, as in ``ops/`` and ``backends/cpu/``); ``_codegen.py`` turns the
-reduction table into the kernels' steps, ``_memory.py`` holds the memory intrinsics, ``pool.py`` runs a kernel on
+reduction table into the kernels' steps, ``_memory.py`` holds the memory intrinsics, ``launcher.py`` runs a kernel on
 several threads (on torch's OpenMP team, ``openmp.py``, or a pool of Python threads); ``launch_probe.py`` holds the
 two kernels that time a launch.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from ._codegen import BF16, F16, NATIVE
-from .pool import launch
+from .launcher import launch
 
 _STORAGE = {torch.float16: F16, torch.bfloat16: BF16}
 

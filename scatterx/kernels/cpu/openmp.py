@@ -21,7 +21,7 @@ integer's width, ...) and read the kernel's address from the block, so variants 
 size or in a literal (the reduction) share one -- far fewer than the variants. A built trampoline (10-20 ms) is
 kept on disk beside Numba's cache of the kernels, and a later process loads it (about a millisecond).
 
-Where it is not used (``launch`` then uses the pool of Python threads, ``pool.py``): torch built without OpenMP or
+Where it is not used (``launch`` then uses the pool of Python threads, ``launcher.py``): torch built without OpenMP or
 with a runtime that lacks ``GOMP_parallel`` (Windows' builds use MSVC's ``vcomp``; macOS arm64 wheels ship LLVM's
 ``libomp``, which exports it but is untested here), a forked child (GNU OpenMP's team does not survive a fork), a
 NumPy whose array struct does not read back as checked, and a kernel whose argument or return kind has no

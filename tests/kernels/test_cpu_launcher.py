@@ -1,4 +1,4 @@
-"""``launch`` (``kernels/cpu/pool.py``), on both ways it runs a kernel on several threads -- torch's OpenMP team
+"""``launch`` (``kernels/cpu/launcher.py``), on both ways it runs a kernel on several threads -- torch's OpenMP team
 (``openmp.py``) and the fallback pool of Python threads: every work item claimed exactly once, whatever the thread
 count; launches from several Python threads at once; an exception raised where the launcher sees it, once, as on one
 thread; a forked child that launches (its parent's threads did not come along)."""
@@ -116,17 +116,17 @@ def _last_line(script: str, launcher: str) -> str:
 
 _FORK = """
     import os, numpy as np, torch, scatterx
-    import test_cpu_pool as pool_test
+    import test_cpu_launcher as launcher_test
     from scatterx.kernels.cpu import launch, openmp
     index, src = torch.arange(100_000) // 3, torch.randn(100_000, 4)
     expected = scatterx.index_scatter_reduce(0, index, src, "sum")
-    launch(pool_test._MARK, None, 100, 3, np.zeros(100, np.int64), 1)  # the parent's workers exist
+    launch(launcher_test._MARK, None, 100, 3, np.zeros(100, np.int64), 1)  # the parent's workers exist
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         torch.set_num_threads(1)  # as a DataLoader worker does: torch's own OpenMP is not fork-safe
         seen = np.zeros(100, np.int64)
-        said = [launch(pool_test._MARK, None, 100, 3, seen, 1) == 100 and bool((seen == 1).all()),
+        said = [launch(launcher_test._MARK, None, 100, 3, seen, 1) == 100 and bool((seen == 1).all()),
                 torch.equal(scatterx.index_scatter_reduce(0, index, src, "sum"), expected),
                 openmp.runtime() is None]  # GNU OpenMP's team did not come along either
         os.write(write, str(said).encode())
@@ -148,21 +148,21 @@ _INTERRUPTED = """
 import os, signal, threading, time
 import numpy as np
 from scatterx.kernels.cpu import launch, openmp
-import test_cpu_pool as pool_test
+import test_cpu_launcher as launcher_test
 
 seen = np.zeros(64, np.int64)
 # the kernel loaded first: an interrupt that lands in the load's native callbacks is ignored by Python
-launch(pool_test._MARK, None, 64, 2, seen, 1)
+launch(launcher_test._MARK, None, 64, 2, seen, 1)
 threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 start, interrupted = time.perf_counter(), False
 try:
     while time.perf_counter() - start < 30:  # launches until the interrupt lands in one (or between two)
         seen[:] = 0
-        launch(pool_test._MARK, None, 64, 2, seen, 200_000)
+        launch(launcher_test._MARK, None, 64, 2, seen, 200_000)
 except KeyboardInterrupt:
     interrupted = True
 seen = np.zeros(64, np.int64)
-works = launch(pool_test._MARK, None, 64, 2, seen, 1) == 64 and bool((seen == 1).all())
+works = launch(launcher_test._MARK, None, 64, 2, seen, 1) == 64 and bool((seen == 1).all())
 print(interrupted, works, openmp.runtime() is not None)
 """
 
