@@ -31,6 +31,11 @@ import torch  # noqa: E402
 # below). The variable is read when a kernel is defined, so it is set before scatterx's Triton kernels are imported.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    if os.environ["TRITON_INTERPRET"] == "1":
+        # its scans and reductions a tile row at a time, not an element at a time (tests/triton_interpreter.py)
+        import triton_interpreter
+
+        triton_interpreter.install()
 
 import compile_budget  # noqa: E402
 import pytest  # noqa: E402

@@ -1,0 +1,76 @@
+"""tests/triton_interpreter.py: the scans and reductions that the test suite's Triton interpreter runs a tile row
+at a time give, bit for bit, what Triton's own interpreter gives element by element -- for every combine the
+kernels use (the segmented scans of ``kernels/gpu/_balance.py``, ``reduce_rows`` of ``kernels/gpu/_codegen.py``),
+on values whose sums and products are exact in any grouping, with NaNs, infinities and signed zeros where max and
+min must keep the first of equals."""
+
+import numpy as np
+import pytest
+import torch
+import triton_interpreter
+
+from scatterx.kernels.gpu import available, interpreting
+
+pytestmark = [
+    pytest.mark.skipif(not available(), reason="triton is not installed"),
+    pytest.mark.skipif(not interpreting(), reason="tests Triton's interpreter (TRITON_INTERPRET=1)"),
+]
+
+if available():
+    import triton
+    import triton.language as tl
+
+    from scatterx.kernels.gpu._balance import scan_segments
+    from scatterx.kernels.gpu._codegen import reduce_rows
+
+    @triton.jit
+    def _tile_kernel(x_ptr, starts_ptr, scan_ptr, rows_ptr, REDUCE: tl.constexpr, E: tl.constexpr, F: tl.constexpr):
+        at = tl.arange(0, E)[:, None] * F + tl.arange(0, F)[None, :]
+        x = tl.load(x_ptr + at)
+        starts = tl.load(starts_ptr + at) != 0
+        tl.store(scan_ptr + at, scan_segments(starts, x, REDUCE))
+        tl.store(rows_ptr + tl.arange(0, F), reduce_rows(x, REDUCE))
+
+
+def _run(x, starts, code):
+    scan, rows = torch.empty_like(x), torch.empty_like(x[0])
+    _tile_kernel[(1,)](x, starts, scan, rows, code, x.shape[0], x.shape[1])
+    return scan, rows
+
+
+def _bits(t):
+    return t.view(torch.int32) if t.dtype == torch.float32 else t
+
+
+def _tile(rng, dtype, e, f):
+    values = rng.integers(-2, 3, size=(e, f))
+    if not dtype.is_floating_point:
+        return torch.from_numpy(values).to(dtype)
+    x = torch.from_numpy(values).to(dtype)
+    special = torch.tensor([float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0, -0.0], dtype=dtype)
+    spots = torch.from_numpy(rng.random((e, f)) < 0.3)
+    x[spots] = special[torch.from_numpy(rng.integers(0, len(special), size=int(spots.sum())))]
+    return x
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_row_at_a_time_scans_and_reductions_equal_tritons_element_by_element(reduce, dtype, monkeypatch):
+    from triton.runtime import interpreter
+
+    from scatterx._reductions import BY_NAME
+
+    assert triton_interpreter.install(), "this Triton's interpreter has no generic scan/reduce to replace"
+    code = BY_NAME[reduce].code
+    rng = np.random.default_rng(7)
+    for e, f in [(16, 8), (8, 2), (2, 4)]:
+        x = _tile(rng, dtype, e, f)
+        starts = torch.from_numpy(rng.random((e, f)) < 0.3).to(torch.int8)
+        starts[0] = 1
+        fast = _run(x, starts, code)
+        with monkeypatch.context() as m:
+            m.setattr(interpreter.ScanOps, "generic_scan", interpreter.ScanOps.element_by_element_scan)
+            m.setattr(interpreter.ReduceOps, "generic_reduce", interpreter.ReduceOps.element_by_element_reduce)
+            slow = _run(x, starts, code)
+        for a, b in zip(fast, slow):  # bit for bit: the same NaN, the same signed zero
+            assert torch.equal(_bits(a), _bits(b)), (reduce, e, f, a, b)
