@@ -6,7 +6,7 @@ schema):
 - ``scatterx::<name>_cpu``: an opaque ``custom_op`` for CPU tensors, with ``fake`` as its fake implementation.
   Its body calls the Numba kernels, which no tracer can enter; hidden behind an opaque op, ``torch.compile`` sees
   one node with a known output shape.
-- ``scatterx::<name>``: the public op. A ``torch.library.triton_op`` when Triton is installed (and torch has it),
+- ``scatterx::<name>``: the public op. A ``torch.library.triton_op`` where a Triton kernel can run (``_triton_ops``),
   else a plain ``custom_op``. Its body dispatches on its first tensor's device: CPU tensors go to the ``_cpu``
   twin, GPU tensors run ``impl`` itself -- torch ops and ``wrap_triton`` launches only, no host sync -- so that
   ``torch.compile`` traces into the Triton kernels. ``triton_op`` uses that same body as the fake implementation.
@@ -29,6 +29,7 @@ import torch
 
 from ..backends import is_gpu
 from ..kernels.gpu import available as triton_available
+from ..kernels.gpu import interpreting
 
 
 def needs_op(*tensors) -> bool:
@@ -73,6 +74,17 @@ def _with_signature(body: Callable, like: Callable, name: str) -> Callable:
     return body
 
 
+def _triton_ops() -> bool:
+    """Whether the public ops are ``triton_op``s: where Triton is installed, torch has ``triton_op``, and a Triton
+    kernel can run -- a CUDA or ROCm build of torch, or Triton's interpreter (the tests on CPU tensors). Elsewhere
+    (a CPU-only torch) no tensor can reach the GPU backend, and a ``custom_op`` does the same: ``triton_op`` would
+    only cost the import of ``torch._inductor`` and ``torch._dynamo``, which it reads each op's source with (~2 s
+    of a 3.3 s ``import scatterx`` on torch 2.13)."""
+    if not (triton_available() and hasattr(torch.library, "triton_op")):
+        return False
+    return bool(torch.version.cuda or getattr(torch.version, "hip", None) or interpreting())
+
+
 def define_op(name: str, impl: Callable, fake: Callable):
     """Register ``scatterx::<name>`` (and its ``_cpu`` twin) from ``impl``; returns the public op's callable.
 
@@ -94,7 +106,7 @@ def define_op(name: str, impl: Callable, fake: Callable):
         return cpu_op(*args, **kwargs)
 
     body = _with_signature(body, impl, name)
-    if triton_available() and hasattr(torch.library, "triton_op"):
+    if _triton_ops():
         return torch.library.triton_op(f"scatterx::{name}", body, mutates_args=())
     op = torch.library.custom_op(f"scatterx::{name}", body, mutates_args=())
     op.register_fake(body)
