@@ -72,13 +72,13 @@ def segment_kernel(
         np.array([0, num_targets]),
         numpy_view(initial),
         numpy_view(out),
-        BY_NAME[reduce].code,
-        storage_code(src3.dtype),
-        gather,
-        include_self and not fill_empty,
-        fill_empty,
-        8,
-        stream,
+        reduce=BY_NAME[reduce].code,
+        storage=storage_code(src3.dtype),
+        gather=gather,
+        include_self=include_self and not fill_empty,
+        fill_empty=fill_empty,
+        lookahead=8,
+        stream=stream,
     )
     return out
 

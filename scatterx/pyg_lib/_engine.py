@@ -184,16 +184,16 @@ def _hop(
         e.nbr,
         front,
         batch,
-        count,
-        int(replace),
-        temporal,
-        _or(e.node_time),
-        _or(e.edge_time),
-        _or(seed_time),
-        int(last),
-        lo,
-        n,
-        STEP,
+        count=count,
+        replace=int(replace),
+        temporal=temporal,
+        node_time=_or(e.node_time),
+        edge_time=_or(e.edge_time),
+        seed_time=_or(seed_time),
+        last=int(last),
+        lo=lo,
+        n=n,
+        step=STEP,
     )
     if bad >= kernels.BROKEN:
         raise GraphChanged
@@ -209,19 +209,25 @@ def _hop(
     drawn = np.empty(total, np.int64)
     nbr = np.empty(total, np.int64)
     weight = e.weight if e.weight is not None else _NONE_F
-    args = (
+    base, sequence = randomness
+    zero = launch(
+        kernels.draw,
+        None,
+        items,
+        threads if total >= PARALLEL_MIN_DRAWS else 1,
         lo,
         offsets,
-        int(replace),
-        int(count < 0),
-        weight,
-        int(e.weight is not None),
-        *randomness,
-        e.nbr,
-        drawn,
-        nbr,
+        replace=int(replace),
+        every=int(count < 0),
+        weight=weight,
+        weighted=int(e.weight is not None),
+        base=base,
+        sequence=sequence,
+        row=e.nbr,
+        out=drawn,
+        nbr=nbr,
+        step=STEP,
     )
-    zero = launch(kernels.draw, None, items, threads if total >= PARALLEL_MIN_DRAWS else 1, *args, STEP)
     if zero:
         raise ValueError(
             f"{zero} node(s) were to draw neighbours with replacement by edge weights that are all 0: there is "
@@ -231,8 +237,19 @@ def _hop(
     local = np.empty(total, np.int64)
     status = np.zeros(1, np.int64)
     key_base = (1 << KEY_BITS) if disjoint else 0
-    args2 = (nbr, offsets, batch, key_base, e.limit, neighbors.table, neighbors.shift, neighbors.keys)
-    neighbors.count = kernels.relabel(*args2, neighbors.count, local, status)
+    neighbors.count = kernels.relabel(
+        nbr,
+        offsets,
+        batch,
+        num_nodes=key_base,
+        limit=e.limit,
+        table=neighbors.table,
+        shift=neighbors.shift,
+        nodes=neighbors.keys,
+        count=neighbors.count,
+        col=local,
+        status=status,
+    )
     if status[0]:
         raise GraphChanged
     return local, np.repeat(np.arange(begin, end, dtype=np.int64), n), drawn
@@ -244,14 +261,19 @@ def _or(a: Optional[np.ndarray]) -> np.ndarray:
 
 def induced(e: EdgeType, targets: Nodes, sources: Nodes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every edge of ``e`` between sampled nodes: (source local, target local, edge position), by target."""
-    args = [e.ptr, e.nbr, targets.keys, targets.count, sources.table, sources.shift]
+    graph = dict(count=targets.count, table=sources.table, shift=sources.shift)
     status = np.zeros(1, np.int64)
-    total = kernels.induced(*args, 0, _NONE_I, _NONE_I, _NONE_I, status)
+    # once to count the edges, once to fill them in
+    total = kernels.induced(
+        e.ptr, e.nbr, targets.keys, **graph, fill=0, out_row=_NONE_I, out_col=_NONE_I, out_edge=_NONE_I, status=status
+    )
     if status[0]:
         raise GraphChanged
-    out = [np.empty(total, np.int64) for _ in range(3)]
-    kernels.induced(*args, 1, *out, status)
-    return out[0], out[1], out[2]
+    rows, cols, edges = (np.empty(total, np.int64) for _ in range(3))
+    kernels.induced(
+        e.ptr, e.nbr, targets.keys, **graph, fill=1, out_row=rows, out_col=cols, out_edge=edges, status=status
+    )
+    return rows, cols, edges
 
 
 def node_ids(nodes: Nodes, disjoint: bool, dtype: torch.dtype) -> torch.Tensor:

@@ -126,10 +126,10 @@ def random_walk(
             sorted_col.numpy(),
             seed64.numpy(),
             out.numpy(),
-            step,
-            base,
-            float(p),
-            float(q),
+            step=step,
+            base=base,
+            p=float(p),
+            q=float(q),
         )
     if dtype != torch.int64:
         out = out.to(dtype)

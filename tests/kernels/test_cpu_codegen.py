@@ -162,3 +162,25 @@ def test_a_key_shared_by_two_signatures_is_caught():
     counter[:] = (0, 1)
     with pytest.raises(AssertionError, match="misses what tells them apart"):
         kernel.keyed(key, counter, index.astype(np.int32), ptr, 3)
+
+
+def test_flags_are_passed_by_name_and_bound_in_the_kernel_s_order():
+    """A launch or call passes a kernel's arrays by position and its flags and codes by name; the suite fails a call
+    site that passes more than ``POSITIONAL_SCALARS`` scalars by position (checked with ``Kernel.check_keys``), and
+    a name the kernel lacks or a parameter left out is a TypeError before anything runs."""
+    from scatterx.kernels.cpu.launcher import launch
+
+    kernel = segment_kernels.histograms  # (counter, index, counts, step, check_order)
+    index, counts = np.array([0, 0, 2], np.int64), np.zeros((1, 3), np.int64)
+    assert kernel.bind((index, counts), {"check_order": True, "step": 3}, skip=1) == (index, counts, 3, True)
+    assert launch(kernel, None, 1, 1, index, counts, step=3, check_order=True) == 0
+    assert counts.tolist() == [[2, 0, 1]]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'order'"):
+        launch(kernel, None, 1, 1, index, counts, step=3, check_order=True, order=True)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'check_order'"):
+        launch(kernel, None, 1, 1, index, counts, step=3)
+    kernel.check_positional((index, counts, 3, True))  # two scalars by position: allowed
+    with pytest.raises(AssertionError, match="3 scalars by position"):
+        kernel.check_positional((index, counts, 3, True, 1))
+    with pytest.raises(AssertionError, match="3 scalars by position"):
+        launch(segment_kernels.sorted_index_to_ptr, None, 1, 1, index, 3, 3, 3)

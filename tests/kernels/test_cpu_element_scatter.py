@@ -27,13 +27,13 @@ def along_scatter(index, src, base, out, acc, seen, reduce, storage, assign, inc
         out,
         acc,
         seen,
-        reduce,
-        storage,
-        assign,
-        include_self,
-        track,
-        nblocks,
-        block,
+        reduce=reduce,
+        storage=storage,
+        assign=assign,
+        include_self=include_self,
+        track=track,
+        nblocks=nblocks,
+        block=block,
     )
 
 
@@ -58,11 +58,11 @@ def coords_scatter(coords, sizes, strides, src, base, out, reduce, storage, assi
         src,
         base,
         out,
-        reduce,
-        storage,
-        assign,
-        include_self,
-        step,
+        reduce=reduce,
+        storage=storage,
+        assign=assign,
+        include_self=include_self,
+        step=step,
     )
 
 

@@ -29,10 +29,10 @@ def run_runs(src3, index, num_targets, reduce, nchunks, stream=False, threads=1)
         numpy_view(src3.contiguous()),
         index.long().numpy(),
         numpy_view(out),
-        -(-m // nchunks),
-        BY_NAME[reduce].code,
-        storage_code(src3.dtype),
-        stream,
+        step=-(-m // nchunks),
+        reduce=BY_NAME[reduce].code,
+        storage=storage_code(src3.dtype),
+        stream=stream,
     )
     return bad, out, intact()
 

@@ -40,14 +40,14 @@ def test_every_kind_of_argument_reaches_the_kernel_as_on_one_thread(threads, tab
     table = (rng.random((4, 6, 10)) * 100).astype(table_dtype)[:, ::2, 1:]  # strided, 3-D
     row = np.arange(20, dtype=np.float32)[::3]  # strided, read-only
     row.flags.writeable = False
-    args = (table, row, np.float32(0.25), -3.125, True, np.int32(-7), 123456789012)
+    args = dict(table=table, row=row, x32=np.float32(0.25), x64=-3.125, flag=True, small=np.int32(-7), n=123456789012)
     expected = np.zeros(500)
-    assert launch(_EVERY_KIND, None, 500, 1, expected, *args) == 500
+    assert launch(_EVERY_KIND, None, 500, 1, expected, **args) == 500
     out = np.zeros(500)
-    assert launch(_EVERY_KIND, None, 500, threads, out, *args) == 500
+    assert launch(_EVERY_KIND, None, 500, threads, out, **args) == 500
     assert np.array_equal(out, expected)
     flipped = np.zeros(500)
-    launch(_EVERY_KIND, None, 500, threads, flipped, *args[:4], False, *args[5:])
+    launch(_EVERY_KIND, None, 500, threads, flipped, **dict(args, flag=False))
     assert np.array_equal(flipped, expected - 3.0)
 
 

@@ -27,7 +27,7 @@ def walk(rowptr, col, seed, length, p=1.0, q=1.0, base=12345, threads=1, step=No
     step = max(1, seed.size) if step is None else step
     items = max(1, -(-seed.size // step))
     sorted_col = col if sorted_col is None else sorted_col
-    launch(random_walk, None, items, threads, rowptr, col, sorted_col, seed, out, step, base, p, q)
+    launch(random_walk, None, items, threads, rowptr, col, sorted_col, seed, out, step=step, base=base, p=p, q=q)
     return out
 
 

@@ -42,13 +42,13 @@ def run_kernel(src, ptr, perm, base, reduce, include_self, fill_empty, stream, i
         bounds,
         numpy_view(initial),
         numpy_view(out),
-        BY_NAME[reduce].code,
-        storage_code(src.dtype),
-        perm is not None,
-        include_self,
-        fill_empty,
-        8,
-        stream,
+        reduce=BY_NAME[reduce].code,
+        storage=storage_code(src.dtype),
+        gather=perm is not None,
+        include_self=include_self,
+        fill_empty=fill_empty,
+        lookahead=8,
+        stream=stream,
     )
     return out.clone(), intact()
 

@@ -62,11 +62,11 @@ def element_scatter(
             _flat(src, False),
             _flat(base),
             numpy_view(out).reshape(-1),
-            code,
-            storage,
-            assign,
-            include_self,
-            step,
+            reduce=code,
+            storage=storage,
+            assign=assign,
+            include_self=include_self,
+            step=step,
         )
     if bad:
         raise _explain_element(index, base.shape, dim)
@@ -179,13 +179,13 @@ def _along_scatter(src, index, base, out, dim, code, storage, assign, include_se
         out_np,
         acc,
         seen,
-        code,
-        storage,
-        assign,
-        include_self,
-        track,
-        nblocks,
-        block,
+        reduce=code,
+        storage=storage,
+        assign=assign,
+        include_self=include_self,
+        track=track,
+        nblocks=nblocks,
+        block=block,
     )
 
 

@@ -66,7 +66,7 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
             float(slope),
             numpy_view(out),
             parts.numpy(),
-            bool(want_att),
-            storage_code(seg.dtype),
+            want_att=bool(want_att),
+            storage=storage_code(seg.dtype),
         )
     return out, parts.sum(0).to(seg.dtype)

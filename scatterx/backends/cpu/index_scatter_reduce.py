@@ -211,7 +211,12 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
     lanes = base is None and _lanes_pay(outer, inner)
     marks = inner == 1 and base is None and not lanes and red.name in owner.MARKS_EMPTY
     while True:
-        key, args = owner.owner_call(
+        # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
+        # (see docs/decisions/small-calls.md)
+        counter = np.array([0, -(-outer // owner.LANES) if lanes else outer], np.int64)
+        status = owner.index_scatter_reduce_owner.keyed(
+            owner.owner_key(src3, red.code, storage),
+            counter,
             src3,
             index_np,
             _NO_COUNTS if marks or lanes else np.empty(num_segments, np.int64),
@@ -226,10 +231,6 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
             marks=marks,
             lanes=lanes,
         )
-        # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
-        # (see docs/decisions/small-calls.md)
-        counter = np.array([0, -(-outer // owner.LANES) if lanes else outer], np.int64)
-        status = owner.index_scatter_reduce_owner.keyed(key, counter, *args)
         if status != owner.AMBIGUOUS:
             return result, status
         marks = False  # a value with the identity's bits: count the entries instead
@@ -261,10 +262,10 @@ def _runs(src, index, red, num_segments, outer, n, inner, dim, t):
         view3(src, outer, n, inner),
         index64(index),
         numpy_view(result).reshape(outer, num_segments, inner),
-        -(-m // nchunks),
-        red.code,
-        storage_code(src.dtype),
-        stream,
+        step=-(-m // nchunks),
+        reduce=red.code,
+        storage=storage_code(src.dtype),
+        stream=stream,
     )
     return None if bad else result
 
@@ -311,8 +312,13 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
             t,
             routes.reduce_minimum(t) if inner > 1 else None,
         )
-        key, args = owner.owner_call(
-            view3(src, outer, n, inner),
+        src3 = view3(src, outer, n, inner)
+        launch(
+            owner.index_scatter_reduce_owner,
+            owner.owner_key(src3, red.code, storage_code(src.dtype)),
+            -(-outer // owner.LANES) if lanes else outer,
+            threads,
+            src3,
             index_np,
             counts,
             numpy_view(initial).reshape(outer, num_segments, inner),
@@ -326,7 +332,6 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
             marks=False,
             lanes=lanes,
         )
-        launch(owner.index_scatter_reduce_owner, key, -(-outer // owner.LANES) if lanes else outer, threads, *args)
     return result if out is None else finish(out, written)
 
 
@@ -358,8 +363,8 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
         view3(result if base is None else base, outer, num_segments, inner),
         numpy_view(grad_src).reshape(outer, n, inner),
         numpy_view(ties).reshape(outer, num_segments, inner),
-        storage_code(src.dtype),
-        perm is not None,
-        base is not None and bool(count_base),
+        storage=storage_code(src.dtype),
+        gather=perm is not None,
+        include_self=base is not None and bool(count_base),
     )
     return grad_src, ties

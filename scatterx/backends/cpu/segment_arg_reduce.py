@@ -52,11 +52,11 @@ def segment_arg_reduce(
             acc(start),
             numpy_view(values).reshape(outer, num_segments, inner),
             arg.numpy().reshape(outer, num_segments, inner),
-            red.code,
-            storage_code(src.dtype),
-            perm is not None,
-            base is not None,
-            fill,
-            none,
+            reduce=red.code,
+            storage=storage_code(src.dtype),
+            gather=perm is not None,
+            has_base=base is not None,
+            fill=fill,
+            none=none,
         )
     return values, arg

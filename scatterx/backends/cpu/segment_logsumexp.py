@@ -41,8 +41,8 @@ def segment_logsumexp(
             acc(start),
             acc(eps),
             numpy_view(out).reshape(outer, num_segments, inner),
-            storage_code(src.dtype),
-            perm is not None,
-            flavour,
+            storage=storage_code(src.dtype),
+            gather=perm is not None,
+            flavour=flavour,
         )
     return out

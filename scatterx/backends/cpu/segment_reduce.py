@@ -60,13 +60,13 @@ def reduce_segments(
             bounds,
             numpy_view(initial).reshape(outer, num_segments, inner),
             numpy_view(written).reshape(outer, num_segments, inner),
-            red.code,
-            storage_code(src.dtype),
-            gather,
-            include_self,
-            fill_empty,
-            min(max(t.prefetch_bytes // row_bytes, 8), 32),  # rows of prefetch lookahead
-            stream,
+            reduce=red.code,
+            storage=storage_code(src.dtype),
+            gather=gather,
+            include_self=include_self,
+            fill_empty=fill_empty,
+            lookahead=min(max(t.prefetch_bytes // row_bytes, 8), 32),  # rows of prefetch lookahead
+            stream=stream,
         )
     elif base is not None:
         written.copy_(base)

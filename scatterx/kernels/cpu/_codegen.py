@@ -33,7 +33,7 @@ keyed on exactly these files (``tests/conftest.py``); split further, each new fi
 from __future__ import annotations
 
 import warnings
-from typing import ClassVar, List
+from typing import Callable, ClassVar, List
 
 import numpy as np
 import torch
@@ -345,6 +345,14 @@ def claim(counter):
 
 
 # ------------------------------------------------------------------------------------------------------ launching
+def _binder(name: str, parameters) -> Callable:
+    """``def name(p1, p2, ...): return (p1, p2, ...)`` for these parameter names (identifiers of a kernel's code)."""
+    listed = ", ".join(parameters)
+    namespace: dict = {}
+    exec(f"def {name}({listed}):\n    return ({listed}{',' if len(parameters) == 1 else ''})\n", namespace)
+    return namespace[name]
+
+
 class Kernel:
     """A compiled kernel's entry points, one per variant, compiled on first use (a disk-cache load after the
     first process).
@@ -366,11 +374,19 @@ class Kernel:
     #: on, so that every call site it reaches is checked): a caller's key that two signatures share would run a
     #: variant compiled for other types -- a wrong memory read, not an error
     check_keys: ClassVar[bool] = False
+    #: at most this many of a launch's arguments are scalars passed by position (the test suite checks it with
+    #: ``check_keys``): flags and codes in a row are a swapped-argument bug waiting, so they are passed by name
+    POSITIONAL_SCALARS: ClassVar[int] = 2
 
     def __init__(self, dispatcher, literal=(), strided=()):
         self.dispatcher = dispatcher
         code = dispatcher.py_func.__code__
         names = code.co_varnames[: code.co_argcount]
+        #: the parameters, in order: what named arguments are bound to (a launched kernel's first is its counter)
+        self.parameters = names
+        #: per number of leading parameters skipped (0, 1), a function of the rest returning them as a tuple in
+        #: order: Python's own argument binding, in C (a dict of names looked up in Python cost ~1 us a call)
+        self._binders = [_binder(f"{dispatcher.py_func.__name__}_args", names[skip:]) for skip in (0, 1)]
         self._literal = frozenset(names.index(a) for a in literal)
         self._strided = frozenset(names.index(a) for a in strided)
         self._entries = {}
@@ -386,13 +402,17 @@ class Kernel:
         """Variants compiled (or loaded from the disk cache) in this process."""
         return len(self.dispatcher.overloads)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **named):
         """Call on the calling thread (a kernel whose work items are all claimed by this one call, or that has
-        none)."""
-        return self.entry(None, args)(*args)
+        none). As ``launch``: arrays and at most ``POSITIONAL_SCALARS`` scalars by position, the rest by name."""
+        return self.keyed(None, *args, **named)
 
-    def keyed(self, key, *args):
+    def keyed(self, key, *args, **named):
         """Call with a key made by the caller (see ``entry``)."""
+        if Kernel.check_keys:
+            self.check_positional(args)
+        if named:
+            args = self.bind(args, named)
         return self.entry(key, args)(*args)
 
     def entry(self, key, args):
@@ -417,6 +437,21 @@ class Kernel:
         entry = self._entries[key] = self.dispatcher.overloads[sig].entry_point
         self._signatures[key] = sig
         return entry
+
+    def bind(self, args: tuple, named: dict, skip: int = 0) -> tuple:
+        """``args`` by position, then ``named`` by name (every remaining parameter, no other), in the kernel's order;
+        ``skip``: leading parameters not in ``args`` (a launch's counter). Python binds them (``_binders``): a name
+        the kernel lacks, or a parameter left out, is its TypeError."""
+        return self._binders[skip](*args, **named)
+
+    def check_positional(self, args: tuple) -> None:
+        """Raise if more than ``POSITIONAL_SCALARS`` of ``args`` (a call's positional ones) are scalars."""
+        scalars = [i for i, a in enumerate(args) if not isinstance(a, np.ndarray)]
+        if len(scalars) > Kernel.POSITIONAL_SCALARS:
+            raise AssertionError(
+                f"{self.name}: called with {len(scalars)} scalars by position (flags and codes in a row): pass "
+                f"all but {Kernel.POSITIONAL_SCALARS} by name"
+            )
 
     def signature(self, args) -> tuple:
         """The Numba types of ``args`` as this kernel compiles them (``numba.typeof``: slow, once per variant)."""

@@ -273,25 +273,8 @@ def _ov_looks_empty(reduce, x):
 index_scatter_reduce_owner = Kernel(index_scatter_reduce_owner_kernel, literal=("reduce", "storage"))
 
 
-def owner_call(
-    src, index, counts, base, out, *, reduce, storage, check, sorted, include_self, fill_empty, marks, lanes
-) -> tuple:
-    """``(key, args)`` for a call of the owner kernel: its arguments after the counter, in its order, from names
-    (the kernel takes eight flags and codes in a row, which a call site must not pass by position), and the key
-    of its variant, derived here from what determines it (the codes and the element type; the arrays are
-    C-contiguous (outer, rows, inner) views, the index int64, ``counts`` int64)."""
-    return ("owner", reduce, storage, src.dtype.num), (
-        src,
-        index,
-        counts,
-        base,
-        out,
-        reduce,
-        storage,
-        check,
-        sorted,
-        include_self,
-        fill_empty,
-        marks,
-        lanes,
-    )
+def owner_key(src, reduce: int, storage: int) -> tuple:
+    """The key of the owner kernel's variant for a call (``Kernel.entry``), derived from what determines it: the
+    codes and the element type (the arrays are C-contiguous (outer, rows, inner) views, the index int64,
+    ``counts`` int64). Its eight flags and codes are passed by name."""
+    return ("owner", reduce, storage, src.dtype.num)

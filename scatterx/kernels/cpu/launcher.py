@@ -99,13 +99,19 @@ if hasattr(os, "register_at_fork"):
 _COUNTER = np.zeros(2, np.int64)  # stands for a launch's counter where only its type matters
 
 
-def launch(kernel: Kernel, key, items: int, threads: int, *args) -> int:
+def launch(kernel: Kernel, key, items: int, threads: int, *args, **named) -> int:
     """Run ``kernel`` over work items ``0 .. items - 1`` on up to ``threads`` threads: every thread calls it with
-    ``(counter, *args)`` and claims items from ``counter`` until none is left. Returns the sum of the calls'
-    returns. ``key``: as ``Kernel.entry``'s (None: computed from the arguments).
+    ``(counter, *args, *named)`` and claims items from ``counter`` until none is left. Returns the sum of the
+    calls' returns. ``key``: as ``Kernel.entry``'s (None: computed from the arguments). ``args``: the kernel's
+    arrays, in its order, and at most ``Kernel.POSITIONAL_SCALARS`` scalars; ``named``: the rest of its parameters
+    by name -- the flags and codes, which in a row by position would be a swapped-argument bug waiting.
 
     On several threads, the kernel runs on torch's OpenMP team where there is one (``openmp.py``), else on the
     pool of Python threads above."""
+    if Kernel.check_keys:
+        kernel.check_positional(args)
+    if named:
+        args = kernel.bind(args, named, skip=1)  # (the counter is the kernel's first parameter)
     threads = max(1, min(threads, items))
     if threads > 1 and openmp.runtime() is not None:
         native = _native(kernel, kernel.key_of((_COUNTER, *args)) if key is None else key, args)
