@@ -19,6 +19,7 @@ def segment_logsumexp_kernel(
     S,
     inner,
     eps,
+    eps_low,
     gather,
     log_softmax,
     LOWEST: tl.constexpr,
@@ -27,12 +28,13 @@ def segment_logsumexp_kernel(
     BLOCK_F: tl.constexpr,
 ):
     """out[o, s, :] = top + log(sum exp(src[o, r, :] - top) + eps) over segment s, where ``top`` starts at -inf, or
-    at ``LOWEST`` (the finite minimum of src's dtype) with ``log_softmax``."""
+    at ``LOWEST`` (the finite minimum of src's dtype) with ``log_softmax``. ``eps + eps_low``: the caller's eps in
+    two float32 parts (a float argument is a float32 scalar when compiled: float64's eps needs both)."""
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     lo = tl.load(ptr + s)
     hi = tl.load(ptr + s + 1)
     start = tl.where(log_softmax, tl.full([], LOWEST, ACC), tl.full([], float("-inf"), ACC))
-    eps = tl.zeros([], ACC) + eps  # (a Python float in the interpreter, an fp32 scalar when compiled)
+    eps = (tl.zeros([], ACC) + eps) + eps_low  # each part exact in ACC; float64 holds their sum to ~48 bits
     src_slice = src + o * n * inner
     top = tl.zeros([BLOCK_F], ACC) + start
     for e0 in range(lo, hi, BLOCK_E):
