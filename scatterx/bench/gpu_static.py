@@ -431,6 +431,13 @@ def markdown(rows: Sequence[dict], env: Dict[str, str], seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def variant_dicts(match: Optional[str] = None) -> List[dict]:
+    """Every variant the GPU backend lists (those whose name contains ``match``), as the compiles take them."""
+    from ..backends.gpu.variants import all_variants
+
+    return [dict(dataclasses.asdict(v), name=v.name) for v in all_variants() if not match or match in v.name]
+
+
 def run(
     targets: Sequence[int] = TARGETS,
     jobs: Optional[int] = None,
@@ -439,9 +446,7 @@ def run(
 ) -> dict:
     """Compile every variant (those whose name contains ``match``) for ``targets`` (those this Triton supports),
     write the report to ``out_dir``, and return ``{"rows", "records", "failed", "env", "skipped_targets"}``."""
-    from ..backends.gpu.variants import all_variants
-
-    variants = [dict(dataclasses.asdict(v), name=v.name) for v in all_variants() if not match or match in v.name]
+    variants = variant_dicts(match)
     if not variants:
         raise ValueError(f"no variant's name contains {match!r} (names look like segment_reduce_kernel[REDUCE=0,...])")
     usable = supported_targets(targets)

@@ -23,7 +23,6 @@ The record's diff then shows what the change did to each variant's registers, sh
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -60,9 +59,9 @@ SOURCES = ("scatterx/kernels/gpu/*.py", "scatterx/bench/gpu_static.py", "tests/b
 
 def variants() -> List[dict]:
     """Every variant the GPU backend lists, as ``scatterx gpu-report`` passes them to its compiles."""
-    from scatterx.backends.gpu.variants import all_variants
+    from scatterx.bench.gpu_static import variant_dicts
 
-    return [dict(dataclasses.asdict(v), name=v.name) for v in all_variants()]
+    return variant_dicts()
 
 
 def key(variant_dicts: List[dict]) -> str:
