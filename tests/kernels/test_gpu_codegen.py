@@ -117,3 +117,53 @@ def test_prefers_is_the_table_s(red, dtype):
     _prefers_kernel[(1,)](*args, x.numel(), REDUCE=red.code, BLOCK=triton.next_power_of_2(x.numel()))
     want = [int(bool(red.prefers(a, b))) for a, b in zip(x.tolist(), best.tolist())]
     assert args[2].cpu().tolist() == want, red.name
+
+
+def _not_specialised(kernel):
+    """The names in a kernel's ``do_not_specialize`` (a compiled kernel keeps them itself, an interpreted one in
+    the arguments it was made with); None where this Triton's interpreter does not keep them (3.0)."""
+    if hasattr(kernel, "do_not_specialize"):
+        return set(kernel.do_not_specialize)
+    if hasattr(kernel, "kwargs"):
+        return set(kernel.kwargs.get("do_not_specialize") or ())
+    return None
+
+
+def test_every_flag_is_an_unspecialised_int32():
+    """A run-time flag reaches every kernel as an int32 that Triton does not specialise: not a bool (an ``i1``
+    argument, which Inductor before torch 2.13 marked "divisible by 16", and Triton 3.6's compile of that failed),
+    and not one variant per value (Triton would make a constant of 1)."""
+    import importlib
+
+    from scatterx.backends.gpu._launch import FLAG, type_of
+    from scatterx.backends.gpu.variants import all_variants
+
+    assert FLAG == "i32" and type_of(True) == FLAG
+    flags = 0
+    for variant in all_variants():
+        module, name = variant.kernel.rsplit(".", 1)
+        kernel = getattr(importlib.import_module(module), name)
+        for param, kind in variant.params:
+            assert kind != "i1", (variant.name, param)
+        listed = _not_specialised(kernel)
+        for param in ("gather", "weighted", "has_base", "include_self", "divide", "mul", "want_att", "log_softmax"):
+            if param in dict(variant.params):
+                flags += 1
+                assert dict(variant.params)[param] == FLAG, (variant.name, param)
+                assert listed is None or param in listed, (variant.name, param)
+    assert flags > 0
+
+
+def test_a_flag_reads_as_a_boolean_from_an_int_or_a_constant():
+    @triton.jit
+    def _flags_kernel(out_ptr, value):
+        i = tl.arange(0, 2)
+        read = tl.where(i == 0, _codegen.flag(value), _codegen.flag(1))  # 1: the constant a compiler may make
+        tl.store(out_ptr + i, read.to(tl.int32))
+        tl.store(out_ptr + 2 + i, i + 1, mask=(i < 2) & _codegen.flag(value))  # as a mask
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    for value in (0, 1):
+        out = torch.full((4,), -1, dtype=torch.int32, device=device)
+        _flags_kernel[(1,)](out, value)
+        assert out.tolist() == ([0, 1, -1, -1] if value == 0 else [1, 1, 1, 2])

@@ -56,7 +56,8 @@ POINTER = {
     torch.int64: "*i64",
 }
 INT = "i32"  # an int below 2**31: the signature every variant is compiled in (ints above it pass as i64)
-FLAG = "i1"
+#: a run-time flag: an int32 0 or 1 (``launch`` passes a bool as an int; why: ``kernels/gpu/_codegen.flag``)
+FLAG = "i32"
 
 
 def cdiv(a: int, b: int) -> int:
@@ -143,13 +144,14 @@ def launch(kernel, grid, args: Dict[str, object], **constexprs) -> None:
     (docs/decisions/gpu-segment-kernel.md, "The host's share")."""
     if _recorded is not None:
         _recorded.add(Variant.of(kernel, {k: type_of(v) for k, v in args.items()}, constexprs).key)
-    first = next(iter(args.values()))
+    values = [int(v) if v.__class__ is bool else v for v in args.values()]  # flags as int32 (``FLAG``)
+    first = values[0]
     if type(first) is torch.Tensor and not torch.compiler.is_compiling() and not _dispatch_modes():
-        kernel[grid](*args.values(), **constexprs)
+        kernel[grid](*values, **constexprs)
     elif not (
         isinstance(kernel, InterpretedFunction) and isinstance(first, _TRACED) and not _wraps_interpreted(kernel)
     ):
-        _traceable(kernel)[grid](*args.values(), **constexprs)
+        _traceable(kernel)[grid](*values, **constexprs)
     # else: Triton's interpreter (tests on CPU tensors) cannot run on a tracer's tensors, and this torch cannot
     # record an interpreted kernel: the traced graph keeps the outputs' allocations only
 

@@ -22,6 +22,23 @@ AMIN = tl.constexpr(BY_NAME["amin"].code)
 
 
 @triton.jit
+def flag(value):
+    """A kernel's run-time flag as a boolean scalar. Flags are passed as int32 0 or 1, never as bools (``launch``
+    converts them), and each kernel lists its flags in ``do_not_specialize``: a bool is an ``i1`` argument, which
+    Inductor before torch 2.13 marked "divisible by 16" when False (0 is), and Triton 3.6's compile of such a kernel
+    fails an assertion inside LLVM (docs/decisions/gpu-segment-kernel.md). An int32 flag may also be a compiler's
+    constant 1, which the ``+`` turns into a value. (Reduced from a two-lane block rather than compared as a
+    scalar: Triton's interpreter gives a scalar comparison its operands' type, int32, and a mask made with that is
+    refused; a reduction's result is int1.)"""
+    return tl.reduce((tl.zeros([2], tl.int32) + value) != 0, None, _either)
+
+
+@triton.jit
+def _either(a, b):
+    return a | b
+
+
+@triton.jit
 def _add(a, b):
     return a + b
 

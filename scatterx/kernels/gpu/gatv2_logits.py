@@ -15,6 +15,8 @@ per-edge values are ``(E, H)``; ``att`` is ``inner`` long.
 import triton
 import triton.language as tl
 
+from ._codegen import flag
+
 
 @triton.jit
 def gatv2_logits_kernel(
@@ -58,7 +60,7 @@ def gatv2_logits_kernel(
     tl.store(out + e * H + h, tl.sum(total, 1).to(out.dtype.element_ty), mask=emask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["want_att"])
 def gatv2_grad_kernel(
     seg,
     other,
@@ -78,6 +80,7 @@ def gatv2_grad_kernel(
 ):
     """out[s, f] = att[f] * sum over e in ptr[s]:ptr[s+1] of grad[e, f // C] * leaky_relu'(z), z = seg[s, f] +
     other[index[e], f]; with ``want_att``, att_part[s, f] = the same sum of grad[e, f // C] * leaky_relu(z)."""
+    want_att = flag(want_att)
     pid = tl.program_id(0).to(tl.int64)
     slope = tl.load(slope_ptr).to(ACC)
     inner = H * C

@@ -10,7 +10,7 @@ may differ in the last bits between runs: ``torch.use_deterministic_algorithms(T
 import triton
 import triton.language as tl
 
-from ._codegen import combine, finalize
+from ._codegen import combine, finalize, flag
 
 
 @triton.jit(do_not_specialize=["n", "m", "S"])
@@ -55,7 +55,7 @@ def atomic_scatter_kernel(
         )
 
 
-@triton.jit(do_not_specialize=["S", "total"])
+@triton.jit(do_not_specialize=["S", "total", "has_base", "include_self", "divide"])
 def finish_kernel(
     acc,
     counts,
@@ -75,6 +75,9 @@ def finish_kernel(
     ``has_base``) or 0. ``include_self`` implies ``has_base``; both, and mean's ``divide``, are run-time flags.
     ``acc`` may be ``out`` itself (same type): each element is read before it is written. Program 0 also sets
     counts[S + 1] to 1 if the scatter skipped no entry (counts[S] == 0), else 0: the caller's assert."""
+    has_base = flag(has_base)
+    include_self = flag(include_self)
+    divide = flag(divide)
     pid = tl.program_id(0).to(tl.int64)
     i = pid * BLOCK + tl.arange(0, BLOCK)
     mask = i < total

@@ -4,10 +4,11 @@ result (ties), over the forward's segments (programs and tiles as in ``_tiles.py
 import triton
 import triton.language as tl
 
+from ._codegen import flag
 from ._tiles import load_tile, program_coordinates
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["gather", "include_self"])
 def index_scatter_reduce_backward_kernel(
     src,
     perm,
@@ -30,6 +31,8 @@ def index_scatter_reduce_backward_kernel(
     the result (base[o, s, :] counts with ``include_self``, a run-time flag); grad_src[o, r, :] = grad[o, s, :] /
     ties where src[o, r, :] equals the result, else 0. Two passes over the segment's rows, the second mostly from
     cache."""
+    gather = flag(gather)
+    include_self = flag(include_self)
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     start = tl.load(ptr + s)
     end = tl.load(ptr + s + 1)

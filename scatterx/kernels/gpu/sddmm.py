@@ -7,8 +7,10 @@ computed by the backend with no host sync).
 import triton
 import triton.language as tl
 
+from ._codegen import flag
 
-@triton.jit
+
+@triton.jit(do_not_specialize=["mul"])
 def sddmm_kernel(
     a,
     b,
@@ -26,6 +28,7 @@ def sddmm_kernel(
 ):
     """Without DOT: out[e, f] = a[index[e], f] * b[targets[e], f] (``mul``, a run-time flag) or + (add) over
     f < H * C; with DOT: out[e, h] = sum over c of a[index[e], h, c] * b[targets[e], h, c]."""
+    mul = flag(mul)
     pid = tl.program_id(0).to(tl.int64)
     inner = H * C
     per_edge_block = H if DOT else tl.cdiv(inner, BLOCK_F)

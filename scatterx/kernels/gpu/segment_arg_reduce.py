@@ -10,7 +10,7 @@ not NaN, then the first position holding it; it replaces the running best only i
 import triton
 import triton.language as tl
 
-from ._codegen import AMIN, prefers
+from ._codegen import AMIN, flag, prefers
 from ._tiles import load_tile, program_coordinates
 
 FILL_NONE = tl.constexpr(0)
@@ -18,7 +18,7 @@ FILL_UNSELECTED = tl.constexpr(1)
 FILL_EMPTY = tl.constexpr(2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["gather", "has_base"])
 def segment_arg_reduce_kernel(
     src,
     perm,
@@ -44,6 +44,8 @@ def segment_arg_reduce_kernel(
     (base[o, s, :] with ``has_base``, else the one-element tensor ``start``), and its row; ``none`` where nothing
     beats the start value. WORST: a value no member is preferred to (-inf/+inf, or the integer extreme), filling
     masked lanes. ``fill`` as in the CPU kernel; ``gather``, ``has_base`` and ``fill`` are run-time values."""
+    gather = flag(gather)
+    has_base = flag(has_base)
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     lo = tl.load(ptr + s)
     hi = tl.load(ptr + s + 1)

@@ -6,10 +6,11 @@ feature block)``, two loops over the segment's rows in tiles of ``BLOCK_E``: the
 import triton
 import triton.language as tl
 
+from ._codegen import flag
 from ._tiles import load_tile, program_coordinates
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["gather", "log_softmax"])
 def segment_logsumexp_kernel(
     src,
     perm,
@@ -30,6 +31,8 @@ def segment_logsumexp_kernel(
     """out[o, s, :] = top + log(sum exp(src[o, r, :] - top) + eps) over segment s, where ``top`` starts at -inf, or
     at ``LOWEST`` (the finite minimum of src's dtype) with ``log_softmax``. ``eps + eps_low``: the caller's eps in
     two float32 parts (a float argument is a float32 scalar when compiled: float64's eps needs both)."""
+    gather = flag(gather)
+    log_softmax = flag(log_softmax)
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     lo = tl.load(ptr + s)
     hi = tl.load(ptr + s + 1)

@@ -25,10 +25,12 @@ import triton
 import triton.language as tl
 
 from ._balance import SEARCH_WIDTH, program_share, scan_segments
-from ._codegen import combine, finalize, reduce_rows
+from ._codegen import combine, finalize, flag, reduce_rows
 
 
-@triton.jit(do_not_specialize=["n", "E", "S", "C", "K", "P"])
+@triton.jit(
+    do_not_specialize=["n", "E", "S", "C", "K", "P", "gather", "weighted", "has_base", "include_self", "divide"]
+)
 def segment_reduce_kernel(
     src,
     perm,
@@ -65,6 +67,11 @@ def segment_reduce_kernel(
     holds one value per (row of the order, head). ACC: the accumulator type (float32 for half types). ``gather``,
     ``weighted``, ``has_base``, ``include_self`` and ``divide`` (mean: ``REDUCE`` is sum's code,
     ``_codegen.kernel_code``) are run-time flags."""
+    gather = flag(gather)
+    weighted = flag(weighted)
+    has_base = flag(has_base)
+    include_self = flag(include_self)
+    divide = flag(divide)
     pid = tl.program_id(0).to(tl.int64)
     fblocks = tl.cdiv(inner, BLOCK_F)
     outer = tl.num_programs(0) // (P * fblocks)
@@ -217,7 +224,7 @@ def _members(
     return x, ids, prev, wrong
 
 
-@triton.jit(do_not_specialize=["S", "P"])
+@triton.jit(do_not_specialize=["S", "P", "has_base", "include_self", "divide"])
 def segment_fixup_kernel(
     ptr,
     base,
@@ -240,6 +247,9 @@ def segment_fixup_kernel(
     """After ``segment_reduce_kernel`` on the same grid: program ``p`` finishes the segment whose end is in share
     ``p`` but which began in an earlier one, combining the tails of the shares before (in order, ``BLOCK_E`` at a
     time) with its head. Program 0 also sets ``meta[0]``: 1 when no share found a bad index entry, else 0."""
+    has_base = flag(has_base)
+    include_self = flag(include_self)
+    divide = flag(divide)
     pid = tl.program_id(0).to(tl.int64)
     fblocks = tl.cdiv(inner, BLOCK_F)
     outer = tl.num_programs(0) // (P * fblocks)

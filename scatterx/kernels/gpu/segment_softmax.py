@@ -23,7 +23,7 @@ instead: there ``exp`` is the cost, see ``kernels/cpu/segment_softmax.py``.)
 import triton
 import triton.language as tl
 
-from ._codegen import AMAX, combine, reduce_rows
+from ._codegen import AMAX, combine, flag, reduce_rows
 from ._tiles import load_tile, program_coordinates
 
 MINUS_INF = tl.constexpr(float("-inf"))
@@ -36,7 +36,7 @@ def _finite_or_zero(m):
     return tl.where(m == MINUS_INF, tl.zeros_like(m), m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["gather"])
 def segment_softmax_kernel(
     src,
     perm,
@@ -52,6 +52,7 @@ def segment_softmax_kernel(
 ):
     """out[o, r, :] = softmax of src[o, :, :] over the rows of r's segment, r = perm[i] (``gather``, a run-time flag)
     or i for i in ptr[s]:ptr[s+1]. ACC: the accumulator type (float32 for half types)."""
+    gather = flag(gather)
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     start = tl.load(ptr + s)
     end = tl.load(ptr + s + 1)
@@ -84,7 +85,7 @@ def segment_softmax_kernel(
         tl.store(out_slice + rows[:, None] * inner + f[None, :], y.to(out.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["gather"])
 def segment_softmax_backward_kernel(
     out,
     grad,
@@ -105,6 +106,7 @@ def segment_softmax_backward_kernel(
         grad_src[o, r, :] = y[o, r, :] * (g[o, r, :] - dot),  dot = sum over the segment's rows of g * y.
 
     Two loops over the segment's rows, the second mostly from cache."""
+    gather = flag(gather)
     o, s, f, fmask = program_coordinates(S, inner, BLOCK_F)
     start = tl.load(ptr + s)
     end = tl.load(ptr + s + 1)

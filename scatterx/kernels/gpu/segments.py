@@ -6,12 +6,15 @@ one binary search; a call costs one launch, where ``torch.searchsorted`` against
 import triton
 import triton.language as tl
 
+from ._codegen import flag
 
-@triton.jit(do_not_specialize=["length", "start", "queries", "steps"])
+
+@triton.jit(do_not_specialize=["length", "start", "queries", "steps", "right"])
 def searchsorted_kernel(values, length, start, out, queries, steps, right, BLOCK: tl.constexpr):
     """out[q] = how many of values[start : start + length] are below q (``right``: at most q), for each q in
     ``[0, queries)``; ``values`` non-decreasing there. ``steps``: the bit length of ``length``, the most halvings a
     search takes."""
+    right = flag(right)
     q = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     active_lanes = q < queries
     lo = tl.zeros([BLOCK], tl.int64)
