@@ -55,7 +55,8 @@ import torch
 
 from ._memo import Memo
 from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
-from .backends._common import empty, overlaps, release_outputs, reusing_outputs
+from .backends._common import overlaps
+from .backends._outputs import empty, release_outputs, reusing_outputs
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
 from .ops._checks import INDEX_DTYPES, check_tensor
 
@@ -1002,7 +1003,7 @@ def gather(m: XMap, data: torch.Tensor, out: Optional[torch.Tensor] = None) -> t
     # index_select checks the rows itself, and what it wrote of a new tensor is lost when it raises: the map's
     # own check then finds the culprit, at its position in the caller's index (traced: index_select's error)
     try:
-        if view.device.type == "cpu" and not needs_op(view):  # into a buffer on huge pages (backends._common.empty)
+        if view.device.type == "cpu" and not needs_op(view):  # into a buffer on huge pages (backends._outputs.empty)
             buffer = empty(picked, view.dtype, view.device)
             return torch.index_select(view, dim, rows, out=buffer).reshape(m.shape)
         return view.index_select(dim, rows).reshape(m.shape)

@@ -30,6 +30,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .. import distributed as sxd
+from ..distributed.partition_graph import METHODS as PARTITION_METHODS
 from .gnn import GnnConfig, build_model, make_arxiv_like
 from .goals import evaluate, limit
 from .goals import lines as goal_lines
@@ -39,7 +40,7 @@ from .measures import DistCase, max_rel_diff
 #: the losses on several processes agree with the single-process losses to this relative tolerance (``goals.json``)
 LOSS_RTOL = limit("bench-dist", "loss_difference_from_one_process")
 MODELS = ("gcn", "sage", "gin", "gat", "gatv2", "graphconv")
-METHODS = sxd.partitioner.METHODS
+METHODS = PARTITION_METHODS  # (the CLI's choices)
 
 
 def lower_bound_widths(model: str, config: GnnConfig) -> int:

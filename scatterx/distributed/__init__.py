@@ -39,36 +39,36 @@ Without an initialised ``torch.distributed``, the process is rank 0 of 1 (:func:
 node of a one-rank partition: the same code runs in a single process.
 """
 
-# partition.py: who owns what; plan.py: the exchange pattern, the collectives and the errors that agree across
+# node_partition.py: who owns what; plan.py: the exchange pattern, the collectives and the errors that agree across
 # ranks; one file per op. No transport of our own: all_to_all_single with variable splits, counts first.
-# graph.py: a rank's share of a graph (ShardedGraph); partitioner.py: even and METIS partitions, their cost;
+# graph.py: a rank's share of a graph (ShardedGraph); partition_graph.py: even and METIS partitions, their cost;
 # shards.py: shard files, saved once and loaded per rank; replicate.py: one model trained on every rank. The PyG
 # layers that run on a ShardedGraph are in scatterx/pyg/sharded.py.
 
 from .graph import ShardedGraph
 from .halo_gather import halo_gather
 from .index_scatter_reduce import index_scatter_reduce
-from .partition import NodePartition
-from .partitioner import CutStats, GraphPartition, cut_stats, partition_graph
+from .node_partition import NodePartition
+from .partition_graph import CutStats, GraphPartition, cut_stats, partition_graph
 from .plan import STATS as _STATS
-from .plan import Plan, plan, rank_and_world
+from .plan import ExchangePlan, plan, rank_and_world
 from .replicate import replicate
 from .shards import Shard, load_shard, save_shards
 
 #: What this process has sent to other ranks since the last ``STATS.reset()``, in three counters.
 #: ``STATS.bytes_sent`` is the bytes of the rows moved along plans -- by :func:`index_scatter_reduce` and
-#: :func:`halo_gather`, forward and backward, and by :meth:`Plan.push` and :meth:`Plan.pull` -- not counting a rank's
-#: rows to itself nor the building of plans; ``STATS.exchanges`` is the number of those row exchanges, and
-#: ``STATS.control_bytes`` about the size of the small agreement messages the ranks exchange to check their inputs.
-#: In a single process the bytes stay 0.
+#: :func:`halo_gather`, forward and backward, and by :meth:`ExchangePlan.push` and :meth:`ExchangePlan.pull` --
+#: not counting a rank's rows to itself nor the building of plans; ``STATS.exchanges`` is the number of those row
+#: exchanges, and ``STATS.control_bytes`` about the size of the small agreement messages the ranks exchange to check
+#: their inputs. In a single process the bytes stay 0.
 STATS = _STATS
 
 __all__ = [
     "STATS",
     "CutStats",
+    "ExchangePlan",
     "GraphPartition",
     "NodePartition",
-    "Plan",
     "Shard",
     "ShardedGraph",
     "cut_stats",

@@ -22,8 +22,8 @@ from typing import Any, Callable, Dict, Hashable, Optional, TypeVar
 import torch
 
 from .halo_gather import _HaloGather, halo_gather
-from .partition import NodePartition
-from .plan import Plan, agree, rank_and_world
+from .node_partition import NodePartition
+from .plan import ExchangePlan, agree, rank_and_world
 
 _T = TypeVar("_T")
 
@@ -47,7 +47,7 @@ class ShardedGraph:
 
     Attributes: ``edge_index`` the local ``[2, E]`` edge list (see the module's numbering); ``halo`` the global
     ids of the remote sources, sorted; ``num_owned``, ``num_halo``; ``start`` the global id of owned node 0;
-    ``plan`` the :class:`Plan` of ``halo``; ``partition``, ``group``, ``rank``, ``world``.
+    ``plan`` the :class:`ExchangePlan` of ``halo``; ``partition``, ``group``, ``rank``, ``world``.
 
     Args:
         edge_index: int32 or int64 ``[2, E]``, global node ids: the edges into the nodes this rank owns (every
@@ -85,7 +85,7 @@ class ShardedGraph:
         # a remote source's local number: num_owned + its position among the sorted halo ids
         local_source[remote] = self.num_owned + torch.searchsorted(self.halo, source[remote])
         self.edge_index = torch.stack([local_source, target - self.start])
-        self.plan = Plan(self.halo, partition, group)
+        self.plan = ExchangePlan(self.halo, partition, group)
         self._cache: Dict[Hashable, Any] = {}  # cached(): values derived from this graph, by key
 
     @property

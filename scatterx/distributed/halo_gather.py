@@ -13,13 +13,13 @@ from typing import Optional, Union
 import torch
 
 from ..ops import index_scatter_reduce as core
-from .partition import NodePartition
-from .plan import Plan, agree, rank_and_world
+from .node_partition import NodePartition
+from .plan import ExchangePlan, agree, rank_and_world
 
 
 def halo_gather(
     x_local: torch.Tensor,
-    index: Union[torch.Tensor, Plan],
+    index: Union[torch.Tensor, ExchangePlan],
     *,
     partition: NodePartition,
     group: Optional[torch.distributed.ProcessGroup] = None,
@@ -47,7 +47,7 @@ def halo_gather(
 
     Raises:
         TypeError: ``partition`` is not a :class:`NodePartition`; ``x_local`` is not a tensor; ``index`` is neither
-            a tensor nor a :class:`Plan`, or not int32/int64.
+            a tensor nor a :class:`ExchangePlan`, or not int32/int64.
         ValueError: ``x_local`` is 0-d or its rows are not the number of nodes this rank owns; ``index`` is not
             1-D; ``partition.world_size`` is not the group's size; a plan was built for another partition; or the
             ranks' dtypes, feature shapes or partitions differ.
@@ -70,7 +70,7 @@ def halo_gather(
         getattr(partition, "bounds", None),
     )
     agree(problem, signature, group)
-    the_plan = index if isinstance(index, Plan) else Plan(index, partition, group)
+    the_plan = index if isinstance(index, ExchangePlan) else ExchangePlan(index, partition, group)
     return _HaloGather.apply(x_local, the_plan)
 
 
@@ -86,7 +86,7 @@ def _check(x_local, index, partition, rank, world) -> Optional[Exception]:
     owned = partition.size(rank)
     if x_local.size(0) != owned:
         return ValueError(f"x_local has {x_local.size(0)} rows but rank {rank} owns {owned} nodes under {partition}")
-    if isinstance(index, Plan):
+    if isinstance(index, ExchangePlan):
         if index.partition != partition:
             return ValueError(f"the plan was built for {index.partition}, not {partition}")
     elif not isinstance(index, torch.Tensor):

@@ -28,14 +28,14 @@ import torch
 from .._reductions import SUPPORTED_DTYPES, resolve
 from ..ops import index_scatter_reduce as core
 from ..ops._backward import _product_of_others
-from .partition import NodePartition
-from .plan import Plan, agree, rank_and_world
+from .node_partition import NodePartition
+from .plan import ExchangePlan, agree, rank_and_world
 
 _SUM = "sum"
 
 
 def index_scatter_reduce(
-    index: Union[torch.Tensor, Plan],
+    index: Union[torch.Tensor, ExchangePlan],
     src: torch.Tensor,
     reduce: str = "sum",
     *,
@@ -72,8 +72,8 @@ def index_scatter_reduce(
         A new tensor ``(partition.size(rank), *F)`` of ``src``'s dtype and device.
 
     Raises:
-        TypeError: ``partition`` is not a :class:`NodePartition`; ``index`` is neither a tensor nor a :class:`Plan`,
-            or not int32/int64; ``src`` is not a tensor, or of a dtype scatterx does not reduce.
+        TypeError: ``partition`` is not a :class:`NodePartition`; ``index`` is neither a tensor nor an
+            :class:`ExchangePlan`, or not int32/int64; ``src`` is not a tensor, or of a dtype scatterx does not reduce.
         ValueError: ``reduce`` is not a known name; ``src`` is 0-d or its rows are not ``index``'s entries;
             ``index`` is not 1-D, or not sorted with ``sorted=True``; ``partition.world_size`` is not the group's
             size; a plan was built for another partition; or the ranks' dtypes, feature shapes, partitions or
@@ -110,7 +110,7 @@ def index_scatter_reduce(
         getattr(partition, "bounds", None),
     )
     agree(problem, signature, group)
-    the_plan = index if isinstance(index, Plan) else Plan(index, partition, group)
+    the_plan = index if isinstance(index, ExchangePlan) else ExchangePlan(index, partition, group)
     return _ShardedScatterReduce.apply(src, the_plan, red)
 
 
@@ -123,7 +123,7 @@ def _check(index, src, partition, sorted, world) -> Optional[Exception]:
         return TypeError(f"src has dtype {src.dtype}, which scatterx does not reduce")
     if src.dim() == 0:
         return ValueError("src must have a row dim (dim 0), got a 0-d tensor")
-    if isinstance(index, Plan):
+    if isinstance(index, ExchangePlan):
         if index.partition != partition:
             return ValueError(f"the plan was built for {index.partition}, not {partition}")
         if index.world != world:
@@ -144,21 +144,21 @@ def _per_row(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return values.view(-1, *([1] * (like.dim() - 1)))
 
 
-def _reduce_here(plan: Plan, rows: torch.Tensor, reduce: str) -> torch.Tensor:
+def _reduce_here(plan: ExchangePlan, rows: torch.Tensor, reduce: str) -> torch.Tensor:
     """Rows per entry of this rank's index, reduced to one per distinct id."""
     return core(0, plan.inverse, rows, reduce, plan.index_sorted, dim_size=plan.ids.numel())
 
 
-def _combine(plan: Plan, arrived: torch.Tensor, reduce: str) -> torch.Tensor:
+def _combine(plan: ExchangePlan, arrived: torch.Tensor, reduce: str) -> torch.Tensor:
     """What the other ranks pushed, combined per owned node (a sorted segment reduction, in rank order)."""
     return core(0, plan.local_sorted, arrived.index_select(0, plan.order), reduce, True, dim_size=plan.num_owned)
 
 
-def _reduce_to_owners(plan: Plan, rows: torch.Tensor, reduce: str) -> torch.Tensor:
+def _reduce_to_owners(plan: ExchangePlan, rows: torch.Tensor, reduce: str) -> torch.Tensor:
     return _combine(plan, plan.push(_reduce_here(plan, rows, reduce)), reduce)
 
 
-def _pull_per_entry(plan: Plan, owned: torch.Tensor) -> torch.Tensor:
+def _pull_per_entry(plan: ExchangePlan, owned: torch.Tensor) -> torch.Tensor:
     """Owned rows (num_owned, ...) back to every entry of this rank's index that names them."""
     return plan.pull(owned.index_select(0, plan.local)).index_select(0, plan.inverse)
 

@@ -1,7 +1,7 @@
 """The exchange pattern of a sharded scatter or gather, and the collectives that move rows along it.
 
-A rank holds edges whose endpoint ids are global. ``Plan(index, partition)`` reduces the ids to the distinct ones
-(``unique``, sorted, so they come grouped by owner), and tells every owner which of its nodes each rank names
+A rank holds edges whose endpoint ids are global. ``ExchangePlan(index, partition)`` reduces the ids to the distinct
+ones (``unique``, sorted, so they come grouped by owner), and tells every owner which of its nodes each rank names
 (one ``all_to_all_single`` of counts, one of ids). Rows then move two ways along the plan:
 
 - ``push``: one row per distinct id, from the rank that names it to its owner (a sharded scatter's partial
@@ -29,7 +29,7 @@ from typing import List, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from .partition import NodePartition
+from .node_partition import NodePartition
 
 _ERRORS = {
     "IndexError": IndexError,
@@ -130,15 +130,15 @@ class Stats:
 STATS = Stats()
 
 
-class Plan:
+class ExchangePlan:
     """The exchange pattern of ``index`` (the global node ids this rank's edges name) under ``partition``.
 
-    Built by :func:`plan` (the same as ``Plan(index, partition, group)``) and passed to :func:`index_scatter_reduce`
-    or :func:`halo_gather` in place of ``index``: a static graph computes its exchange pattern once and reuses it
-    every epoch. A plan depends only on the ids and the partition, not on the rows moved along it. Building one is
-    a collective: every rank of ``group`` builds its plan together (three small ``all_to_all_single`` exchanges and
-    one agreement message; none in a single process), and bad input on any rank raises the same exception on every
-    rank, naming the rank that found it.
+    Built by :func:`plan` (the same as ``ExchangePlan(index, partition, group)``) and passed to
+    :func:`index_scatter_reduce` or :func:`halo_gather` in place of ``index``: a static graph computes its exchange
+    pattern once and reuses it every epoch. A plan depends only on the ids and the partition, not on the rows moved
+    along it. Building one is a collective: every rank of ``group`` builds its plan together (three small
+    ``all_to_all_single`` exchanges and one agreement message; none in a single process), and bad input on any rank
+    raises the same exception on every rank, naming the rank that found it.
 
     The ids are reduced to the distinct ones, sorted (so they come grouped by owner), and every owner learns
     which of its nodes each rank names. Attributes: ``ids`` the distinct ids; ``inverse`` the position of each
@@ -164,9 +164,9 @@ class Plan:
 
     Example:
         >>> part = NodePartition.even(5, 1)
-        >>> p = Plan(torch.tensor([4, 0, 4]), part)
+        >>> p = ExchangePlan(torch.tensor([4, 0, 4]), part)
         >>> p
-        Plan(rank 0 of 1: 3 entries, 2 distinct ids, send [2], receive [2])
+        ExchangePlan(rank 0 of 1: 3 entries, 2 distinct ids, send [2], receive [2])
         >>> p.ids, p.inverse, p.degree
         (tensor([0, 4]), tensor([1, 0, 1]), tensor([1, 0, 0, 0, 2]))
     """
@@ -236,8 +236,8 @@ class Plan:
 
     def __repr__(self) -> str:
         return (
-            f"Plan(rank {self.rank} of {self.world}: {self.num_entries} entries, {self.ids.numel()} distinct ids, "
-            f"send {self.send_counts}, receive {self.recv_counts})"
+            f"ExchangePlan(rank {self.rank} of {self.world}: {self.num_entries} entries, "
+            f"{self.ids.numel()} distinct ids, send {self.send_counts}, receive {self.recv_counts})"
         )
 
 
@@ -261,7 +261,9 @@ def _check_index(index, partition: NodePartition, world: int) -> Optional[Except
     return None
 
 
-def plan(index: torch.Tensor, partition: NodePartition, group: Optional[torch.distributed.ProcessGroup] = None) -> Plan:
+def plan(
+    index: torch.Tensor, partition: NodePartition, group: Optional[torch.distributed.ProcessGroup] = None
+) -> ExchangePlan:
     """The exchange pattern of ``index`` under ``partition``, for :func:`index_scatter_reduce` and
     :func:`halo_gather` to reuse.
 
@@ -276,7 +278,7 @@ def plan(index: torch.Tensor, partition: NodePartition, group: Optional[torch.di
             ``torch.distributed`` is not initialised).
 
     Returns:
-        A new :class:`Plan`.
+        A new :class:`ExchangePlan`.
 
     Raises:
         TypeError: ``partition`` is not a :class:`NodePartition`, ``index`` is not a tensor or not int32/int64.
@@ -298,4 +300,4 @@ def plan(index: torch.Tensor, partition: NodePartition, group: Optional[torch.di
         >>> halo_gather(torch.arange(5.0), p, partition=part)  # x[index]
         tensor([4., 0., 4.])
     """
-    return Plan(index, partition, group)
+    return ExchangePlan(index, partition, group)

@@ -19,8 +19,8 @@ import torch
 import torch.distributed as dist
 
 from .graph import ShardedGraph
-from .partition import NodePartition
-from .partitioner import GraphPartition, cut_stats, partition_graph  # noqa: F401  (partition_graph: the examples)
+from .node_partition import NodePartition
+from .partition_graph import GraphPartition, cut_stats, partition_graph  # noqa: F401  (partition_graph: the examples)
 from .plan import agree, rank_and_world
 
 FORMAT = 1

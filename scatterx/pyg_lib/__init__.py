@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 
 from .._dropin import DropIn
-from ..backends._common import empty
+from ..backends._outputs import empty
 from . import ops as ops
 from . import partition as partition
 from . import sampler as sampler

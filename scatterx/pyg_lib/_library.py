@@ -12,7 +12,7 @@ from typing import List
 
 import torch
 
-from . import _dist, _walk, sampler
+from . import _distributed_sampling, _walk, sampler
 
 #: name -> (schema, implementation), pyg-lib's schemas
 OPERATORS = {
@@ -41,7 +41,7 @@ OPERATORS = {
         "relabel_neighborhood(Tensor seed, Tensor sampled_nodes_with_duplicates, "
         "int[] num_sampled_neighbors_per_node, int num_nodes, Tensor? batch=None, bool csc=False, "
         "bool disjoint=False) -> (Tensor, Tensor)",
-        _dist.relabel_neighborhood,
+        _distributed_sampling.relabel_neighborhood,
     ),
     "hetero_relabel_neighborhood": (
         "hetero_relabel_neighborhood(str[] node_types, (str, str, str)[] edge_types, Dict(str, Tensor) seed_dict, "
@@ -49,13 +49,13 @@ OPERATORS = {
         "Dict(str, int[][]) num_sampled_neighbors_per_node_dict, Dict(str, int) num_nodes_dict, "
         "Dict(str, Tensor)? batch_dict=None, bool csc=False, bool disjoint=False) "
         "-> (Dict(str, Tensor), Dict(str, Tensor))",
-        _dist.hetero_relabel_neighborhood,
+        _distributed_sampling.hetero_relabel_neighborhood,
     ),
     "merge_sampler_outputs": (
         "merge_sampler_outputs(Tensor[] node_ids, Tensor[] edge_ids, int[][] cumsum_neighbors_per_node, "
         "int[] partition_ids, int[] partition_orders, int num_partitions, int num_neighbors, Tensor? batch, "
         "bool disjoint) -> (Tensor, Tensor, Tensor?, int[])",
-        _dist.merge_sampler_outputs,
+        _distributed_sampling.merge_sampler_outputs,
     ),
 }
 

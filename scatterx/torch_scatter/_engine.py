@@ -14,7 +14,8 @@ from typing import List, Optional, Tuple
 import torch
 
 from .. import planner
-from ..backends._common import empty, explain_bad_index
+from ..backends._common import explain_bad_index
+from ..backends._outputs import empty
 from ..ops import csr_order, index_to_ptr, needs_op, segment_arg_reduce
 from ..ops._checks import check_tensor
 from ..planner import XMap
@@ -168,7 +169,7 @@ def finish(result: torch.Tensor, out: Optional[torch.Tensor], dtype: torch.dtype
 
 
 def select_rows(src: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
-    """``src.index_select(dim, index)``, on the CPU into a buffer on huge pages (``backends._common.empty``:
+    """``src.index_select(dim, index)``, on the CPU into a buffer on huge pages (``backends._outputs.empty``:
     the page faults of a fresh ``E x F`` output cost more than the copy) when no gradient is wanted."""
     if src.device.type == "cpu" and not needs_op(src):
         shape = list(src.shape)

@@ -16,7 +16,7 @@ from ranks import expect_raises, free_port, run_ranks
 import scatterx.pyg as sxpyg
 from scatterx import distributed as sxd
 from scatterx.bench.gnn import GnnConfig, build_model, make_arxiv_like
-from scatterx.distributed.partitioner import cut_stats, partition_graph
+from scatterx.distributed.partition_graph import cut_stats, partition_graph
 
 MODELS = ("gcn", "sage", "gin", "gat", "gatv2", "graphconv")
 CONFIG = GnnConfig.for_graph("cora", nodes=120, edges=700, features=6, hidden=8, classes=3)

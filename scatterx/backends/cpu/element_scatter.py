@@ -11,7 +11,8 @@ import torch
 from ..._reductions import BY_NAME
 from ...kernels.cpu import element_scatter as element_kernels
 from ...kernels.cpu import launch, numpy_view, storage_code
-from .._common import empty, shape3
+from .._common import shape3
+from .._outputs import empty
 from . import routes
 from ._arguments import view3
 

@@ -8,7 +8,7 @@ import torch
 from ..._reductions import Reduction
 from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.gather_segment_reduce import weighted_gather_segment_reduce as weighted_kernel
-from .._common import empty
+from .._outputs import empty
 from . import routes
 from ._arguments import chunks, index64
 from .segment_reduce import reduce_segments

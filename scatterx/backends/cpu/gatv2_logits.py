@@ -7,7 +7,7 @@ import torch
 from ...kernels.cpu import NATIVE, launch, numpy_view, storage_code
 from ...kernels.cpu.gatv2_logits import gatv2_grad as grad_kernel
 from ...kernels.cpu.gatv2_logits import gatv2_logits as logits_kernel
-from .._common import empty
+from .._outputs import empty
 from . import routes
 from ._arguments import chunks, index64
 

@@ -23,7 +23,8 @@ from ...kernels.cpu import index_scatter_reduce_owner as owner
 from ...kernels.cpu.index_scatter_reduce_backward import index_scatter_reduce_backward as tie_kernel
 from ...kernels.cpu.index_scatter_reduce_runs import CHUNK_POSITIONS, index_scatter_reduce_runs
 from ...kernels.cpu.segments import index_bound
-from .._common import empty, explain_bad_index, new_result, shape3
+from .._common import explain_bad_index, shape3
+from .._outputs import empty, new_result
 from . import routes
 from ._arguments import chunks, finish, index64, perm_np, streams, target, view3
 from .routes import Route

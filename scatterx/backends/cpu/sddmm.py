@@ -7,7 +7,7 @@ import torch
 from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.sddmm import SDDMM_OPS
 from ...kernels.cpu.sddmm import sddmm as sddmm_kernel
-from .._common import empty
+from .._outputs import empty
 from . import routes
 from ._arguments import chunks, index64
 

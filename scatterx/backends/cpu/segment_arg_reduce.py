@@ -10,7 +10,8 @@ import torch
 from ..._reductions import Reduction, accumulator_dtype
 from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.segment_arg_reduce import segment_arg_reduce as arg_kernel
-from .._common import empty, new_result, shape3
+from .._common import shape3
+from .._outputs import empty, new_result
 from . import routes
 from ._arguments import chunks, perm_np, view3
 

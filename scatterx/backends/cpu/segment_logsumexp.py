@@ -10,7 +10,8 @@ import torch
 from ..._reductions import accumulator_dtype
 from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.segment_logsumexp import segment_logsumexp as logsumexp_kernel
-from .._common import new_result, shape3
+from .._common import shape3
+from .._outputs import new_result
 from . import routes
 from ._arguments import chunks, perm_np, view3
 

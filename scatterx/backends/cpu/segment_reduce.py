@@ -8,7 +8,8 @@ import torch
 from ..._reductions import Reduction
 from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.segment_reduce import segment_reduce as segment_kernel
-from .._common import new_result, shape3
+from .._common import shape3
+from .._outputs import new_result
 from . import routes
 from ._arguments import chunks, finish, perm_np, streams, target, view3
 

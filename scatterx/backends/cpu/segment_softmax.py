@@ -9,7 +9,8 @@ import torch
 from ...kernels.cpu import launch, numpy_view, storage_code
 from ...kernels.cpu.segment_softmax import segment_softmax as softmax_kernel
 from ...kernels.cpu.segment_softmax import segment_softmax_backward as backward_kernel
-from .._common import empty, shape3
+from .._common import shape3
+from .._outputs import empty
 from . import routes
 from ._arguments import chunks, perm_np, view3
 

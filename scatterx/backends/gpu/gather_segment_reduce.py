@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from ..._reductions import Reduction
-from .._common import new_result, shape3
+from .._common import shape3
+from .._outputs import new_result
 from .segment_reduce import launch_segments
 from .segments import rows_to_segments
 

@@ -14,7 +14,8 @@ from ...kernels.gpu import index_scatter_reduce_atomic as scatter_kernels
 from ...kernels.gpu import index_scatter_reduce_backward as backward_kernels
 from ...kernels.gpu._codegen import kernel_code
 from ...kernels.gpu._tiles import launch_config, tile_shapes
-from .._common import new_result, shape3
+from .._common import shape3
+from .._outputs import new_result
 from . import routes
 from ._launch import DTYPES, FLAG, INT, KERNEL_REDUCTIONS, POINTER, TL_DTYPE, Variant, cdiv, launch
 from .routes import Route

@@ -9,7 +9,8 @@ import torch
 from ..._reductions import REDUCTIONS, Reduction, accumulator_dtype
 from ...kernels.gpu import segment_arg_reduce as arg_kernels
 from ...kernels.gpu._tiles import launch_config, tile_shapes
-from .._common import new_result, shape3
+from .._common import shape3
+from .._outputs import new_result
 from ._launch import DTYPES, FLAG, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
 

@@ -10,7 +10,8 @@ import torch
 from ..._reductions import accumulator_dtype
 from ...kernels.gpu import segment_logsumexp as logsumexp_kernels
 from ...kernels.gpu._tiles import launch_config, tile_shapes
-from .._common import new_result, shape3
+from .._common import shape3
+from .._outputs import new_result
 from ._launch import FLAG, FLOATS, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
 

@@ -11,7 +11,8 @@ from ..._reductions import Reduction, accumulator_dtype
 from ...kernels.gpu import segment_reduce as segment_kernels
 from ...kernels.gpu._codegen import kernel_code
 from ...kernels.gpu._grid import balanced_grid, tile, tiles
-from .._common import new_result, shape3
+from .._common import shape3
+from .._outputs import new_result
 from . import routes
 from ._launch import DTYPES, FLAG, INT, KERNEL_REDUCTIONS, POINTER, TL_DTYPE, Variant, cdiv, launch
 from .segments import rows_to_segments

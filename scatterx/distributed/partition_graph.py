@@ -16,7 +16,7 @@ from typing import List
 import torch
 
 from .. import _metis
-from .partition import NodePartition, _int
+from .node_partition import NodePartition, _int
 
 METHODS = ("even", "metis")
 BALANCES = ("work", "nodes")

@@ -8,7 +8,11 @@ import random
 import pytest
 import torch
 
-from scatterx.pyg_lib._dist import hetero_relabel_neighborhood, merge_sampler_outputs, relabel_neighborhood
+from scatterx.pyg_lib._distributed_sampling import (
+    hetero_relabel_neighborhood,
+    merge_sampler_outputs,
+    relabel_neighborhood,
+)
 
 T = torch.tensor
 REL = "paper__to__paper"
