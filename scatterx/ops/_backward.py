@@ -8,7 +8,8 @@ For a group ``s`` = the ``src`` slices with ``index == s`` (plus ``base[s]`` whe
   includes ``base[s]`` with ``include_self``). Written with differentiable torch ops, so double backward is
   autograd's own; they need ``src``'s shape only, not its values.
 - prod: the product of the other members, exactly, zeros included: with one zero, the zero's gradient is the
-  product of the others and everyone else's is 0; with two or more, all are 0. No division by zero, no NaN.
+  product of the others and everyone else's is 0; with two or more, all are 0. No division by zero, no NaN. For a
+  double backward the same values are written so that their own derivatives are exact too (``_product_of_others``).
 - amax/amin (the table's ``selects``): ``g`` split evenly among the members equal to the result. ``count_base``
   says whether ``base[s]`` counts among them: scatterx's rule counts it when it takes part (``include_self``);
   ``torch.scatter_reduce`` counts it whenever it ties, even with ``include_self=False``.
@@ -81,13 +82,25 @@ def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include
     return grad_src, grad_base
 
 
-def _product_of_others(values, is_zero, zeros_of_group, product_of_group, g):
-    """Product of the other members of each value's group, times the group's gradient: with no zero in the group
-    the group's product over the value; for the group's only zero the product of the rest; otherwise 0."""
+def _product_of_others(values, is_zero, zeros_of_group, product_of_group, g, zero_values_of_group=None):
+    """Product of the other members of each value's group, times the group's gradient. ``product_of_group`` is the
+    product of the group's nonzero members, ``zeros_of_group`` how many are zero: with no zero among the others,
+    the product over the value (or the product itself, for the group's only zero); with one or more, 0.
+
+    ``zero_values_of_group`` (a double backward ahead): the sum of the group's zero members' values, differentiable.
+    The product of the others is then written so that its derivatives are right too: where exactly one other
+    member is zero, its value (0) times the rest -- whose derivative by that zero is the rest's product, as in
+    ``d/dz (z * b) = b`` -- rather than a constant 0; with two or more zeros among the others every first
+    derivative of the product is 0 as well."""
     safe = torch.where(is_zero, torch.ones_like(values), values)
-    no_zero = (zeros_of_group == 0) & ~is_zero
-    only_zero = (zeros_of_group == 1) & is_zero
-    factor = torch.where(no_zero, product_of_group / safe, torch.where(only_zero, product_of_group, 0.0))
+    nonzero_others = torch.where(is_zero, product_of_group, product_of_group / safe)
+    zeros_of_others = zeros_of_group - is_zero.to(zeros_of_group.dtype)
+    if zero_values_of_group is None:
+        factor = torch.where(zeros_of_others == 0, nonzero_others, 0.0)
+    else:
+        other_zero = zero_values_of_group - torch.where(is_zero, values, torch.zeros_like(values))
+        with_one = torch.where(zeros_of_others == 1, nonzero_others * other_zero, 0.0)
+        factor = torch.where(zeros_of_others == 0, nonzero_others, with_one)
     return g * factor
 
 
@@ -148,12 +161,24 @@ def nonlinear_backward(
             product = backend.index_scatter_reduce(
                 nonzero.contiguous(), index, dim, _PROD, sorted, dim_size, base=nonzero_base
             )
+        zero_values = None  # with a double backward ahead: the zero members' values, as a differentiable sum
+        if graph:
+            zero_values = group_sum(torch.where(zero_rows, rows, torch.zeros_like(rows)))
+            if self_base is not None:
+                zero_values = zero_values + torch.where(self_base == 0, self_base, torch.zeros_like(self_base))
         grad_rows = _product_of_others(
-            rows, zero_rows, zeros.index_select(dim, idx), product.index_select(dim, idx), grad.index_select(dim, idx)
+            rows,
+            zero_rows,
+            zeros.index_select(dim, idx),
+            product.index_select(dim, idx),
+            grad.index_select(dim, idx),
+            None if zero_values is None else zero_values.index_select(dim, idx),
         )
         grad_src = pad_rows(grad_rows, src.shape, dim)
         self_grad = (
-            _product_of_others(self_base, self_base == 0, zeros, product, grad) if self_base is not None else None
+            _product_of_others(self_base, self_base == 0, zeros, product, grad, zero_values)
+            if self_base is not None
+            else None
         )
     else:
         raise ValueError(f"nonlinear_backward handles prod, amax and amin, not {reduce!r}")

@@ -304,8 +304,8 @@ def test_sum_and_mean_do_not_keep_src_alive_for_backward(op, reduce):
 @pytest.mark.parametrize("include_self", [False, True])
 @pytest.mark.parametrize("sorted", [False, True])
 def test_double_backward_of_prod_amax_amin(reduce, include_self, sorted):
-    """With create_graph=True the backward runs as differentiable ops: gradgradcheck on distinct values (ties and
-    zeros are where these are not differentiable)."""
+    """With create_graph=True the backward runs as differentiable ops: gradgradcheck on distinct values (ties are
+    where amax/amin are not differentiable; prod's zeros: the next test)."""
     g = torch.Generator().manual_seed(1)
     index = torch.tensor([0, 0, 1, 3, 3, 3]) if sorted else torch.tensor([3, 0, 1, 3, 0, 3])
     src = (torch.rand(6, 2, generator=g, dtype=torch.float64) + 0.5).requires_grad_()
@@ -315,6 +315,42 @@ def test_double_backward_of_prod_amax_amin(reduce, include_self, sorted):
     assert gradgradcheck(lambda s, b: op(s, index, 0, reduce, sorted, 4, b, include_self, False), (src, base))
     ptr = torch.tensor([0, 2, 3, 3, 6])
     assert gradgradcheck(lambda s: scatterx.segment_reduce(s, ptr, reduce), (src,))
+
+
+@pytest.mark.parametrize("include_self", [False, True])
+@pytest.mark.parametrize("sorted", [False, True])
+def test_double_backward_of_prod_with_zeros_is_the_product_s(include_self, sorted):
+    """A product is a polynomial, differentiable twice at zeros too: the Hessian through scatterx's prod equals the
+    Hessian of the members multiplied out by hand, with one, two and three zeros in a group and a zero ``base``
+    (a one-zero group's other members have gradient 0 there, but not a zero second derivative)."""
+    index = torch.tensor([0, 0, 0, 1, 1, 1, 3, 3]) if sorted else torch.tensor([3, 0, 1, 0, 1, 3, 0, 1])
+    weight = torch.tensor([1.5, -2.0, 0.5, 3.0], dtype=torch.float64)
+
+    def by_hand(s, b):
+        groups = []
+        for t in range(4):
+            value = b[t] if include_self else torch.ones((), dtype=s.dtype)
+            members = [s[i] for i in range(8) if index[i] == t]
+            for member in members:
+                value = value * member
+            groups.append(value if members else b[t])
+        return (torch.stack(groups) * weight).sum()
+
+    def through_scatterx(s, b):
+        return (op(s, index, 0, "prod", sorted, 4, b, include_self, False) * weight).sum()
+
+    for zeros in ([0], [0, 1], [0, 1, 2], [3, 5]):
+        src = torch.arange(1.0, 9.0, dtype=torch.float64) / 4
+        src[zeros] = 0.0
+        base = torch.tensor([0.0, 2.0, 3.0, 0.5], dtype=torch.float64)
+        got = torch.autograd.functional.hessian(through_scatterx, (src, base))
+        want = torch.autograd.functional.hessian(by_hand, (src, base))
+        for a, b in zip(got, want):
+            for x, y in zip(a, b):
+                torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+        assert gradgradcheck(
+            lambda s, b: op(s, index, 0, "prod", sorted, 4, b, include_self, False), (src.requires_grad_(), base)
+        )
 
 
 def test_double_backward_of_amax_matches_torch():
