@@ -261,7 +261,8 @@ def select(
 # ------------------------------------------------------------------------------------------------ batched
 def leading_batch(t: torch.Tensor, lead: List[int]) -> Optional[torch.Tensor]:
     """``t``'s last dim as a 1-D tensor when ``t`` does not vary along its leading dims (expanded, or sizes 1)
-    against the batch sizes ``lead``; else None (the batch must be flattened)."""
-    if all(t.size(d) == 1 or t.stride(d) == 0 or lead[d] == 1 for d in range(t.dim() - 1)):
+    against the batch sizes ``lead``; else None (the batch must be flattened, as an empty one is: it has no first
+    row to read)."""
+    if t.numel() > 0 and all(t.size(d) == 1 or t.stride(d) == 0 or lead[d] == 1 for d in range(t.dim() - 1)):
         return t[(0,) * (t.dim() - 1)]
     return None

@@ -210,6 +210,10 @@ def test_empty_src_leaves_out_untouched():
 def test_batch_of_size_zero():
     assert ts.segment_sum_coo(torch.zeros(0, 4, 3), torch.zeros(0, 4, dtype=torch.long)).shape == (0, 0, 3)
     assert ts.segment_sum_csr(torch.zeros(0, 4, 3), torch.zeros(0, 3, dtype=torch.long)).shape == (0, 2, 3)
+    # the index broadcast over the empty batch (one row for all of it), as torch_scatter allows
+    assert ts.segment_csr(torch.zeros(0, 3), torch.tensor([[0, 1, 3]])).shape == (0, 2)
+    assert [t.shape for t in ts.segment_max_csr(torch.zeros(0, 3), torch.tensor([[0, 1, 3]]))] == [(0, 2), (0, 2)]
+    assert ts.segment_coo(torch.zeros(0, 3, 2), torch.tensor([[0, 1, 1]]), dim_size=2, reduce="mean").shape == (0, 2, 2)
 
 
 def test_gathers_refuse_an_index_on_another_device_or_of_other_leading_sizes():
