@@ -8,6 +8,7 @@ backend in the pass that builds the segments anyway (``backends/cpu/segments.py`
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Optional, Type, Union
 
@@ -99,11 +100,19 @@ def check_integer_vector(t, name: str, like: torch.Tensor, allow_scalar: bool = 
 
 
 def check_size(value, name: str) -> Optional[Union[int, torch.SymInt]]:
-    """A size argument (``dim_size``, ``num_rows``): an int >= 0 (or a one-element integer tensor), or None."""
+    """A size argument (``dim_size``, ``num_rows``): an int >= 0 (a NumPy integer, or a one-element integer
+    tensor, as torch's size arguments take them), or None. A bool is not a size."""
     if value is None:
         return None
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
+        if value.dtype == torch.bool or value.is_complex():
+            raise TypeError(f"{name} must be an int, got a tensor of {value.dtype}")
         value = int(value)
+    elif not isinstance(value, (bool, int, torch.SymInt)) and hasattr(value, "__index__"):
+        try:
+            value = operator.index(value)  # a NumPy integer (a NumPy bool refuses)
+        except TypeError:
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
     if isinstance(value, torch.SymInt):
         # traced with a dynamic size (torch.export with Dim, torch.compile(dynamic=True)): a size the tracer
         # knows to be >= 0 (a tensor's size) stays symbolic; the op's schema takes it as it is

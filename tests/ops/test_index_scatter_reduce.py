@@ -475,3 +475,12 @@ def test_functional_form_of_a_small_call_in_unknown_order(reduce):
     assert torch.equal(index_scatter_reduce_from(0, index[order], src[order], reduce, None, None, dim_size=7), want)
     with pytest.raises(IndexError, match="out of range"):
         index_scatter_reduce_from(0, index, src, reduce, None, None, dim_size=5)
+
+
+def test_dim_size_takes_what_torch_s_sizes_take():
+    """An int, a NumPy integer or a one-element integer tensor (bools are refused: tests/ops/test_validation.py)."""
+    import numpy as np
+
+    index, src = torch.tensor([0, 1]), torch.ones(2)
+    for size in (3, np.int64(3), np.int32(3), torch.tensor(3), torch.tensor([3], dtype=torch.int32)):
+        assert scatterx.index_scatter_reduce(0, index, src, dim_size=size).tolist() == [1.0, 1.0, 0.0]

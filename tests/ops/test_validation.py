@@ -88,6 +88,8 @@ BAD_INPUTS = {
         ["dim_size=9223372036854775808", "too large"],
     ),
     "dim_size_float": (dict(out=None, dim_size=4.0), TypeError, ["dim_size", "float"]),
+    "dim_size_bool": (dict(out=None, dim_size=True), TypeError, ["dim_size", "bool"]),
+    "dim_size_bool_tensor": (dict(out=None, dim_size=torch.tensor(True)), TypeError, ["dim_size", "torch.bool"]),
     # an empty output runs no kernel, and still every entry is checked against its size
     "dim_size_zero": (dict(out=None, dim_size=0), IndexError, ["index[0]=0", "dim_size=0"]),
     "out_empty_along_dim": (dict(out=torch.zeros(0, 4)), IndexError, ["index[0]=0", "dim_size=0"]),
