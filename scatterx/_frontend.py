@@ -9,6 +9,7 @@ anything is written.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import replace
 from typing import Callable, Sequence
@@ -139,11 +140,22 @@ def wrapping_on_failure(run: Callable[[XMap], torch.Tensor], m: XMap, sizes) -> 
 
 
 def scalar_or_tensor(value, like: torch.Tensor, name: str) -> torch.Tensor:
-    """A Python number becomes a 0-d tensor of ``like``'s dtype (to be broadcast by the caller)."""
+    """A Python number becomes a 0-d tensor of ``like``'s dtype (to be broadcast by the caller); one that ``like``'s
+    dtype cannot hold -- a finite float beyond its largest value, an int beyond its range -- is a ValueError, as
+    torch refuses it (``torch.scatter(..., value)``) rather than writing inf or a wrapped integer."""
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, (bool, int, float)):
-        return torch.tensor(value, dtype=like.dtype, device=like.device)
+        dtype = like.dtype
+        if not isinstance(value, bool) and dtype != torch.bool and not dtype.is_complex:
+            if dtype.is_floating_point:
+                fits = not math.isfinite(value) or abs(value) <= torch.finfo(dtype).max
+            else:
+                info = torch.iinfo(dtype)
+                fits = math.isfinite(value) and info.min <= int(value) <= info.max
+            if not fits:
+                raise ValueError(f"{name}={value!r} cannot be converted to {dtype} without overflow")
+        return torch.tensor(value, dtype=dtype, device=like.device)
     raise TypeError(f"{name} must be a torch.Tensor or a number, got {type(value).__name__}")
 
 

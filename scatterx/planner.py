@@ -795,7 +795,8 @@ def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
         if s in mid_u:
             shape = [1] * len(mid_u)
             shape[mid_u.index(s)] = m.shape[s]
-            rows.add_(torch.arange(0, m.shape[s] * strides[t], strides[t], device=m.index.device).view(shape))
+            # (a stride is 0 where a later data dim is empty: no arange with a step of 0)
+            rows.add_((torch.arange(m.shape[s], device=m.index.device) * strides[t]).view(shape))
     return rows.view(-1)
 
 

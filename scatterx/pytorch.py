@@ -17,7 +17,11 @@ torch's conventions kept on purpose:
 
 Differences from torch, all on the side of determinism or leniency:
 
-- duplicates in ``scatter`` (assign): the last write in the index's row-major order wins (torch: undefined);
+- duplicates in ``scatter`` (assign): the last write in the index's row-major order wins (torch: undefined), and
+  the gradient reaches only that write's ``src`` element (torch's reaches every duplicate);
+- half-precision ``mean`` (float16, bfloat16): the sum is kept in float32 and divided before the one rounding to
+  the half type (torch rounds the sum first, then divides): a result may differ from torch's in the last place,
+  closer to the exact mean (docs/decisions/half-precision.md);
 - int32 indices are accepted as well as int64, whatever the torch version;
 - bad input raises ``IndexError``, ``ValueError`` or ``TypeError`` (where torch raises ``RuntimeError``) with the
   position of the culprit, before anything is written.
@@ -161,7 +165,7 @@ def scatter(
     ``out[u with u[dim] = index[u]] = src[u]`` for every position ``u`` of ``index`` (only the part of ``src``
     that ``index`` covers is read); ``reduce="add"`` or ``"multiply"`` combines with the value there instead.
     Duplicates: the last write in the index's row-major order wins (torch leaves the order undefined).
-    Differentiable w.r.t. ``input`` and ``src``, with torch's gradients.
+    Differentiable w.r.t. ``input`` and ``src``, with torch's gradients (duplicates aside: the module docstring).
 
     Args:
         input: the tensor written into (not modified).

@@ -24,6 +24,7 @@ against golden vectors recorded by running TensorFlow itself (``tests/frontends/
 
 from __future__ import annotations
 
+import operator
 from typing import Union
 
 import torch
@@ -260,8 +261,13 @@ def _num_segments(num_segments) -> int:
         if num_segments.dim() != 0:
             raise ValueError(f"num_segments must be a scalar, got a tensor of shape {tuple(num_segments.shape)}")
         num_segments = int(num_segments)
-    elif isinstance(num_segments, bool) or not isinstance(num_segments, int):
-        raise TypeError(f"num_segments must be an int, got {type(num_segments).__name__}")
+    elif isinstance(num_segments, bool):
+        raise TypeError("num_segments must be an int, got bool")
+    elif not isinstance(num_segments, int):
+        try:  # a NumPy integer, as TensorFlow takes one (a NumPy bool refuses)
+            num_segments = operator.index(num_segments)
+        except TypeError:
+            raise TypeError(f"num_segments must be an int, got {type(num_segments).__name__}") from None
     if num_segments < 0:
         raise ValueError(f"num_segments must be a non-negative int, got {num_segments!r}")
     return num_segments

@@ -81,7 +81,7 @@ def test_tensorflow_argument_errors():
     with pytest.raises(TypeError, match=r"tensor must be a torch\.Tensor"):
         tf.tensor_scatter_nd_add([0.0, 0.0], torch.tensor([[0]]), torch.ones(1))
     data, ids = torch.tensor([1.0, 2.0]), torch.tensor([0, 1])
-    for bad in (2.0, "2", None, torch.tensor(2.7)):  # a float tensor was truncated to 2
+    for bad in (2.0, "2", None, torch.tensor(2.7), True):  # a float tensor was truncated to 2
         with pytest.raises(TypeError, match="num_segments"):
             tf.unsorted_segment_sum(data, ids, bad)
     with pytest.raises(ValueError, match="num_segments must be a scalar"):
@@ -89,6 +89,7 @@ def test_tensorflow_argument_errors():
     with pytest.raises(ValueError, match="non-negative"):
         tf.unsorted_segment_sum(data, ids, -1)
     assert tf.unsorted_segment_sum(data, ids, torch.tensor(3)).tolist() == [1.0, 2.0, 0.0]
+    assert tf.unsorted_segment_sum(data, ids, np.int64(3)).tolist() == [1.0, 2.0, 0.0]  # as TensorFlow takes it
 
 
 def test_paddle_argument_errors():

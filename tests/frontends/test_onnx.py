@@ -186,3 +186,16 @@ def test_wrong_argument_types_and_0d_data_raise_documented_errors():
         sxo.scatter_elements(torch.tensor(1.0), torch.tensor(0), torch.tensor(2.0))
     with pytest.raises(ValueError, match="ScatterND: data must have rank >= 1"):
         sxo.scatter_nd(torch.tensor(1.0), torch.zeros(1, 0, dtype=torch.long), torch.ones(1))
+
+
+def test_elements_of_data_empty_after_the_axis_or_a_carried_dim():
+    """A data dim of size 0 after a carried dim makes that dim's stride 0: empty results of the index's shape (the
+    gathers) and the data unchanged (the scatters), as ONNX's reference and torch.gather give."""
+    long = torch.long
+    assert sxo.gather_elements(torch.zeros(1, 0), torch.zeros(0, 0, dtype=long), axis=1).shape == (0, 0)
+    assert sxo.gather_elements(torch.zeros(2, 0), torch.zeros(0, 3, dtype=long), axis=1).shape == (0, 3)
+    assert sxo.gather_elements(torch.zeros(2, 0, 3), torch.zeros(2, 0, 5, dtype=long), axis=2).shape == (2, 0, 5)
+    data = torch.zeros(1, 0)
+    for reduction in ("none", "add", "max"):
+        out = sxo.scatter_elements(data, torch.zeros(0, 0, dtype=long), torch.zeros(0, 0), axis=1, reduction=reduction)
+        assert out.shape == (1, 0) and out is not data

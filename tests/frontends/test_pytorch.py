@@ -74,6 +74,34 @@ def test_scatter_of_a_number_equals_torch(p):
     assert torch.equal(scatterx.scatter(inp, dim, index, value), torch.scatter(inp, dim, index, value))
 
 
+def test_a_number_its_dtype_cannot_hold_is_refused_as_torch_refuses_it():
+    """torch.scatter refuses a value beyond the dtype's range (no inf, no wrapped integer); so does scatterx,
+    before writing ``out``. Infinities and NaN are values a float holds; a float is truncated into an int."""
+    cases = {
+        torch.float16: [65504.0, 65519.0, -1e10, float("inf"), float("nan")],
+        torch.bfloat16: [3.3e38, 3.4e38],
+        torch.float32: [3.4e38, 3.5e38],
+        torch.int32: [2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 1.5, 1e10, float("nan")],
+        torch.int64: [2**63 - 1, 2**63],
+        torch.bool: [2, 1e10],
+    }
+    index = torch.tensor([0])
+    for dtype, values in cases.items():
+        for value in values:
+            try:
+                want = torch.scatter(torch.ones(2, dtype=dtype), 0, index, value)
+            except RuntimeError:
+                want = None
+            out = torch.full((2,), 3, dtype=dtype)
+            if want is None:
+                with pytest.raises(ValueError, match="without overflow"):
+                    scatterx.scatter(torch.ones(2, dtype=dtype), 0, index, value, out=out)
+                assert (out == 3).all()
+            else:
+                got = scatterx.scatter(torch.ones(2, dtype=dtype), 0, index, value)
+                torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
 @given(p=problems())
 def test_gather_equals_torch(p):
     inp, dim, index, _, _ = p
