@@ -33,7 +33,18 @@ graph's model is not slowed by the switch.
 Whatever scatterx does not take runs PyG's own code -- a dtype or device scatterx does not support,
 ``reduce="any"``; for the fused layers also hooks and explain mode -- so the results are PyG's (up to the order of
 floating-point sums). A call the rule hands back still gets scatterx's cheap checks of its arguments, so bad input
-raises the same error on both sides of the rule.
+raises the same error on both sides of the rule. Where scatterx's results differ from PyG's, scatterx's are the
+exact ones (docs/guide/gradients.md):
+
+- max/min gradients split evenly among the members equal to the result. PyG's ``scatter`` reduces into a
+  zero-filled output with ``include_self=False``, and torch's gradient then counts that fill as one more tie when
+  the result is 0 (ReLU'd messages, say): its members get ``1/(k+1)`` each where scatterx gives ``1/k``;
+- ``segment`` with max/min keeps a segment's real ``inf`` (PyG's maps every infinite result to 0, empty segments
+  and real infinities alike; scatterx's empty segments are 0);
+- an int32 index: torch 2.13's gather with an expanded int32 index, in PyG's backward, reads wrong rows; scatterx's
+  gradients are those of the int64 index;
+- an index entry out of range is an ``IndexError`` naming the entry (PyG raises ``ValueError`` or
+  ``RuntimeError``).
 
 Under ``torch.compile`` the rule is read from the traced shapes (a symbolic size through a guard): the fused layers
 and routed reductions that pay are traced as scatterx's custom ops into the model's graph, the rest as PyG's torch
