@@ -432,15 +432,15 @@ def pytest_sessionfinish(session, exitstatus):
     compiled = compile_budget.compiled()
     unlisted = unlisted_gpu_launches(config)
     if _in_worker(config):
-        config.workeroutput["scatterx"] = {"compiled": [list(pair) for pair in compiled], "unlisted": unlisted}
+        config.workeroutput["scatterx"] = {"compiled": [list(row) for row in compiled], "unlisted": unlisted}
         return
     if _is_controller(config):
         reports = getattr(config, "_from_workers", [])
-        compiled = {tuple(pair) for report in reports for pair in report["compiled"]}
+        compiled = [tuple(row) for report in reports for row in report["compiled"]]
         unlisted = sorted({name for report in reports for name in report["unlisted"]})
     rows = compile_budget.count(compiled)
     config._compile_budget = rows
-    total = sum(n for _, n in rows)
+    total = sum(n for _, n, _ in rows)
     config._unlisted = unlisted
     if (total > compile_budget.BUDGET or unlisted) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -458,7 +458,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("compiled variants of the CPU kernels")
     for line in compile_budget.report(rows):
         terminalreporter.write_line(line)
-    total = sum(n for _, n in rows)
+    total = sum(n for _, n, _ in rows)
     if total > compile_budget.BUDGET:
         terminalreporter.write_line(
             f"FAILED: {total} compiled variants, over the budget of {compile_budget.BUDGET}", red=True, bold=True

@@ -27,7 +27,8 @@ still compiles correctly. See docs/decisions/parallel-tests.md.
 import contextlib
 import hashlib
 import os
-from typing import Iterator, Optional, Set
+import time
+from typing import Dict, Iterator, Optional, Set, Tuple
 
 from numba.core.caching import Cache
 from numba.core.compiler_lock import global_compiler_lock
@@ -104,12 +105,21 @@ def compiling(dispatcher, sig) -> Iterator[None]:
         yield
 
 
+#: Seconds of each compile this process made, by ``(module.function, signature)`` (the time inside the variant's
+#: lock: a variant another process compiled meanwhile loads in milliseconds). What a cold process pays per variant;
+#: the test suite's compile budget prints the sums per kernel (tests/compile_budget.py).
+compile_seconds: Dict[Tuple[str, str], float] = {}
+
+
 def load_or_compile(dispatcher, sig) -> None:
     """Make the variant ``sig`` (a tuple of Numba types) of ``dispatcher`` ready to call: loaded from the disk
     cache, else compiled (``compiling``)."""
     if not _load(dispatcher, sig):
         with compiling(dispatcher, sig):
+            start = time.perf_counter()
             dispatcher.compile(sig)
+            name = f"{dispatcher.py_func.__module__.rsplit('.', 1)[-1]}.{dispatcher.py_func.__name__}"
+            compile_seconds[(name, str(tuple(sig)))] = time.perf_counter() - start
 
 
 def _load(dispatcher, sig) -> bool:
