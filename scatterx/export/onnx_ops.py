@@ -89,6 +89,16 @@ def _rank(x) -> int:
     return len(x.shape)
 
 
+def _widened(x):
+    """A half-precision ``x`` cast to float32 (onnxruntime reduces no half type in ``ScatterElements``), its
+    shape and dtype set on the cast as the graph builder knows them for ``x`` (a computed value's are not known,
+    and the translations read both)."""
+    wide = cast(ir.Value, op.Cast(x, to=ir.DataType.FLOAT))  # (typed by onnxscript as a tensor type's class)
+    wide.shape = x.shape
+    wide.dtype = ir.DataType.FLOAT
+    return wide
+
+
 def _is_integer(x) -> bool:
     return x.dtype in _INTEGER_RANGE
 
@@ -281,6 +291,9 @@ def _scattered(src, index, rows, reduce: str, base, include_self: bool, rank: in
     expanded to the rows' shape, exact and deterministic, and slow (the tree's levels are unrolled, and 40 of them
     made onnxscript's optimizer take minutes over a GAT: docs/decisions/export-onnx.md)."""
     mode, start = _SCATTER[reduce]
+    # the first len(index) rows: an index may be shorter than src's dim (the rows after it are not read), and
+    # ScatterElements wants updates of the expanded index's shape
+    src = op.Slice(src, _ints([0]), op.Shape(index), _ints([0]))
     counts = _counts(index, rows)
     received = _per_row(op.Greater(counts, _int_scalar(0)), rank)
     takes_base = base is not None and include_self
@@ -458,7 +471,9 @@ def gatv2_logits(ptr, index, a, b, att, negative_slope: float):
 
 def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int = 0, sorted: bool = False):
     """``scatterx::segment_softmax``: softmax of each group's slices along ``dim``, groups by ``index`` or
-    ``ptr``."""
+    ``ptr``; half types in float32, rounded once, as eagerly."""
+    if src.dtype in _HALF:
+        return op.CastLike(segment_softmax(_widened(src), index, ptr, dim, num_segments, sorted), src)
     front = _to_front(src, dim)
     if ptr is not None:
         index, rows = _ptr_to_index(ptr, _length(src, dim)), _segments(ptr)
@@ -543,10 +558,8 @@ def segment_arg_reduce(
     (``max``/``min``), then the first position holding it (``min`` of positions) -- kept only where it strictly
     beats the start value (``base`` or the start); ``(values, arg)``."""
     if src.dtype in _HALF:  # selected in float32 (exact for half values), written back once
-        wide_base = None if base is None else op.Cast(base, to=ir.DataType.FLOAT)
-        values, arg = segment_arg_reduce(
-            op.Cast(src, to=ir.DataType.FLOAT), ptr, perm, wide_base, reduce, dim, finite_start, fill
-        )
+        wide_base = None if base is None else _widened(base)
+        values, arg = segment_arg_reduce(_widened(src), ptr, perm, wide_base, reduce, dim, finite_start, fill)
         return op.CastLike(values, src), arg
     rank = _rank(src)
     maximum = reduce in ("amax", "max")
@@ -587,7 +600,7 @@ def segment_logsumexp(src, ptr, perm=None, dim: int = 0, eps: float = 1e-12, fla
     """``scatterx::segment_logsumexp``: ``top + log(sum exp(x - top) + eps)`` per segment, with the op's ``top``
     and NaN rules for each flavour."""
     if src.dtype in _HALF:
-        return op.CastLike(segment_logsumexp(op.Cast(src, to=ir.DataType.FLOAT), ptr, perm, dim, eps, flavour), src)
+        return op.CastLike(segment_logsumexp(_widened(src), ptr, perm, dim, eps, flavour), src)
     rank = _rank(src)
     x, _rows, segment, S = _members(src, ptr, perm, dim)
     shape = _rows_shape(x, S)

@@ -13,12 +13,12 @@ Why this module is long: four public functions, each with a TorchScript-visible 
 fast path and a general one, and a full docstring; most of the length is their reference documentation.
 """
 
-from typing import Optional
+from typing import Optional, cast
 
 import torch
 
 from ..ops import needs_op, segment_arg_reduce, segment_logsumexp, segment_softmax
-from ..ops._checks import check_tensor, normalize_dim
+from ..ops._checks import check_size, check_tensor, normalize_dim
 from . import _engine
 from .scatter import scatter_max, scatter_sum
 
@@ -81,8 +81,14 @@ def _softmax(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optiona
     d = normalize_dim(dim, src1.dim(), zero_d_as_1d=True)
     one = _one_dim_index(index, src1, d) if index.dim() <= src1.dim() else None
     if one is not None:
-        size = dim_size if dim_size is not None else _engine.size_from_index(one)
-        return segment_softmax(src1, one, dim=d, num_segments=size).view(src.shape)
+        size = cast(int, check_size(dim_size, "dim_size")) if dim_size is not None else _engine.size_from_index(one)
+        try:
+            result = segment_softmax(src1, one, dim=d, num_segments=size)
+        except IndexError:  # named with this function's own argument, as the drop-in's other functions name it
+            if one.numel() and (int(one.min()) < 0 or int(one.max()) >= size):
+                raise _engine.out_of_range(one, size) from None
+            raise
+        return result.view(src.shape)
     full = _general_index(index, src1, d, dim_size)
     top = scatter_max(src1, full, d, dim_size=dim_size)[0]
     shifted = (src1 - top.gather(d, full)).exp()
@@ -183,6 +189,8 @@ def _logsumexp(
     _floating(src, "scatter_logsumexp")
     _engine.check_index(index)
     dim = normalize_dim(dim, src.dim(), zero_d_as_1d=True)
+    if src.dim() == 0:  # one entry: a 1-D src of one slice, as the drop-in's other reductions take it
+        src = src.view(1)
     if out is not None:
         _engine.check_out(out, src, list(src.shape), dim)
     fast = _segments_along(src, index, dim, out.size(dim) if out is not None else dim_size)

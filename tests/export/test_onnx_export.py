@@ -405,6 +405,50 @@ def test_dynamic_numbers_of_nodes_and_edges(tmp_path):
         torch.testing.assert_close(torch.from_numpy(got), model(x, source, target).detach(), atol=1e-5, rtol=1e-5)
 
 
+def test_an_index_shorter_than_src_with_dynamic_lengths(tmp_path):
+    """An index shorter than src's dim reads its first ``len(index)`` rows (the op's contract), also where the
+    export leaves both lengths dynamic (the ScatterElements path): run at lengths equal, shorter by several rows,
+    and of one entry, for a sum, a selection and a mean."""
+    from torch.export import Dim
+
+    class Every(torch.nn.Module):
+        def forward(self, index, src):
+            return tuple(scatterx.index_scatter_reduce(0, index, src, r, False, dim_size=4) for r in REDUCTIONS)
+
+    index, src = torch.tensor([0, 2, 2]), values((5, 2), torch.float32, 40)
+    path = tmp_path / "m.onnx"
+    dynamic = ({0: Dim("entries", min=1, max=100)}, {0: Dim("rows", min=2, max=100)})
+    to_onnx(Every(), (index, src), path, dynamic_shapes=dynamic, optimize=False)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    for entries, rows in ((5, 5), (3, 7), (1, 5)):
+        index, src = repeated_index(entries, 6, entries), values((rows, 2), torch.float32, rows)
+        got = session.run(None, dict(zip(names, (index.numpy(), src.numpy()))))
+        assert_outputs([torch.from_numpy(g) for g in got], Every()(index, src))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["segment_softmax", "scatter_softmax", "scatter_max", "scatter_logsumexp", "scatter_log_softmax"],
+)
+def test_softmax_and_selections_of_float16(name, tmp_path):
+    """The translations that reduce with ScatterElements (softmax, the arg-reductions, logsumexp) take half types
+    in float32 and round once, as eagerly: onnxruntime reduces no float16 there, and a cast value's rank is not
+    known to the graph builder."""
+    import scatterx.torch_scatter as ts
+
+    calls = {
+        "segment_softmax": lambda index, x: scatterx.segment_softmax(x, index, num_segments=4),
+        "scatter_softmax": lambda index, x: ts.scatter_softmax(x, index, 0, dim_size=4),
+        "scatter_max": lambda index, x: ts.scatter_max(x, index, 0, dim_size=4)[0],
+        "scatter_logsumexp": lambda index, x: ts.scatter_logsumexp(x, index, 0, dim_size=4),
+        "scatter_log_softmax": lambda index, x: ts.scatter_log_softmax(x, index, 0, dim_size=4),
+    }
+    index, x = torch.tensor([0, 0, 2, 1, 2, 0]), values((6, 3), torch.float16, 41)
+    model = Wrap(calls[name])
+    assert_outputs(run_onnx(model, [index, x], tmp_path / "m.onnx", optimize=False), model(index, x))
+
+
 def test_torch_export_and_aoti(tmp_path):
     """torch.export with dynamic sizes keeps the ops (exact fakes, no graph break); the exported program runs at
     another size; AOTInductor compiles it on the CPU (the custom ops run through the dispatcher, so the package

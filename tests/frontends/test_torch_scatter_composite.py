@@ -220,3 +220,22 @@ def test_negative_index_entry_raises_index_error_naming_it(name, size, grad):
                 fn(src, form, 0, **kwargs)
             if out is not None:
                 assert torch.equal(out, torch.full((3, 2), 7.0)), case
+
+
+def test_logsumexp_of_a_zero_dim_src_is_one_slice_as_the_other_reductions_take_it():
+    src, index = torch.tensor(2.0), torch.tensor(0)
+    assert torch.equal(ts.scatter_logsumexp(src, index, 0), torch.tensor([2.0]))
+    assert torch.equal(ts.scatter_logsumexp(src, index, 0, dim_size=2), torch.tensor([2.0, 0.0]))
+    out = torch.zeros(1)
+    assert ts.scatter_logsumexp(src, index, 0, out=out) is out
+    torch.testing.assert_close(out, torch.tensor([2.0]).exp().add(1).log())  # out's value joins as a member
+    assert ts.scatter_sum(src, index, 0, dim_size=2).shape == ts.scatter_logsumexp(src, index, 0, dim_size=2).shape
+
+
+def test_softmax_names_dim_size_in_its_errors_as_log_softmax_does():
+    src, index = torch.rand(3), torch.tensor([0, 1, 2])
+    for fn in (ts.scatter_softmax, ts.scatter_log_softmax):
+        with pytest.raises(TypeError, match="dim_size must be an int"):
+            fn(src, index, 0, dim_size=True)
+        with pytest.raises(IndexError, match=r"index\[2\]=2 is out of range for dim_size=2"):
+            fn(src, index, 0, dim_size=2)
