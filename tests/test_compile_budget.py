@@ -3,6 +3,7 @@ variants, and its report totals them against the budget."""
 
 import compile_budget
 import numpy as np
+from numba import njit
 
 from scatterx.kernels.cpu.segments import index_bound
 
@@ -15,14 +16,29 @@ def test_a_new_variant_is_counted_under_its_kernel():
     assert after >= 2 and after >= before
 
 
-def test_a_compile_is_timed_and_a_variant_loaded_from_the_cache_is_not():
-    from scatterx.kernels.cpu._compile_lock import compile_seconds
+def test_a_compile_is_timed_once_and_reported_under_its_kernel():
+    """A variant compiled in this process is timed and its seconds reach the budget's rows; calling it again (or
+    compiling the signature again, as a second key for it would: a kernel without a disk cache) keeps that time.
+    A kernel without a disk cache, so that it compiles here on every run, warm cache or not."""
+    from scatterx.kernels.cpu._codegen import Kernel
+    from scatterx.kernels.cpu._compile_lock import compile_seconds, load_or_compile
 
-    index_bound(np.array([1, 2], dtype=np.int16))  # compiled by some process of this run, or loaded
-    (seconds,) = [s for name, sig, s in compile_budget.compiled() if "int16" in sig and "index_bound" in name]
-    key = next((k for k in compile_seconds if k[0] == "segments.index_bound_kernel" and "int16" in k[1]), None)
-    assert seconds == (compile_seconds[key] if key else 0.0)
-    assert key is None or seconds > 0
+    @njit(cache=False)
+    def _doubled(x):
+        return x * 2
+
+    kernel = Kernel(_doubled)
+    try:
+        assert kernel(np.int64(21)) == 42
+        ((key, seconds),) = [(k, s) for k, s in compile_seconds.items() if k[0] == "test_compile_budget._doubled"]
+        assert seconds > 0
+        kernel(np.int64(1))
+        load_or_compile(kernel.dispatcher, next(iter(kernel.dispatcher.overloads)))  # compiled already: not timed
+        assert compile_seconds[key] == seconds
+        rows = {name: (n, s) for name, n, s in compile_budget.variants()}
+        assert rows["test_compile_budget._doubled"] == (1, seconds)
+    finally:
+        Kernel.all.remove(kernel)
 
 
 def test_the_report_totals_variants_and_seconds_against_the_budget():

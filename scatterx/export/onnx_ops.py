@@ -94,7 +94,7 @@ def _widened(x):
     shape and dtype set on the cast as the graph builder knows them for ``x`` (a computed value's are not known,
     and the translations read both)."""
     wide = cast(ir.Value, op.Cast(x, to=ir.DataType.FLOAT))  # (typed by onnxscript as a tensor type's class)
-    wide.shape = x.shape
+    wide.shape = None if x.shape is None else ir.Shape(x.shape)  # (a copy: the two values' shapes are their own)
     wide.dtype = ir.DataType.FLOAT
     return wide
 

@@ -44,7 +44,7 @@ from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from ..._reductions import BY_CODE
-from ._compile_lock import load_or_compile
+from ._compile_lock import kernel_name, load_or_compile
 from ._memory import stream_row
 
 NATIVE, F16, BF16 = 0, 1, 2
@@ -393,7 +393,7 @@ class Kernel:
         self._signatures = {}
         #: per key: what ``pool.launch`` needs to run the variant on an OpenMP team (``openmp.py``), or None
         self.native: dict = {}
-        self.name = f"{dispatcher.py_func.__module__.rsplit('.', 1)[-1]}.{dispatcher.py_func.__name__}"
+        self.name = kernel_name(dispatcher)
         self.__doc__ = dispatcher.py_func.__doc__
         Kernel.all.append(self)
 

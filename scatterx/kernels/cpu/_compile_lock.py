@@ -111,15 +111,21 @@ def compiling(dispatcher, sig) -> Iterator[None]:
 compile_seconds: Dict[Tuple[str, str], float] = {}
 
 
+def kernel_name(dispatcher) -> str:
+    """``module.function`` of a compiled function: its name in ``compile_seconds`` and the compile budget's table."""
+    return f"{dispatcher.py_func.__module__.rsplit('.', 1)[-1]}.{dispatcher.py_func.__name__}"
+
+
 def load_or_compile(dispatcher, sig) -> None:
     """Make the variant ``sig`` (a tuple of Numba types) of ``dispatcher`` ready to call: loaded from the disk
     cache, else compiled (``compiling``)."""
     if not _load(dispatcher, sig):
         with compiling(dispatcher, sig):
+            fresh = tuple(sig) not in dispatcher.overloads  # (without a disk cache, ``_load`` does not look)
             start = time.perf_counter()
             dispatcher.compile(sig)
-            name = f"{dispatcher.py_func.__module__.rsplit('.', 1)[-1]}.{dispatcher.py_func.__name__}"
-            compile_seconds[(name, str(tuple(sig)))] = time.perf_counter() - start
+            if fresh:
+                compile_seconds[(kernel_name(dispatcher), str(tuple(sig)))] = time.perf_counter() - start
 
 
 def _load(dispatcher, sig) -> bool:
