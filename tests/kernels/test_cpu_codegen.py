@@ -4,6 +4,7 @@ table's, and the half-precision ``load``/``store`` bit for bit against torch's c
 bfloat16 bit pattern, and float32 values around every rounding boundary that matters)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from numba import literally, njit
 from scatterx._reductions import REDUCTIONS
 from scatterx.kernels.cpu import _codegen
 from scatterx.kernels.cpu import segments as segment_kernels
-from scatterx.kernels.cpu._codegen import combine, identity, load, store
+from scatterx.kernels.cpu._codegen import combine, finalize, identity, load, store
 
 
 @njit
@@ -100,6 +101,48 @@ def test_a_selecting_combine_in_place_stores_unconditionally(red, dtype):
         if s[0].literal_value == red.code and str(s[1].dtype) == np.dtype(dtype).name
     )
     assert "maskmov" not in _combine_in_place.inspect_asm(signature)
+
+
+@njit(error_model="numpy")
+def _reduce_rows_of(code, storage, x, out):
+    """A kernel's loop in small: every step (``identity``, ``load``, ``combine``, ``finalize``, ``store``) once."""
+    literally(code)
+    literally(storage)
+    acc = np.empty(x.shape[1], np.float32)
+    for j in range(x.shape[1]):
+        acc[j] = identity(code, acc)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            acc[j] = combine(code, acc[j], load(storage, x[i, j]))
+    for j in range(x.shape[1]):
+        out[j] = store(storage, finalize(code, acc[j], x.shape[0]))
+
+
+@pytest.mark.parametrize("storage", [_codegen.F16, _codegen.BF16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("red", REDUCTIONS, ids=lambda r: r.name)
+def test_the_steps_are_inlined_into_the_loops_that_call_them(red, storage):
+    """The steps are ordinary Numba functions (typed once, not inlined into each caller's Numba IR, which cost a
+    third of every variant's compile): LLVM must inline them, or every element would be a call and no loop would
+    vectorise. The optimised code holds no call to a step of ``_codegen`` or a table's function; and the loop's
+    result is the steps' own (float32 accumulation, one rounding)."""
+    dtype = torch.float16 if storage == _codegen.F16 else torch.bfloat16
+    x = torch.linspace(-3, 5, 64 * 9).view(9, 64).to(dtype)
+    out = torch.empty(64, dtype=dtype)
+    _reduce_rows_of(red.code, storage, x.view(torch.int16).numpy(), out.view(torch.int16).numpy())
+    widened = x.float().numpy()
+    want = np.full(64, red.identity(torch.float32), np.float32)
+    for row in widened:  # the table's combine, in float32, row after row
+        want = np.array([red.combine(a, b) for a, b in zip(want, row)], np.float32)
+    if red.divide_by_count:
+        want = want / np.float32(x.shape[0])
+    assert torch.equal(out.view(torch.int16), torch.from_numpy(want).to(dtype).view(torch.int16))
+    signature = next(
+        s for s in _reduce_rows_of.overloads if s[0].literal_value == red.code and s[1].literal_value == storage
+    )
+    # (the optimised LLVM IR: the machine code calls through registers, with no names)
+    calls = re.findall(r" call [^@\n]*@\"?([\w.$]+)", _reduce_rows_of.inspect_llvm(signature))
+    steps = [c for c in calls if "8scatterx7kernels3cpu8_codegen" in c or "8scatterx11_reductions" in c]  # (mangled)
+    assert calls and not steps, f"calls left in the loop: {steps}"
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=str)

@@ -7,6 +7,12 @@ literal up in the table and returns the matching implementation, so every (reduc
 straight-line kernel with no branch on the reduction in the inner loop, and -- unlike closures made in a factory --
 the result is cached on disk by Numba (``cache=True``), keyed by the literals.
 
+The steps are ordinary Numba functions, not inlined into their callers' Numba IR (``inline="always"``): LLVM
+inlines them when it optimises the kernel, so the inner loops hold no call and vectorise as before, while Numba
+types each step once per signature instead of again at every call site -- a third of each variant's compile
+(docs/decisions/compile-budget.md, "The table's steps as ordinary functions"; ``tests/kernels/test_cpu_codegen.py``
+checks that a kernel's loop calls no step).
+
 Only the reduction and the storage format are literals: they decide what the inner loop computes, and a branch
 on them there would cost vectorisation. Every other choice of a kernel (gather or not, include_self, streamed
 stores, ...) is a run-time argument -- a branch outside the inner loop, or one that is always predicted the same
@@ -96,19 +102,19 @@ def _freeze(typingctx, value):
     return value(value), codegen
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def choose(take, x, current):
     """``x if take else current``, for a value stored back where ``current`` was loaded from: ``current`` goes
     through ``_freeze``, so the store stays unconditional (see ``_ov_combine``)."""
     return x if take else _freeze(current)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _bf16_bits_to_f32(bits):
     return _u32_as_f32(np.uint32(np.uint16(bits)) << np.uint32(16))  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _f32_to_bf16_bits(value):
     u: np.uint32 = _f32_as_u32(value)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     if value != value:  # NaN: keep it a (quiet) NaN after truncation
@@ -175,7 +181,7 @@ def write_row(storage, out, o, t, acc, a, stream):
     conditions the caller has checked; ``acc`` is then a C-contiguous scratch and ``a`` is 0)."""
 
 
-@overload(load, inline="always")
+@overload(load)
 def _ov_load(storage, x):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -187,7 +193,7 @@ def _ov_load(storage, x):
     return None
 
 
-@overload(store, inline="always")
+@overload(store)
 def _ov_store(storage, value):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -199,13 +205,13 @@ def _ov_store(storage, value):
     return None
 
 
-@overload(combine, inline="always")
+@overload(combine)
 def _ov_combine(reduce, acc, x):
     code = _literal(reduce)
     if code is None:
         return None
     row = BY_CODE[code]
-    step = njit(inline="always")(row.combine)
+    step = njit(row.combine)
     if row.selects:
         # A selecting combine may return ``acc`` itself, so ``a[j] = combine(a[j], x)`` stores back the value it
         # loaded when ``acc`` wins, and LLVM turns that into a store made only when ``x`` wins: a masked store
@@ -216,17 +222,17 @@ def _ov_combine(reduce, acc, x):
     return lambda reduce, acc, x: step(acc, x)
 
 
-@overload(prefers, inline="always")
+@overload(prefers)
 def _ov_prefers(reduce, x, best):
     code = _literal(reduce)
     rule = None if code is None else BY_CODE[code].prefers
     if rule is None:
         return None
-    step = njit(inline="always")(rule)
+    step = njit(rule)
     return lambda reduce, x, best: step(x, best)
 
 
-@overload(finalize, inline="always")
+@overload(finalize)
 def _ov_finalize(reduce, acc, count):
     code = _literal(reduce)
     if code is None:
@@ -241,7 +247,7 @@ def _ov_finalize(reduce, acc, count):
     return lambda reduce, acc, count: acc / to_acc_type(count)
 
 
-@overload(identity, inline="always")
+@overload(identity)
 def _ov_identity(reduce, acc):
     code = _literal(reduce)
     if code is None:
@@ -251,7 +257,7 @@ def _ov_identity(reduce, acc):
     return lambda reduce, acc: scalar
 
 
-@overload(acc_buffer, inline="always")
+@overload(acc_buffer)
 def _ov_acc_buffer(storage, like, n):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -261,7 +267,7 @@ def _ov_acc_buffer(storage, like, n):
     return None
 
 
-@overload(rows_buffer, inline="always")
+@overload(rows_buffer)
 def _ov_rows_buffer(storage, like, rows, inner):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -271,7 +277,7 @@ def _ov_rows_buffer(storage, like, rows, inner):
     return None
 
 
-@overload(in_place, inline="always")
+@overload(in_place)
 def _ov_in_place(storage, stream):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -281,7 +287,7 @@ def _ov_in_place(storage, stream):
     return None
 
 
-@overload(accumulator, inline="always")
+@overload(accumulator)
 def _ov_accumulator(storage, rows, scratch, use_rows):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -291,7 +297,7 @@ def _ov_accumulator(storage, rows, scratch, use_rows):
     return None
 
 
-@overload(write_row, inline="always")
+@overload(write_row, inline="always")  # (a loop over the row: LLVM would leave it a call per row)
 def _ov_write_row(storage, out, o, t, acc, a, stream):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -314,7 +320,7 @@ def _ov_write_row(storage, out, o, t, acc, a, stream):
     return None
 
 
-@overload(accumulator_for, inline="always")
+@overload(accumulator_for)
 def _ov_accumulator_for(storage, rows):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -336,7 +342,7 @@ def _fetch_add(typingctx, counter, value):
     return types.int64(counter, types.int64), codegen
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def claim(counter):
     """The next work item of a launch, or -1 when every item is taken. ``counter``: ``[next, items]`` (int64),
     shared by the threads of the launch (``kernels.cpu.launch``)."""
@@ -429,8 +435,8 @@ class Kernel:
             return entry
         sig = self.signature(args)
         with warnings.catch_warnings():
-            # Numba's own "pedantic internal check" on the SSA of inlined overloads (the table's steps) warns on
-            # correct kernels; a user should not see it on a first call
+            # Numba's own "pedantic internal check" on the SSA of code it inlines (``write_row``, a kernel's own
+            # inline helpers) can warn on correct kernels; a user should not see it on a first call
             warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
             # from the disk cache, or compiled (processes sharing the cache: one compiles, the rest load)
             load_or_compile(self.dispatcher, sig)

@@ -46,8 +46,7 @@ ROW_CHUNK = 512
 # in a vectorised pass first, then updated without a branch per entry; one with a bad entry is redone entry by
 # entry, skipping those. Each loop is written out for ``track`` none or not: a branch on it around a store cost
 # 70%. The entry-by-entry path is inline, not a call: a call in the loop, or a return from it, cost 60% even when
-# never taken. (Numba's SSA check warns on the second inlined ``combine`` of amax/amin, NumbaIRAssumptionWarning;
-# ``Kernel`` silences it, the code is correct.) Measured in docs/decisions/element-scatter.md.
+# never taken. Measured in docs/decisions/element-scatter.md.
 @njit(cache=True, nogil=True, error_model="numpy")
 def _row_hits(acc, seen, idx, val, reduce, storage, assign, track):
     """acc[idx[i]] (+)= val[i] in order of i (1-D, C-contiguous); returns the number of entries outside ``acc``."""
@@ -177,7 +176,7 @@ def along_scatter_kernel(
         if assign or (track == TRACK_NONE and storage == NATIVE):
             continue  # the accumulator is the output, and every target already holds its final value
         out_o = out[o]
-        for s in range(S):  # (one ``store`` in the kernel: two inlined copies upset Numba's SSA check)
+        for s in range(S):
             us = np.uint64(s)
             for j in range(j0, j1):
                 uj = np.uint64(j)

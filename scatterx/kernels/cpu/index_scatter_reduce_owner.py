@@ -253,7 +253,7 @@ def looks_empty(reduce, x):
     what an empty target gets (0): always False for an integer sum, whose empty targets are right as they are."""
 
 
-@overload(looks_empty, inline="always")
+@overload(looks_empty)
 def _ov_looks_empty(reduce, x):
     code = reduce.literal_value if isinstance(reduce, types.IntegerLiteral) else None
     if code is None:
