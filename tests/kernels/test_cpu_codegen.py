@@ -14,7 +14,7 @@ from numba import literally, njit
 from scatterx._reductions import REDUCTIONS
 from scatterx.kernels.cpu import _codegen
 from scatterx.kernels.cpu import segments as segment_kernels
-from scatterx.kernels.cpu._codegen import combine, finalize, identity, load, store
+from scatterx.kernels.cpu._codegen import choose, combine, finalize, identity, load, prefers, store
 
 
 @njit
@@ -123,7 +123,7 @@ def _reduce_rows_of(code, storage, x, out):
 def test_the_steps_are_inlined_into_the_loops_that_call_them(red, storage):
     """The steps are ordinary Numba functions (typed once, not inlined into each caller's Numba IR, which cost a
     third of every variant's compile): LLVM must inline them, or every element would be a call and no loop would
-    vectorise. The optimised code holds no call to a step of ``_codegen`` or a table's function; and the loop's
+    vectorise. The optimised code holds no call to a function of the package; and the loop's
     result is the steps' own (float32 accumulation, one rounding)."""
     dtype = torch.float16 if storage == _codegen.F16 else torch.bfloat16
     x = torch.linspace(-3, 5, 64 * 9).view(9, 64).to(dtype)
@@ -139,10 +139,43 @@ def test_the_steps_are_inlined_into_the_loops_that_call_them(red, storage):
     signature = next(
         s for s in _reduce_rows_of.overloads if s[0].literal_value == red.code and s[1].literal_value == storage
     )
-    # (the optimised LLVM IR: the machine code calls through registers, with no names)
-    calls = re.findall(r" call [^@\n]*@\"?([\w.$]+)", _reduce_rows_of.inspect_llvm(signature))
-    steps = [c for c in calls if "8scatterx7kernels3cpu8_codegen" in c or "8scatterx11_reductions" in c]  # (mangled)
+    _assert_no_step_is_called(_reduce_rows_of, signature)
+
+
+def _assert_no_step_is_called(dispatcher, signature):
+    # the optimised LLVM IR (the machine code calls through registers, with no names); every call to a function of
+    # the package is a step left uninlined (mangled names: _ZN8scatterx...), the test's own function is not
+    calls = re.findall(r" call [^@\n]*@\"?([\w.$]+)", dispatcher.inspect_llvm(signature))
+    steps = [c for c in calls if c.startswith("_ZN8scatterx")]
     assert calls and not steps, f"calls left in the loop: {steps}"
+
+
+@njit(error_model="numpy")
+def _select_rows_of(code, x, best, arg):
+    """The arg-reductions' loop in small: ``prefers`` and ``choose``."""
+    literally(code)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            take = prefers(code, x[i, j], best[j])
+            best[j] = choose(take, x[i, j], best[j])
+            arg[j] = choose(take, i, arg[j])
+
+
+@pytest.mark.parametrize("red", [r for r in REDUCTIONS if r.prefers is not None], ids=lambda r: r.name)
+def test_the_selecting_steps_are_inlined_too(red):
+    x = np.array([[1.0, np.nan, 3.0], [2.0, 0.0, 3.0], [-1.0, 5.0, 3.0]], np.float32)
+    best = x[0].copy()
+    arg = np.zeros(3, np.int64)
+    _select_rows_of(red.code, x[1:], best, arg)
+    want_best, want_arg = x[0].copy(), np.zeros(3, np.int64)
+    for i, row in enumerate(x[1:]):
+        for j in range(3):
+            if red.prefers(row[j], want_best[j]):
+                want_best[j], want_arg[j] = row[j], i
+    np.testing.assert_array_equal(best, want_best)
+    np.testing.assert_array_equal(arg, want_arg)
+    signature = next(s for s in _select_rows_of.overloads if s[0].literal_value == red.code)
+    _assert_no_step_is_called(_select_rows_of, signature)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=str)

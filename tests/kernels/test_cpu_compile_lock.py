@@ -132,3 +132,36 @@ def test_a_variant_in_the_cache_loads_without_numba_s_compile_set_up(tmp_path):
     # one made the set-up itself
     assert warm[0] == "refreshes 0 not set up" and warm[1] == "hits 1 misses 0"
     assert warm[2] == "compiled refreshed misses 1"
+
+
+def test_every_kernel_s_guard_reaches_the_steps_that_save_to_a_cache_of_their_own():
+    """The table's steps compiled on their own and cached on disk (``claim``, ``choose``, the bfloat16 conversions)
+    save to their own cache files, whichever kernel compiles them first: ``guard`` must lock those saves too. It
+    reaches them through the compiled functions in each kernel's module's globals, and theirs."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    from scatterx.kernels import cpu
+    from scatterx.kernels.cpu import _codegen
+    from scatterx.kernels.cpu._compile_lock import compiled_globals, lock_path
+
+    for module in pkgutil.iter_modules(cpu.__path__):  # every kernel module, so that Kernel.all holds them all
+        importlib.import_module(f"{cpu.__name__}.{module.name}")
+
+    cached_steps = {
+        name for name, value in vars(_codegen).items() if isinstance(value, Dispatcher) and lock_path(value)
+    }
+    assert {"claim", "choose"} <= cached_steps
+    kernels = [k for k in _codegen.Kernel.all if k.dispatcher.py_func.__module__.startswith("scatterx.")]
+    assert len(kernels) >= 20
+    for kernel in kernels:
+        reached, todo = set(), [kernel.dispatcher]
+        while todo:
+            for value in compiled_globals(todo.pop()):
+                if value not in reached:
+                    reached.add(value)
+                    todo.append(value)
+        names = {value.py_func.__name__ for value in reached if value.py_func.__module__ == _codegen.__name__}
+        assert cached_steps <= names, f"{kernel.name}: its guard misses {cached_steps - names}"

@@ -8,10 +8,11 @@ straight-line kernel with no branch on the reduction in the inner loop, and -- u
 the result is cached on disk by Numba (``cache=True``), keyed by the literals.
 
 The steps are ordinary Numba functions, not inlined into their callers' Numba IR (``inline="always"``): LLVM
-inlines them when it optimises the kernel, so the inner loops hold no call and vectorise as before, while Numba
-types each step once per signature instead of again at every call site -- a third of each variant's compile
-(docs/decisions/compile-budget.md, "The table's steps as ordinary functions"; ``tests/kernels/test_cpu_codegen.py``
-checks that a kernel's loop calls no step).
+inlines them when it optimises the kernel (``STEP_OPTIONS``: forced), so the inner loops hold no call and vectorise
+as before, while Numba types each step once per signature instead of again at every call site -- a third of each
+variant's compile (docs/decisions/compile-budget.md, "The table's steps as ordinary functions";
+``tests/kernels/test_cpu_codegen.py`` checks that no step is left a call, in a loop of its own and in the kernels
+the tests compiled). ``write_row``, a loop over a row, is still inlined by Numba.
 
 Only the reduction and the storage format are literals: they decide what the inner loop computes, and a branch
 on them there would cost vectorisation. Every other choice of a kernel (gather or not, include_self, streamed
@@ -39,7 +40,7 @@ keyed on exactly these files (``tests/conftest.py``); split further, each new fi
 from __future__ import annotations
 
 import warnings
-from typing import Callable, ClassVar, List
+from typing import Any, Callable, ClassVar, List
 
 import numpy as np
 import torch
@@ -54,6 +55,12 @@ from ._compile_lock import kernel_name, load_or_compile
 from ._memory import stream_row
 
 NATIVE, F16, BF16 = 0, 1, 2
+
+#: How every step is compiled: ``forceinline`` asks LLVM to inline it into its callers whatever its cost model says
+#: (or the optimisation level: with ``NUMBA_OPT=0`` too); the error model and fastmath are fixed here, not inherited
+#: from whichever kernel happened to compile a step first (a step is compiled once per signature and process, and
+#: cached on disk, for every kernel that calls it). (Typed Any: Numba's stubs type each option of njit and overload.)
+STEP_OPTIONS: Any = {"forceinline": True, "error_model": "numpy", "fastmath": False}
 
 
 # ---------------------------------------------------------------------------------------------- half precision
@@ -102,19 +109,19 @@ def _freeze(typingctx, value):
     return value(value), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, **STEP_OPTIONS)
 def choose(take, x, current):
     """``x if take else current``, for a value stored back where ``current`` was loaded from: ``current`` goes
     through ``_freeze``, so the store stays unconditional (see ``_ov_combine``)."""
     return x if take else _freeze(current)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
 
 
-@njit(cache=True)
+@njit(cache=True, **STEP_OPTIONS)
 def _bf16_bits_to_f32(bits):
     return _u32_as_f32(np.uint32(np.uint16(bits)) << np.uint32(16))  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
 
 
-@njit(cache=True)
+@njit(cache=True, **STEP_OPTIONS)
 def _f32_to_bf16_bits(value):
     u: np.uint32 = _f32_as_u32(value)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     if value != value:  # NaN: keep it a (quiet) NaN after truncation
@@ -181,7 +188,7 @@ def write_row(storage, out, o, t, acc, a, stream):
     conditions the caller has checked; ``acc`` is then a C-contiguous scratch and ``a`` is 0)."""
 
 
-@overload(load)
+@overload(load, jit_options=STEP_OPTIONS)
 def _ov_load(storage, x):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -193,7 +200,7 @@ def _ov_load(storage, x):
     return None
 
 
-@overload(store)
+@overload(store, jit_options=STEP_OPTIONS)
 def _ov_store(storage, value):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -205,13 +212,13 @@ def _ov_store(storage, value):
     return None
 
 
-@overload(combine)
+@overload(combine, jit_options=STEP_OPTIONS)
 def _ov_combine(reduce, acc, x):
     code = _literal(reduce)
     if code is None:
         return None
     row = BY_CODE[code]
-    step = njit(row.combine)
+    step = njit(row.combine, **STEP_OPTIONS)
     if row.selects:
         # A selecting combine may return ``acc`` itself, so ``a[j] = combine(a[j], x)`` stores back the value it
         # loaded when ``acc`` wins, and LLVM turns that into a store made only when ``x`` wins: a masked store
@@ -222,17 +229,17 @@ def _ov_combine(reduce, acc, x):
     return lambda reduce, acc, x: step(acc, x)
 
 
-@overload(prefers)
+@overload(prefers, jit_options=STEP_OPTIONS)
 def _ov_prefers(reduce, x, best):
     code = _literal(reduce)
     rule = None if code is None else BY_CODE[code].prefers
     if rule is None:
         return None
-    step = njit(rule)
+    step = njit(rule, **STEP_OPTIONS)
     return lambda reduce, x, best: step(x, best)
 
 
-@overload(finalize)
+@overload(finalize, jit_options=STEP_OPTIONS)
 def _ov_finalize(reduce, acc, count):
     code = _literal(reduce)
     if code is None:
@@ -247,7 +254,7 @@ def _ov_finalize(reduce, acc, count):
     return lambda reduce, acc, count: acc / to_acc_type(count)
 
 
-@overload(identity)
+@overload(identity, jit_options=STEP_OPTIONS)
 def _ov_identity(reduce, acc):
     code = _literal(reduce)
     if code is None:
@@ -257,7 +264,7 @@ def _ov_identity(reduce, acc):
     return lambda reduce, acc: scalar
 
 
-@overload(acc_buffer)
+@overload(acc_buffer, jit_options=STEP_OPTIONS)
 def _ov_acc_buffer(storage, like, n):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -267,7 +274,7 @@ def _ov_acc_buffer(storage, like, n):
     return None
 
 
-@overload(rows_buffer)
+@overload(rows_buffer, jit_options=STEP_OPTIONS)
 def _ov_rows_buffer(storage, like, rows, inner):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -277,7 +284,7 @@ def _ov_rows_buffer(storage, like, rows, inner):
     return None
 
 
-@overload(in_place)
+@overload(in_place, jit_options=STEP_OPTIONS)
 def _ov_in_place(storage, stream):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -287,7 +294,7 @@ def _ov_in_place(storage, stream):
     return None
 
 
-@overload(accumulator)
+@overload(accumulator, jit_options=STEP_OPTIONS)
 def _ov_accumulator(storage, rows, scratch, use_rows):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -320,7 +327,7 @@ def _ov_write_row(storage, out, o, t, acc, a, stream):
     return None
 
 
-@overload(accumulator_for)
+@overload(accumulator_for, jit_options=STEP_OPTIONS)
 def _ov_accumulator_for(storage, rows):
     kind = _literal(storage)
     if kind == NATIVE:
@@ -342,7 +349,7 @@ def _fetch_add(typingctx, counter, value):
     return types.int64(counter, types.int64), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, **STEP_OPTIONS)
 def claim(counter):
     """The next work item of a launch, or -1 when every item is taken. ``counter``: ``[next, items]`` (int64),
     shared by the threads of the launch (``kernels.cpu.launch``)."""

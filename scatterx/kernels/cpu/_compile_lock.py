@@ -91,9 +91,14 @@ def guard(dispatcher) -> None:
 
     cache_file.save = locked_save
     cache_file._scatterx_guarded = True
-    for value in list(dispatcher.py_func.__globals__.values()):
-        if isinstance(value, Dispatcher):
-            guard(value)
+    for value in compiled_globals(dispatcher):
+        guard(value)
+
+
+def compiled_globals(dispatcher) -> list:
+    """The compiled functions in the globals of ``dispatcher``'s module: what it can call that Numba compiles and
+    caches on its own (``guard`` follows them, and theirs)."""
+    return [value for value in list(dispatcher.py_func.__globals__.values()) if isinstance(value, Dispatcher)]
 
 
 @contextlib.contextmanager

@@ -44,7 +44,19 @@ from numba import njit, types
 from numba.extending import overload
 
 from ..._reductions import BY_CODE, REDUCTIONS
-from ._codegen import Kernel, accumulator_for, claim, combine, finalize, identity, in_place, load, rows_buffer, store
+from ._codegen import (
+    STEP_OPTIONS,
+    Kernel,
+    accumulator_for,
+    claim,
+    combine,
+    finalize,
+    identity,
+    in_place,
+    load,
+    rows_buffer,
+    store,
+)
 
 OK, OUT_OF_RANGE, NOT_SORTED, AMBIGUOUS = 0, 1, 2, 3
 
@@ -253,7 +265,7 @@ def looks_empty(reduce, x):
     what an empty target gets (0): always False for an integer sum, whose empty targets are right as they are."""
 
 
-@overload(looks_empty)
+@overload(looks_empty, jit_options=STEP_OPTIONS)
 def _ov_looks_empty(reduce, x):
     code = reduce.literal_value if isinstance(reduce, types.IntegerLiteral) else None
     if code is None:
