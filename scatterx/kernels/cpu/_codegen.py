@@ -11,8 +11,8 @@ The steps are ordinary Numba functions, not inlined into their callers' Numba IR
 inlines them when it optimises the kernel (``STEP_OPTIONS``: forced), so the inner loops hold no call and vectorise
 as before, while Numba types each step once per signature instead of again at every call site -- a third of each
 variant's compile (docs/decisions/compile-budget.md, "The table's steps as ordinary functions";
-``tests/kernels/test_cpu_codegen.py`` checks that no step is left a call, in a loop of its own and in the kernels
-the tests compiled). ``write_row``, a loop over a row, is still inlined by Numba.
+``tests/kernels/test_cpu_codegen.py`` checks, on small loops that call every step, that none is left a call).
+``write_row``, a loop over a row, is still inlined by Numba.
 
 Only the reduction and the storage format are literals: they decide what the inner loop computes, and a branch
 on them there would cost vectorisation. Every other choice of a kernel (gather or not, include_self, streamed
