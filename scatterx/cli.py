@@ -17,11 +17,8 @@ import torch
 
 from . import distributed as sxd
 from .bench import (
-    dist,
     export_onnx,
     figures,
-    gnn,
-    gnn_minibatch,
     gpu_kernels,
     gpu_model,
     gpu_static,
@@ -31,7 +28,10 @@ from .bench import (
     targets,
 )
 from .bench import report as report_mod
-from .bench.gnn import MODELS, GnnConfig
+from .bench.gnn import distributed as dist
+from .bench.gnn import full_graph as gnn
+from .bench.gnn import minibatch as gnn_minibatch
+from .bench.gnn.full_graph import MODELS, GnnConfig
 from .bench.goals import evaluate
 from .bench.goals import lines as goal_lines
 from .bench.harness import ORDERS, REDUCTIONS, Config, environment, run

@@ -187,8 +187,8 @@ def loss_difference_from_pyg(case: GnnCase):
 
 # -------------------------------------------------------------------------------------- bench-gnn --mini-batch
 class MiniBatchCase(NamedTuple):
-    config: Any  # gnn_minibatch.MiniBatchConfig
-    row: Any  # gnn_minibatch.MiniBatchRow: one model's batches
+    config: Any  # gnn.minibatch.MiniBatchConfig
+    row: Any  # gnn.minibatch.MiniBatchRow: one model's batches
 
 
 @measure

@@ -15,7 +15,7 @@ from ranks import expect_raises, free_port, run_ranks
 
 import scatterx.pyg as sxpyg
 from scatterx import distributed as sxd
-from scatterx.bench.gnn import GnnConfig, build_model, make_arxiv_like
+from scatterx.bench.gnn.full_graph import GnnConfig, build_model, make_arxiv_like
 from scatterx.distributed.partition_graph import cut_stats, partition_graph
 
 MODELS = ("gcn", "sage", "gin", "gat", "gatv2", "graphconv")

@@ -1,4 +1,4 @@
-"""``scatterx bench-gnn --mini-batch`` (``bench/gnn_minibatch.py``, ``bench/gnn_minibatch_graphs.py``): the graphs it
+"""``scatterx bench-gnn --mini-batch`` (``bench/gnn/minibatch.py``, ``bench/gnn/minibatch_graphs.py``): the graphs it
 builds, its table and goals, and a tiny run end to end (in a fresh process: the run installs scatterx.pyg_lib,
 which changes what PyG does for the rest of a process)."""
 
@@ -12,8 +12,8 @@ import torch
 pytest.importorskip("torch_geometric")
 
 from scatterx import cli
-from scatterx.bench import gnn_minibatch as mb
-from scatterx.bench import gnn_minibatch_graphs as graphs
+from scatterx.bench.gnn import minibatch as mb
+from scatterx.bench.gnn import minibatch_graphs as graphs
 
 
 def test_the_products_graph_is_csc_ordered_power_law_and_deterministic():

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .timing import median_seconds
+from ..timing import median_seconds
 
 
 @dataclass

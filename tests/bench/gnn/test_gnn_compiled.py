@@ -1,4 +1,4 @@
-"""``scatterx bench-gnn --compile`` (``bench/gnn_compiled.py``): both paths trained under ``torch.compile`` (here
+"""``scatterx bench-gnn --compile`` (``bench/gnn/compiled.py``): both paths trained under ``torch.compile`` (here
 with dynamo's eager backend: the traced graphs without inductor's compile time) beside the eager switch, equal
 losses, and the table."""
 
@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from scatterx.bench import gnn, gnn_compiled
+from scatterx.bench.gnn import compiled as gnn_compiled
+from scatterx.bench.gnn import full_graph as gnn
 
 
 def test_a_compiled_model_trains_on_both_paths_with_equal_losses():

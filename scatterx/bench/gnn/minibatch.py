@@ -1,7 +1,7 @@
 """``scatterx bench-gnn --mini-batch``: mini-batch GNN training with PyG's ``NeighborLoader`` (on
 ``scatterx.pyg_lib``, the pure-Python pyg-lib), PyG's default path against ``scatterx.pyg`` switched on.
 
-The graph is ogbn-products-shaped by default (``gnn_minibatch_graphs.py``: 2.4M nodes, 62M edges), or one of
+The graph is ogbn-products-shaped by default (``minibatch_graphs.py``: 2.4M nodes, 62M edges), or one of
 bench-gnn's built-in shapes; ``NeighborLoader(num_neighbors=[15, 10], batch_size=1024, shuffle=True)`` draws
 batches from the training nodes. Per model -- bench-gnn's two-layer GraphSAGE and GAT, and the same layers made
 heterogeneous by ``to_hetero`` on a graph of papers, authors and institutions -- two copies are built from one
@@ -31,13 +31,13 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from .. import pyg_lib
-from . import gnn
-from .gnn_minibatch_graphs import PRODUCTS, Graph, HeteroGraph, make_mag_like, make_products_like
-from .goals import evaluate, limit
-from .goals import lines as goal_lines
-from .harness import environment
-from .measures import MiniBatchCase
+from ... import pyg_lib
+from ..goals import evaluate, limit
+from ..goals import lines as goal_lines
+from ..harness import environment
+from ..measures import MiniBatchCase
+from . import full_graph as gnn
+from .minibatch_graphs import PRODUCTS, Graph, HeteroGraph, make_mag_like, make_products_like
 
 SECTION = "bench-gnn-mini-batch"
 #: the graph shapes: the products shape (this bench's own generator) and bench-gnn's built-in ones

@@ -20,7 +20,7 @@ from typing import Callable, Dict, List
 _CHILD = r"""
 import json, sys, time
 import torch
-from scatterx.bench import gnn
+from scatterx.bench.gnn import full_graph as gnn
 args = json.loads(sys.argv[1])
 torch.set_num_threads(args["threads"])
 config = gnn.GnnConfig.for_graph(args["graph"], nodes=args["nodes"], edges=args["edges"],

@@ -29,13 +29,13 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from .. import distributed as sxd
-from ..distributed.partition_graph import METHODS as PARTITION_METHODS
-from .gnn import GnnConfig, build_model, make_arxiv_like
-from .goals import evaluate, limit
-from .goals import lines as goal_lines
-from .harness import environment
-from .measures import DistCase, max_rel_diff
+from ... import distributed as sxd
+from ...distributed.partition_graph import METHODS as PARTITION_METHODS
+from ..goals import evaluate, limit
+from ..goals import lines as goal_lines
+from ..harness import environment
+from ..measures import DistCase, max_rel_diff
+from .full_graph import GnnConfig, build_model, make_arxiv_like
 
 #: the losses on several processes agree with the single-process losses to this relative tolerance (``goals.json``)
 LOSS_RTOL = limit("bench-dist", "loss_difference_from_one_process")

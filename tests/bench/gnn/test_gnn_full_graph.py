@@ -7,7 +7,7 @@ pytest.importorskip("torch_geometric")
 
 import scatterx.pyg
 from scatterx import cli
-from scatterx.bench import gnn
+from scatterx.bench.gnn import full_graph as gnn
 
 SMALL = dict(nodes=300, edges=2_000, features=16, hidden=8, classes=5, epochs=3)
 

@@ -31,14 +31,15 @@ from typing import Any, Callable, Dict, List, Optional, TypedDict
 import torch
 import torch.nn.functional as F
 
-from . import gnn_cold, gnn_compiled
-from .community import make_community_graph
-from .figures import gnn_figure
-from .gnn_onnx import onnx_inference
-from .goals import evaluate, limit
-from .goals import lines as goal_lines
-from .harness import environment
-from .measures import GnnCase
+from ..community import make_community_graph
+from ..figures import gnn_figure
+from ..goals import evaluate, limit
+from ..goals import lines as goal_lines
+from ..harness import environment
+from ..measures import GnnCase
+from . import cold as gnn_cold
+from . import compiled as gnn_compiled
+from .onnx_inference import onnx_inference
 
 #: ogbn-arxiv's shape
 ARXIV = dict(nodes=169_343, edges=1_166_243, features=128, classes=40)
@@ -87,7 +88,7 @@ class GnnConfig:
     seed: int = 0
     memory: bool = True  # measure the peak step memory of each path (after the timed epochs)
     onnx: bool = False  # time onnxruntime's inference of the exported SAGE model against scatterx eager
-    cold: bool = False  # also time each model's first training step in fresh processes (gnn_cold.py)
+    cold: bool = False  # also time each model's first training step in fresh processes (cold.py)
     compile: bool = False  # also train each model under torch.compile (both paths) beside the eager switch
 
     @classmethod
@@ -213,9 +214,9 @@ class GnnReport:
     results: List[ModelResult]
     environment: Dict[str, str]
     csr_build_ms: Optional[float] = None
-    onnx: Optional[Any] = None  # gnn_onnx.OnnxRow
-    cold: List[Any] = field(default_factory=list)  # gnn_cold.FirstStep per model
-    compiled: List[Any] = field(default_factory=list)  # gnn_compiled.CompiledRow per model
+    onnx: Optional[Any] = None  # onnx_inference.OnnxRow
+    cold: List[Any] = field(default_factory=list)  # cold.FirstStep per model
+    compiled: List[Any] = field(default_factory=list)  # compiled.CompiledRow per model
 
 
 def _step(model, optimizer, data: ArxivLike) -> float:

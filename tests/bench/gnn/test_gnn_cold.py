@@ -1,11 +1,12 @@
-"""``scatterx bench-gnn --cold`` (``bench/gnn_cold.py``): a real first training step in fresh processes (scatterx on an
+"""``scatterx bench-gnn --cold`` (``bench/gnn/cold.py``): a real first training step in fresh processes (scatterx on an
 empty Numba cache, then cached, then PyG), on a tiny graph, and the table it prints."""
 
 import pytest
 
 pytest.importorskip("torch_geometric")
 
-from scatterx.bench import gnn, gnn_cold
+from scatterx.bench.gnn import cold as gnn_cold
+from scatterx.bench.gnn import full_graph as gnn
 
 
 def test_first_steps_run_in_fresh_processes_and_the_cache_is_reused():

@@ -21,7 +21,7 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor
 
-from ..ops import gather_segment_reduce
+from ...ops import gather_segment_reduce
 
 #: ogbn-products' shape; the fraction of its nodes in the training split (196,615)
 PRODUCTS = dict(nodes=2_449_029, edges=61_859_140, features=100, classes=47)

@@ -11,12 +11,12 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from scatterx.bench import dist
-from scatterx.bench.gnn import GnnConfig
+from scatterx.bench.gnn import distributed as dist
+from scatterx.bench.gnn.full_graph import GnnConfig
 from scatterx.cli import main
 
 CONFIG = GnnConfig.for_graph("cora", nodes=300, edges=2000, features=8, hidden=8, threads=2, epochs=3)
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def test_two_processes_from_shards_train_like_one_and_send_the_lower_bound():
