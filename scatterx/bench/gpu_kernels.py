@@ -37,6 +37,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from .. import ops
+from .files import write_json
 from .gpu_model import GPUS
 from .graphs import target_index
 
@@ -378,10 +379,7 @@ def table(rows: List[dict]) -> str:
 
 
 def write(rows: List[dict], out_dir: str, name: str = "kernels.json") -> pathlib.Path:
-    path = pathlib.Path(out_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rows, indent=1) + "\n")
-    return path
+    return write_json(out_dir, name, rows)
 
 
 # ------------------------------------------------------------------------------------ the launch shape, swept

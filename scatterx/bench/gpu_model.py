@@ -12,7 +12,6 @@ times more).
 from __future__ import annotations
 
 import dataclasses
-import json
 import pathlib
 import statistics
 from typing import Callable, Dict, List, Optional
@@ -23,6 +22,7 @@ from ..kernels.gpu import _grid
 from ..ops.gather_segment_reduce import gather_segment_reduce
 from ..ops.index_scatter_reduce import index_scatter_reduce
 from ..ops.segment_softmax import segment_softmax
+from .files import write_json, write_text
 from .graphs import target_index
 
 #: peak DRAM bandwidth (bytes/s) from the vendors' data sheets: H100 SXM5 (HBM3), A100 SXM4 80GB (HBM2e), H200 SXM
@@ -154,12 +154,10 @@ def markdown(rows: List[dict], measured: Optional[Dict[tuple, float]] = None, de
 
 def write(out_dir: str, rows: Optional[List[dict]] = None) -> List[pathlib.Path]:
     rows = rows if rows is not None else model()
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    md, js = out / "bandwidth-model.md", out / "bandwidth-model.json"
-    md.write_text(markdown(rows))
-    js.write_text(json.dumps(rows, indent=1) + "\n")
-    return [md, js]
+    return [
+        write_text(out_dir, "bandwidth-model.md", markdown(rows)),
+        write_json(out_dir, "bandwidth-model.json", rows),
+    ]
 
 
 # ------------------------------------------------------------------------------------------ the balance of work
@@ -201,12 +199,7 @@ def balance(shape: Shape, sms: int = BALANCE_SMS, degrees: str = "powerlaw") -> 
 
 
 def write_balance(out_dir: str, rows: List[dict]) -> List[pathlib.Path]:
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    md, js = out / "balance.md", out / "balance.json"
-    md.write_text(balance_markdown(rows))
-    js.write_text(json.dumps(rows, indent=1) + "\n")
-    return [md, js]
+    return [write_text(out_dir, "balance.md", balance_markdown(rows)), write_json(out_dir, "balance.json", rows)]
 
 
 def balance_markdown(rows: List[dict]) -> str:

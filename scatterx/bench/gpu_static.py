@@ -37,7 +37,6 @@ import collections
 import concurrent.futures
 import dataclasses
 import inspect
-import json
 import multiprocessing
 import os
 import pathlib
@@ -48,6 +47,7 @@ import tempfile
 import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, TypedDict
 
+from .files import write_json, write_text
 from .harness import source_commit
 
 #: the default targets: A100 (sm_80) and H100 (sm_90) always; B200 (sm_100) where the bundled ptxas knows it
@@ -466,11 +466,9 @@ def run(
         "failed": [dict(r, failed=failures(r)) for r in records if failures(r)],
     }
     if out_dir:
-        out = pathlib.Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.md").write_text(markdown(rows, env, seconds))
+        write_text(out_dir, "report.md", markdown(rows, env, seconds))
         summary = {k: v for k, v in result.items() if k != "records"}
-        (out / "report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        write_json(out_dir, "report.json", summary, default=str)
         # every compiled variant's numbers (~1 MB: regenerated, not committed)
-        (out / "variants.json").write_text(json.dumps(result, default=str) + "\n")
+        write_json(out_dir, "variants.json", result, default=str, indent=None)
     return result

@@ -3,14 +3,12 @@ missed), ``grid.csv``, ``grid.json`` and the figures (``figures.py``: grid-sizes
 
 from __future__ import annotations
 
-import csv
-import json
 import math
-import os
 from dataclasses import asdict
 from typing import List, Optional
 
 from .figures import grid_figures, read_grid_csv
+from .files import write_csv, write_json
 from .grid import GridReport, GridRow, missed
 
 WORST = 15
@@ -193,25 +191,16 @@ def _csv_rows(report: GridReport):
 
 
 def write_files(report: GridReport, out_dir: str) -> List[str]:
-    os.makedirs(out_dir, exist_ok=True)
-    csv_path, json_path = os.path.join(out_dir, "grid.csv"), os.path.join(out_dir, "grid.json")
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(_FIELDS)
-        writer.writerows(_csv_rows(report))
-    with open(json_path, "w") as f:
-        json.dump(
-            dict(
-                spec=asdict(report.spec),
-                wall_s=report.wall_s,
-                limit_bytes=report.limit_bytes,
-                environment=report.environment,
-                notes=report.notes,
-                cells=[r.to_dict() for r in report.rows],
-                elements=[r.to_dict() for r in report.elements],
-                missed=len(missed(report)),
-            ),
-            f,
-            indent=1,
-        )
-    return [csv_path, json_path] + grid_figures(read_grid_csv(csv_path), report.environment, out_dir)
+    csv_path = write_csv(out_dir, "grid.csv", _FIELDS, _csv_rows(report))
+    data = dict(
+        spec=asdict(report.spec),
+        wall_s=report.wall_s,
+        limit_bytes=report.limit_bytes,
+        environment=report.environment,
+        notes=report.notes,
+        cells=[r.to_dict() for r in report.rows],
+        elements=[r.to_dict() for r in report.elements],
+        missed=len(missed(report)),
+    )
+    json_path = write_json(out_dir, "grid.json", data)
+    return [str(csv_path), str(json_path)] + grid_figures(read_grid_csv(str(csv_path)), report.environment, out_dir)

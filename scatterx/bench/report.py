@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import json
-import os
 from typing import List
 
 from .dropin import DROP_IN
 from .figures import bench_figures
+from .files import write_csv, write_json
 from .goals import evaluate
 from .goals import lines as goal_lines
 from .harness import DROP_IN_MODE, SCATTERX, Report, best
@@ -151,47 +149,18 @@ def _dropin_table(report: Report) -> List[str]:
 
 
 def write_files(report: Report, out_dir: str) -> List[str]:
-    os.makedirs(out_dir, exist_ok=True)
-    paths = []
-    csv_path = os.path.join(out_dir, "bench.csv")
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(
-            [
-                "reduce",
-                "index",
-                "pass",
-                "implementation",
-                "torch_native",
-                "ms",
-                "gbps",
-                "probe_ratio",
-                "scatterx_speedup",
-            ]
-        )
-        for r in report.rows:
-            writer.writerow(
-                [
-                    r.reduce,
-                    r.order,
-                    r.mode,
-                    r.implementation,
-                    r.torch_native,
-                    f"{r.ms:.4f}",
-                    f"{r.gbps:.3f}",
-                    f"{r.probe_ratio:.4f}",
-                    "" if r.scatterx_speedup is None else f"{r.scatterx_speedup:.4f}",
-                ]
-            )
-    paths.append(csv_path)
-    json_path = os.path.join(out_dir, "bench.json")
-    with open(json_path, "w") as f:
-        data = report.to_dict()
-        data["probe_ms"] = report.probe_ms
-        data["goals"] = [
-            dict(goal=r.name, section=r.goal.section, op=r.op, limit=r.limit, value=r.value, ok=r.ok)
-            for r in evaluate(_section(report), report) + evaluate("drop-in", report)
-        ]
-        json.dump(data, f, indent=2)
-    paths.append(json_path)
-    return paths + bench_figures(data, out_dir)
+    header = ["reduce", "index", "pass", "implementation", "torch_native", "ms", "gbps", "probe_ratio"]
+    rows = [
+        [r.reduce, r.order, r.mode, r.implementation, r.torch_native, f"{r.ms:.4f}", f"{r.gbps:.3f}"]
+        + [f"{r.probe_ratio:.4f}", "" if r.scatterx_speedup is None else f"{r.scatterx_speedup:.4f}"]
+        for r in report.rows
+    ]
+    csv_path = write_csv(out_dir, "bench.csv", header + ["scatterx_speedup"], rows)
+    data = report.to_dict()
+    data["probe_ms"] = report.probe_ms
+    data["goals"] = [
+        dict(goal=r.name, section=r.goal.section, op=r.op, limit=r.limit, value=r.value, ok=r.ok)
+        for r in evaluate(_section(report), report) + evaluate("drop-in", report)
+    ]
+    json_path = write_json(out_dir, "bench.json", data)
+    return [str(csv_path), str(json_path)] + bench_figures(data, out_dir)

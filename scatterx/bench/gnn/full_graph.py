@@ -23,6 +23,8 @@ memory probe, the goals and the report -- each part small and used only here.
 
 from __future__ import annotations
 
+import json
+import pathlib
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ import torch.nn.functional as F
 
 from ..community import make_community_graph
 from ..figures import gnn_figure
+from ..files import write_csv, write_json
 from ..goals import evaluate, limit
 from ..goals import lines as goal_lines
 from ..harness import environment
@@ -441,54 +444,41 @@ def table(report: GnnReport) -> str:
 
 
 def write_files(report: GnnReport, out_dir: str) -> List[str]:
-    import csv
-    import json
-    import os
-
-    os.makedirs(out_dir, exist_ok=True)
-    paths = []
-    csv_path = os.path.join(out_dir, "bench-gnn.csv")
-    with open(csv_path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["model", "path", "epoch", "seconds", "loss"])
-        for r in report.results:
-            for path in ("pyg", "scatterx"):
-                for epoch, (s, loss) in enumerate(zip(r.epoch_s[path], r.loss[path])):
-                    w.writerow([r.model, path, epoch, f"{s:.6f}", f"{loss:.8f}"])
-    paths.append(csv_path)
-    json_path = os.path.join(out_dir, "bench-gnn.json")
-    with open(json_path, "w") as f:
-        json.dump(
+    rows = [
+        [r.model, path, epoch, f"{s:.6f}", f"{loss:.8f}"]
+        for r in report.results
+        for path in ("pyg", "scatterx")
+        for epoch, (s, loss) in enumerate(zip(r.epoch_s[path], r.loss[path]))
+    ]
+    csv_path = write_csv(out_dir, "bench-gnn.csv", ["model", "path", "epoch", "seconds", "loss"], rows)
+    data = {
+        "graph": report.graph,
+        "environment": report.environment,
+        "results": [
             {
-                "graph": report.graph,
-                "environment": report.environment,
-                "results": [
-                    {
-                        "model": r.model,
-                        "median_epoch_s": {p: r.median(p) for p in r.epoch_s},
-                        "speedup": r.speedup,
-                        "epoch_s": r.epoch_s,
-                        "loss": r.loss,
-                        "max_loss_rel_diff": r.max_loss_rel_diff,
-                        "peak_step_bytes": r.peak_bytes,
-                    }
-                    for r in report.results
-                ],
-                "graph_shape": report.config.graph,
-                "csr_build_ms": report.csr_build_ms,
-                "first_steps": gnn_cold.as_dicts(report.cold),
-                "compiled": gnn_compiled.as_dicts(report.compiled),
-                "goals": [dict(label=g[0], value=g[1], op=g[2], limit=g[3], ok=g[4]) for g in goals(report)],
-            },
-            f,
-            indent=1,
-        )
-    paths.append(json_path)
-    png = loss_chart(report, os.path.join(out_dir, "bench-gnn.png"))
+                "model": r.model,
+                "median_epoch_s": {p: r.median(p) for p in r.epoch_s},
+                "speedup": r.speedup,
+                "epoch_s": r.epoch_s,
+                "loss": r.loss,
+                "max_loss_rel_diff": r.max_loss_rel_diff,
+                "peak_step_bytes": r.peak_bytes,
+            }
+            for r in report.results
+        ],
+        "graph_shape": report.config.graph,
+        "csr_build_ms": report.csr_build_ms,
+        "first_steps": gnn_cold.as_dicts(report.cold),
+        "compiled": gnn_compiled.as_dicts(report.compiled),
+        "goals": [dict(label=g[0], value=g[1], op=g[2], limit=g[3], ok=g[4]) for g in goals(report)],
+    }
+    json_path = write_json(out_dir, "bench-gnn.json", data)
+    paths = [str(csv_path), str(json_path)]
+    png = loss_chart(report, str(pathlib.Path(out_dir) / "bench-gnn.png"))
     if png:
         paths.append(png)
-    with open(json_path) as f:
-        png = gnn_figure([json.load(f)], os.path.join(out_dir, "epochs.png"))
+    # (the figure from the file as written: what ``scatterx plot`` redraws)
+    png = gnn_figure([json.loads(json_path.read_text())], str(pathlib.Path(out_dir) / "epochs.png"))
     return paths + ([png] if png else [])
 
 

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from ... import pyg_lib
+from ..files import write_csv, write_json
 from ..goals import evaluate, limit
 from ..goals import lines as goal_lines
 from ..harness import environment
@@ -405,50 +406,38 @@ def table(report: MiniBatchReport) -> str:
 
 def write_files(report: MiniBatchReport, out_dir: str) -> List[str]:
     """bench-gnn-mini-batch.csv (a line per model, path and batch) and bench-gnn-mini-batch.json."""
-    import csv
     import dataclasses
-    import json
-    import os
 
-    os.makedirs(out_dir, exist_ok=True)
-    csv_path = os.path.join(out_dir, "bench-gnn-mini-batch.csv")
-    with open(csv_path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["model", "path", "batch", "sample_s", "sampler_s", "gather_s", "train_s", "loss"])
-        for r in report.rows:
-            for path in PATHS:
-                losses = r.loss[path][len(r.loss[path]) - len(r.train_s[path]) :]  # the timed batches'
-                for i, (s, t, loss) in enumerate(zip(r.sample_s, r.train_s[path], losses)):
-                    w.writerow(
-                        [r.model, path, i, f"{s:.6f}", f"{r.sampler_s[i]:.6f}", f"{r.gather_s[i]:.6f}", f"{t:.6f}"]
-                        + [f"{loss:.8f}"]
-                    )
-    json_path = os.path.join(out_dir, "bench-gnn-mini-batch.json")
-    with open(json_path, "w") as f:
-        json.dump(
+    rows = []
+    for r in report.rows:
+        for path in PATHS:
+            losses = r.loss[path][len(r.loss[path]) - len(r.train_s[path]) :]  # the timed batches'
+            for i, (s, t, loss) in enumerate(zip(r.sample_s, r.train_s[path], losses)):
+                rows.append(
+                    [r.model, path, i, f"{s:.6f}", f"{r.sampler_s[i]:.6f}", f"{r.gather_s[i]:.6f}", f"{t:.6f}"]
+                    + [f"{loss:.8f}"]
+                )
+    header = ["model", "path", "batch", "sample_s", "sampler_s", "gather_s", "train_s", "loss"]
+    csv_path = write_csv(out_dir, "bench-gnn-mini-batch.csv", header, rows)
+    data = {
+        "graph": report.graph,
+        "hetero_graph": report.hetero_graph,
+        "config": dataclasses.asdict(report.config),
+        "environment": report.environment,
+        "setup_s": report.setup_s,
+        "rows": [
             {
-                "graph": report.graph,
-                "hetero_graph": report.hetero_graph,
-                "config": dataclasses.asdict(report.config),
-                "environment": report.environment,
-                "setup_s": report.setup_s,
-                "rows": [
-                    {
-                        "model": r.model,
-                        "sample_ms": r.sample_ms,
-                        "train_ms": {p: r.train_ms(p) for p in PATHS},
-                        "epoch_speedup": r.speedup,
-                        "sample_share": r.sample_share,
-                        "max_loss_rel_diff": r.max_loss_rel_diff,
-                        **dataclasses.asdict(r),
-                    }
-                    for r in report.rows
-                ],
-                "goals": [
-                    dict(label=g.name, value=g.value, op=g.op, limit=g.limit, ok=g.ok) for g in goal_results(report)
-                ],
-            },
-            f,
-            indent=1,
-        )
-    return [csv_path, json_path]
+                "model": r.model,
+                "sample_ms": r.sample_ms,
+                "train_ms": {p: r.train_ms(p) for p in PATHS},
+                "epoch_speedup": r.speedup,
+                "sample_share": r.sample_share,
+                "max_loss_rel_diff": r.max_loss_rel_diff,
+                **dataclasses.asdict(r),
+            }
+            for r in report.rows
+        ],
+        "goals": [dict(label=g.name, value=g.value, op=g.op, limit=g.limit, ok=g.ok) for g in goal_results(report)],
+    }
+    json_path = write_json(out_dir, "bench-gnn-mini-batch.json", data)
+    return [str(csv_path), str(json_path)]
