@@ -252,7 +252,7 @@ def test_partitions_relabel_to_contiguous_ranges_and_count_their_cut():
 
 def test_metis_finds_the_communities():
     """On a block model METIS cuts about the edges between blocks; the even partition of random ids cuts most."""
-    from scatterx.bench.community import make_community_graph
+    from scatterx.bench.graphs import make_community_graph
 
     _, edge_index, _, _ = make_community_graph(2000, 20000, 4, 2, communities=4, mixing=0.1, zipf_exponent=0.8, seed=0)
     even = cut_stats(edge_index, partition_graph(edge_index, 2000, 4, "even").partition)

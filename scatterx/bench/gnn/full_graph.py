@@ -33,11 +33,11 @@ from typing import Any, Callable, Dict, List, Optional, TypedDict
 import torch
 import torch.nn.functional as F
 
-from ..community import make_community_graph
 from ..figures import gnn_figure
 from ..files import write_csv, write_json
 from ..goals import evaluate, limit
 from ..goals import lines as goal_lines
+from ..graphs import make_community_graph
 from ..harness import environment
 from ..measures import GnnCase
 from . import cold as gnn_cold
@@ -48,10 +48,10 @@ from .onnx_inference import onnx_inference
 ARXIV = dict(nodes=169_343, edges=1_166_243, features=128, classes=40)
 #: the built-in graph shapes (synthetic, built in code): Planetoid's Cora and PubMed, ogbn-arxiv, and a slice of
 #: ogbn-products (its 100 features, 47 classes and ~25 edges a node on 250k of its 2.4M nodes); the same slice
-#: with community structure (``community.py``: 100 blocks, a fifth of the edges between them), where a locality
-#: partition has something to find. Two more shapes where a switch could slow a model: CiteSeer's (few edges,
-#: very wide features: the layers' linear maps dominate) and a narrow one (10 output channels: little reduction
-#: work a layer call)
+#: with community structure (``graphs.make_community_graph``: 100 blocks, a fifth of the edges between them), where a
+#: locality partition has something to find. Two more shapes where a switch could slow a model: CiteSeer's (few
+#: edges, very wide features: the layers' linear maps dominate) and a narrow one (10 output channels: little
+#: reduction work a layer call)
 GRAPHS = {
     "cora": dict(nodes=2_708, edges=10_556, features=1_433, classes=7),
     "citeseer": dict(nodes=3_327, edges=9_104, features=3_703, classes=6),
@@ -122,7 +122,7 @@ class ArxivLike:
 def make_arxiv_like(config: GnnConfig) -> ArxivLike:
     """Power-law in- and out-degrees (Zipf ranks at random node ids), labels that depend on a node's features
     and its in-neighbours' (so that message passing helps), a random 54% of the nodes for training. The graphs of
-    ``COMMUNITIES`` are stochastic block models (``community.py``)."""
+    ``COMMUNITIES`` are stochastic block models (``graphs.make_community_graph``)."""
     if config.graph in COMMUNITIES:
         x, edge_index, y, train_mask = make_community_graph(
             config.nodes,
