@@ -5,8 +5,8 @@ noisy, bare times alone mean little.
 
 Why this module is long: it is the whole run of the default bench -- the forward rows, the forward+backward,
 softmax and message-passing rows, each checked against a trusted result before it is timed -- with the records
-(environment, other load) that make one run's ratios readable. The peers themselves are in ``peers.py`` and
-``peers_message_passing.py``.
+(environment, other load) that make one run's ratios readable. The rows' implementations, scatterx's and its
+peers', are in ``ops/``, a module per op.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ from .gpu_kernels import host_cost
 from .graphs import Graph, make_graph
 from .latency import first_call_latency
 from .launch import measure as launch_costs
-from .peers import (
+from .ops.gather_segment_reduce import WEIGHTED, WEIGHTED_IMPLEMENTATIONS
+from .ops.gatv2_logits import GATV2, GATV2_IMPLEMENTATIONS
+from .ops.index_scatter_reduce import (
     BACKWARD_PEERS,
     BACKWARD_REDUCTIONS,
     PEERS,
@@ -48,11 +50,9 @@ from .peers import (
     SCATTERX_BACKWARD,
     SCATTERX_SCATTER_REDUCE,
     SCATTERX_SEGMENT,
-    SCATTERX_SOFTMAX,
-    SOFTMAX_IMPLEMENTATIONS,
     torch_scatter_version,
 )
-from .peers_message_passing import GATV2, GATV2_IMPLEMENTATIONS, WEIGHTED, WEIGHTED_IMPLEMENTATIONS
+from .ops.segment_softmax import SCATTERX_SOFTMAX, SOFTMAX_IMPLEMENTATIONS
 from .targets import numba_cpu
 from .timing import median_seconds
 

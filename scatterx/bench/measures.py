@@ -15,8 +15,9 @@ from typing import Any, Callable, Dict, NamedTuple, Optional
 from .dropin import DROP_IN
 from .harness import DROP_IN_MODE, find
 from .harness import best as _best
-from .peers import PYG_BACKWARD, SCATTERX, SCATTERX_SCATTER_REDUCE
-from .peers_message_passing import GATV2, GATV2_IMPLEMENTATIONS, WEIGHTED, WEIGHTED_IMPLEMENTATIONS
+from .ops.gather_segment_reduce import WEIGHTED, WEIGHTED_IMPLEMENTATIONS
+from .ops.gatv2_logits import GATV2, GATV2_IMPLEMENTATIONS
+from .ops.index_scatter_reduce import PYG_BACKWARD, SCATTERX, SCATTERX_SCATTER_REDUCE
 
 #: a measure's answer where its goal does not concern the subject: no goal line
 SKIP = object()

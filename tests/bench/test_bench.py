@@ -125,18 +125,19 @@ def test_bench_gpu_path_checks_every_case_on_the_triton_kernels():
 
 
 def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
-    from scatterx.bench import peers_message_passing as peers
+    from scatterx.bench.ops import gather_segment_reduce as weighted_rows
+    from scatterx.bench.ops import gatv2_logits as gatv2_rows
 
     report = run(Config(reductions=("sum",), orders=("sorted",), **TINY), log=lambda *_: None)
-    weighted = {r.implementation: r for r in report.rows if r.reduce == peers.WEIGHTED}
-    assert set(weighted) == {p.name for p in peers.WEIGHTED_IMPLEMENTATIONS}
-    ours, pyg = (weighted[p.name] for p in peers.WEIGHTED_IMPLEMENTATIONS)
+    weighted = {r.implementation: r for r in report.rows if r.reduce == weighted_rows.WEIGHTED}
+    assert set(weighted) == {p.name for p in weighted_rows.WEIGHTED_IMPLEMENTATIONS}
+    ours, pyg = (weighted[p.name] for p in weighted_rows.WEIGHTED_IMPLEMENTATIONS)
     table = {what: value for what, op, limit, value, ok in goals(report)}
     assert table["weighted gather-segment sum: forward+backward speedup over PyG's path"] == pytest.approx(
         pyg.ms / ours.ms
     )
-    gatv2 = {r.implementation: r for r in report.rows if r.reduce == peers.GATV2}
-    ours, pyg = (gatv2[p.name] for p in peers.GATV2_IMPLEMENTATIONS)
+    gatv2 = {r.implementation: r for r in report.rows if r.reduce == gatv2_rows.GATV2}
+    ours, pyg = (gatv2[p.name] for p in gatv2_rows.GATV2_IMPLEMENTATIONS)
     assert table["GATv2 logits: forward+backward speedup over PyG's path"] == pytest.approx(pyg.ms / ours.ms)
     # a wrong gradient aborts the run
     real_logits = scatterx.gatv2_logits

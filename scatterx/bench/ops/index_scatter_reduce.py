@@ -1,33 +1,22 @@
-"""What a user would call instead of scatterx, each as ``(graph, reduce, sorted) -> zero-argument callable``.
+"""``index_scatter_reduce``'s rows: what a user would call instead of scatterx, each as ``(graph, reduce, sorted) ->
+zero-argument callable``, forward alone and forward + backward.
 
-Each peer gets the input in its best form, prepared outside the timed call (the CSR ``ptr`` for segment ops, the
-expanded index view for ``scatter_reduce``), and produces the result of ``index_scatter_reduce`` with a new output
-(``include_self=False`` on zeros) on every row that receives something; what peers put in empty rows differs
-(``torch.segment_reduce`` and ``torch_scatter``'s mul use the identity), so the correctness check masks those.
+Each produces the result of ``index_scatter_reduce`` with a new output (``include_self=False`` on zeros) on every
+row that receives something; what peers put in empty rows differs (``torch.segment_reduce`` and ``torch_scatter``'s
+mul use the identity), so the correctness check masks those.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 
 import scatterx
 
-from .dropin import real_torch_scatter
-from .graphs import Graph
-
-
-@dataclass(frozen=True)
-class Peer:
-    name: str
-    torch_native: bool  # counts toward "fastest PyTorch-native path"
-    build: Callable  # (graph, reduce, sorted) -> callable, or None where the peer cannot do it
-
-
-def _inputs(graph: Graph, sorted: bool):
-    return (graph.index, graph.src) if sorted else (graph.shuffled_index, graph.shuffled_src)
+from ..dropin import real_torch_scatter
+from . import Peer
+from . import inputs as _inputs
 
 
 def _scatterx(graph, reduce, sorted):
@@ -210,44 +199,4 @@ BACKWARD_PEERS = (
     PYG_BACKWARD,
     Peer("torch_scatter.scatter", False, _ts_scatter_backward),
     Peer("torch_scatter.segment_csr", False, _ts_segment_csr_backward),
-)
-
-
-# ----------------------------------------------------------------------------------------------- segment softmax
-# Softmax of each edge's features among the edges of its target node (attention weights). Builders take
-# (graph, sorted) and return a callable giving the ``edges x features`` result, or None.
-def _scatterx_softmax(graph, sorted):
-    index, src = _inputs(graph, sorted)
-    n = graph.num_nodes
-    return lambda: scatterx.segment_softmax(src, index, num_segments=n, sorted=sorted)
-
-
-def _scatterx_softmax_ptr(graph, sorted):
-    if not sorted:
-        return None
-    return lambda: scatterx.segment_softmax(graph.src, ptr=graph.ptr)
-
-
-def _torch_softmax(graph, sorted):
-    """PyG's formula on torch's ops (what ``torch_geometric.utils.softmax`` runs without torch_scatter): the
-    group max by scatter_reduce, exp, the group sum by scatter_add, both gathered back."""
-    index, src = _inputs(graph, sorted)
-    expanded = index.view(-1, 1).expand_as(src)
-    shape = (graph.num_nodes, src.size(1))
-
-    def run():
-        zeros = torch.zeros(shape, dtype=src.dtype, device=src.device)
-        group_max = zeros.scatter_reduce(0, expanded, src, "amax", include_self=False)
-        out = (src - group_max.index_select(0, index)).exp()
-        group_sum = torch.zeros(shape, dtype=src.dtype, device=src.device).scatter_add_(0, expanded, out) + 1e-16
-        return out / group_sum.index_select(0, index)
-
-    return run
-
-
-SCATTERX_SOFTMAX = Peer("scatterx.segment_softmax", False, _scatterx_softmax)
-SOFTMAX_IMPLEMENTATIONS = (
-    SCATTERX_SOFTMAX,
-    Peer("scatterx.segment_softmax (ptr)", False, _scatterx_softmax_ptr),
-    Peer("PyG's softmax formula (torch ops)", True, _torch_softmax),
 )

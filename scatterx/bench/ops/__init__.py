@@ -1,0 +1,43 @@
+"""The benches' rows per op: for each op ``scatterx bench`` times, what a user would call instead -- scatterx's own
+entry points and its peers (torch's native paths, torch_scatter, PyG's formulas) -- one module per op, named after
+it (``index_scatter_reduce``, ``segment_softmax``, ``gather_segment_reduce``, ``gatv2_logits``), each a tuple of
+``Peer`` that ``harness`` checks against each other and then times.
+
+Each peer gets its input in its best form, prepared outside the timed call (the CSR ``ptr`` for segment ops, the
+expanded index view for ``scatter_reduce``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..graphs import Graph
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    torch_native: bool  # counts toward "fastest PyTorch-native path"
+    build: Callable  # (graph, reduce, sorted) -> callable, or None where the peer cannot do it
+
+
+def inputs(graph: Graph, sorted: bool):
+    """The graph's ``(index, src)`` in the order asked: sorted by target, or shuffled."""
+    return (graph.index, graph.src) if sorted else (graph.shuffled_index, graph.shuffled_src)
+
+
+def message_passing_inputs(graph: Graph):
+    """The message-passing rows' inputs: node features (the graph's first ``num_nodes`` message rows, zero rows
+    added when it has fewer edges than nodes) and edge weights, both requiring gradients, and each edge's source
+    (a fixed random node)."""
+    g = torch.Generator().manual_seed(1)
+    n, e = graph.num_nodes, graph.num_edges
+    sources = torch.randint(0, n, (e,), generator=g).to(graph.src.device)
+    weight = torch.rand(e, generator=g, dtype=graph.src.dtype).to(graph.src.device)
+    x = graph.src[:n].detach().clone()
+    if x.size(0) < n:  # fewer edges than nodes: pad with zero rows
+        x = torch.cat([x, x.new_zeros(n - x.size(0), x.size(1))])
+    return x.requires_grad_(), sources, weight.requires_grad_()
