@@ -54,9 +54,21 @@ def _progress():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    d = Config()
     parser = argparse.ArgumentParser(prog="scatterx", description="Fast scatter/gather-reduce for PyTorch.")
     sub = parser.add_subparsers(dest="command", required=True)
+    _bench_parser(sub)
+    _bench_gnn_parser(sub)
+    _bench_dist_parser(sub)
+    _partition_parser(sub)
+    _bench_export_parser(sub)
+    _gpu_report_parser(sub)
+    _plot_parser(sub)
+    return parser
+
+
+def _bench_parser(sub) -> None:
+    """``scatterx bench``'s arguments."""
+    d = Config()
     b = sub.add_parser("bench", help="time scatterx against torch (and torch_scatter) on a synthetic graph")
     b.add_argument("--edges", type=int, default=d.edges, help=f"number of edges (rows of src), default {d.edges:,}")
     b.add_argument("--nodes", type=int, default=d.nodes, help=f"number of target nodes, default {d.nodes:,}")
@@ -123,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _grid_arguments(b)
 
+
+def _bench_gnn_parser(sub) -> None:
+    """``scatterx bench-gnn``'s arguments."""
     gd = GnnConfig()
     n = sub.add_parser(
         "bench-gnn",
@@ -181,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
         "bench-gnn-mini-batch.csv and .json)",
     )
 
+
+def _bench_dist_parser(sub) -> None:
+    """``scatterx bench-dist``'s arguments."""
+    gd = GnnConfig()
     t = sub.add_parser(
         "bench-dist",
         help="PyG models trained full-graph over 1, 2, 4 ... processes (torch.distributed, gloo) from saved shards, "
@@ -212,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--seed", type=int, default=gd.seed)
 
+
+def _partition_parser(sub) -> None:
+    """``scatterx partition``'s arguments."""
+    gd = GnnConfig()
     q = sub.add_parser(
         "partition",
         help="partition a built-in graph over N ranks and save one shard file per rank (for torchrun training)",
@@ -233,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--seed", type=int, default=gd.seed, help="the graph's and METIS's seed")
 
+
+def _bench_export_parser(sub) -> None:
+    """``scatterx bench-export``'s arguments."""
     x = sub.add_parser(
         "bench-export",
         help="time the ONNX graphs scatterx.export writes, in onnxruntime, against eager scatterx (needs "
@@ -245,6 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--repeats", type=int, default=5, help="timed calls per case (the median is reported)")
     x.add_argument("--cases", default=None, help="comma-separated, a subset of " + ",".join(export_onnx.CASES))
 
+
+def _gpu_report_parser(sub) -> None:
+    """``scatterx gpu-report``'s arguments."""
     r = sub.add_parser(
         "gpu-report",
         help="compile every GPU kernel variant for real GPUs (no GPU needed): resources, code checks, bandwidth model",
@@ -266,13 +295,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="bench-results/gpu-static",
         help="where report.md, report.json, variants.json and bandwidth-model.{md,json} go",
     )
+
+
+def _plot_parser(sub) -> None:
+    """``scatterx plot``'s arguments."""
     p = sub.add_parser(
         "plot",
         help="redraw the figures of saved results: a directory holding bench.json, grid.csv or bench-gnn.json "
         "(or subdirectories holding bench-gnn.json: one figure for all)",
     )
     p.add_argument("dirs", nargs="+", metavar="DIR", help="e.g. bench-results/cpu bench-results/grid")
-    return parser
 
 
 def _grid_arguments(b) -> None:
