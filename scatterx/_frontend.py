@@ -18,7 +18,7 @@ import torch
 
 from . import planner
 from ._reductions import SUPPORTED_DTYPES
-from .ops._checks import INDEX_DTYPES, check_tensor
+from .ops._checks import INDEX_DTYPES, as_dim, check_tensor
 from .planner import XMap
 
 
@@ -50,8 +50,7 @@ def check_shape(t: torch.Tensor, expected: Sequence[int], name: str, why: str = 
 
 
 def normalize_axis(axis, ndim: int, name: str = "axis") -> int:
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise TypeError(f"{name} must be an int, got {type(axis).__name__}")
+    axis = as_dim(axis, name)
     if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise IndexError(f"{name}={axis} is out of range for a tensor with {ndim} dimension(s)")
     return axis % max(ndim, 1)

@@ -58,7 +58,7 @@ from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
 from .backends._common import overlaps
 from .backends._outputs import empty, release_outputs, reusing_outputs
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
-from .ops._checks import INDEX_DTYPES, check_tensor
+from .ops._checks import INDEX_DTYPES, as_dim, check_tensor
 
 __all__ = [
     "SCATTER_REDUCTIONS",
@@ -208,7 +208,7 @@ class XMap:
         index_name, data_name = names
         prefix = f"{op}: " if op else ""
         ndim = len(data_shape)
-        _check_dim(dim, ndim, prefix)
+        dim = _check_dim(dim, ndim, prefix)
         if index.dim() != ndim:
             raise ValueError(
                 f"{prefix}{index_name} has {index.dim()} dimension(s) but {data_name} has {ndim}; they must be equal"
@@ -266,7 +266,7 @@ class XMap:
             'slice'
         """
         _check_index(index)
-        _check_dim(dim, len(data_shape))
+        dim = _check_dim(dim, len(data_shape))
         shape = list(data_shape)
         shape[dim] = index.numel()
         carry = tuple((d, d) for d in range(len(data_shape)) if d != dim)
@@ -365,11 +365,12 @@ def _check_index(index) -> None:
         raise TypeError(f"index must have dtype int32 or int64, got {index.dtype}")
 
 
-def _check_dim(dim, ndim: int, prefix: str = "") -> None:
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"{prefix}dim must be an int, got {type(dim).__name__}")
+def _check_dim(dim, ndim: int, prefix: str = "") -> int:
+    """``dim`` as an int (:func:`as_dim`), checked to be in ``[0, ndim)``."""
+    dim = as_dim(dim, f"{prefix}dim")
     if not 0 <= dim < ndim:
         raise IndexError(f"{prefix}dim={dim} is out of range for data of {ndim} dimension(s) (0..{ndim - 1})")
+    return dim
 
 
 # Forms of map already checked, and plans already made, by call signature (``scatterx/_memo.py``: bounded, least

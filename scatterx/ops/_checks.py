@@ -71,13 +71,26 @@ def check_device(t: torch.Tensor, name: str) -> None:
         raise NotImplementedError(f"scatterx has no kernel for {name} on device {t.device} (CPU and CUDA only)")
 
 
+def as_dim(dim, name: str = "dim", error: Type[TypeError] = TypeError) -> int:
+    """``dim`` as an int, taken as torch's own ``dim`` arguments take it: an int, a NumPy integer, a 0-d integer
+    tensor (anything with ``__index__``, as a PyG or NumPy caller's dim often is), but not a bool, a float or a
+    tensor with dims -- else ``error`` naming ``name``."""
+    if type(dim) is int:
+        return dim
+    if isinstance(dim, bool) or not hasattr(dim, "__index__") or (isinstance(dim, torch.Tensor) and dim.dim()):
+        raise error(f"{name} must be an int, got {type(dim).__name__}")
+    try:
+        return operator.index(dim)
+    except (TypeError, RuntimeError):  # (a NumPy bool, a float tensor)
+        raise error(f"{name} must be an int, got {type(dim).__name__}") from None
+
+
 def normalize_dim(dim, ndim: int, error: Type[TypeError] = TypeError, zero_d_as_1d: bool = False) -> int:
     """``dim`` of a tensor of ``ndim`` dims as a non-negative dim: ``error`` (a ``TypeError`` or a subclass, as
-    in :func:`check_tensor`) unless it is an int (a bool is not), IndexError outside ``[-ndim, ndim)``.
+    in :func:`check_tensor`) unless it is an integer (:func:`as_dim`), IndexError outside ``[-ndim, ndim)``.
     ``zero_d_as_1d``: a 0-d tensor takes the dims of a 1-d one (0 and -1), as torch's own ``dim`` arguments and
     torch_scatter take them; else it has no dim."""
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise error(f"dim must be an int, got {type(dim).__name__}")
+    dim = as_dim(dim, error=error)
     dims = max(ndim, 1) if zero_d_as_1d else ndim
     if not -dims <= dim < dims:
         raise IndexError(f"dim {dim} is out of range for src with {ndim} dimension(s) (expected [{-dims}, {dims - 1}])")

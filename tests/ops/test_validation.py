@@ -261,6 +261,33 @@ def test_segment_reduce_rejects_bad_reduce_and_dim():
         scatterx.segment_reduce(SEG_SRC, torch.tensor([0, 10]), dim=1)
 
 
+def test_a_dim_is_any_integer_torch_takes_and_not_a_bool():
+    """As torch's own ``dim`` arguments: a NumPy integer and a 0-d integer tensor are dims (a PyG or NumPy caller's
+    ``dim`` is often one), a bool, a float, a float tensor or a tensor with a dim is not -- through the fast small
+    path's fallback and the general path alike, and in the torch_scatter drop-in."""
+    import scatterx.torch_scatter as ts
+
+    index, src = torch.tensor([0, 1, 1]), torch.arange(6.0).view(3, 2)
+    want = scatterx.index_scatter_reduce(0, index, src, "amax")
+    for dim in (np.int64(0), np.int32(-2), torch.tensor(0)):
+        assert torch.equal(scatterx.index_scatter_reduce(dim, index, src, "amax"), want), dim
+        assert torch.equal(scatterx.segment_reduce(src, torch.tensor([0, 1, 3]), "amax", dim=dim), want), dim
+        assert torch.equal(ts.scatter(src, index, dim, reduce="max"), want), dim
+    for dim in (True, np.bool_(False), 0.0, torch.tensor(0.0), torch.tensor([0])):
+        with pytest.raises(TypeError, match="dim must be an int"):
+            scatterx.index_scatter_reduce(dim, index, src, "amax")
+        with pytest.raises(TypeError, match="dim must be an int"):
+            scatterx.segment_reduce(src, torch.tensor([0, 1, 3]), dim=dim)
+    with pytest.raises(IndexError, match="dim 2 is out of range"):
+        scatterx.index_scatter_reduce(np.int64(2), index, src)
+    # the frameworks' frontends too (torch.scatter takes a NumPy dim)
+    pos = torch.tensor([[0, 1], [1, 0]])
+    got = scatterx.pytorch.scatter(torch.zeros(3, 2), np.int64(0), pos, torch.ones(2, 2))
+    assert torch.equal(got, torch.scatter(torch.zeros(3, 2), 0, pos, torch.ones(2, 2)))
+    with pytest.raises(TypeError, match="dim must be an int"):
+        scatterx.pytorch.scatter(torch.zeros(3, 2), True, pos, torch.ones(2, 2))
+
+
 def test_index_to_ptr_rejects_unsorted_and_out_of_range():
     with pytest.raises(ValueError, match="not sorted") as info:
         scatterx.index_to_ptr(torch.tensor([0, 2, 1]), 3)
