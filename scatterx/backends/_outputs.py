@@ -110,12 +110,28 @@ def release_outputs() -> None:
     _SPARES.release()
 
 
+def _holders(buffer: torch.Tensor) -> Tuple[int, int]:
+    """Who holds ``buffer``'s storage: the storage's use count (tensors and views on it, NumPy arrays of them, each
+    Python storage object) and the Python references to its Python storage object (a caller who kept
+    ``t.untyped_storage()`` holds that same object: torch keeps one per storage), both as seen from this look."""
+    storage = buffer.untyped_storage()
+    return torch._C._storage_Use_Count(storage._cdata), sys.getrefcount(storage)
+
+
+@functools.cache
+def _held_by_none() -> Tuple[int, int]:
+    """``_holders`` of a buffer nothing else holds, on this torch (how many references torch itself keeps to a
+    storage's Python object differs between versions: measured, not assumed)."""
+    return _holders(torch.empty(1, dtype=torch.uint8))
+
+
 class Spares:
     """Buffers that held large outputs, reused for a new output once nothing references them: a buffer is free
     when its storage is referenced by nothing but the buffer itself (a tensor made on it, a view of one, a NumPy
-    array of one, a tensor saved for backward all count). Sizes are rounded up to classes an eighth of a power of
-    two apart, so that outputs of nearly the same size (a sampled batch's features) share a buffer; at most
-    ``count`` buffers and ``max_bytes`` in all are kept, the least recently used free one given back first."""
+    array of one, a tensor saved for backward, the storage object itself kept by a caller all count). Sizes are
+    rounded up to classes an eighth of a power of two apart, so that outputs of nearly the same size (a sampled
+    batch's features) share a buffer; at most ``count`` buffers and ``max_bytes`` in all are kept, the least
+    recently used free one given back first."""
 
     def __init__(self, count: int = 4, max_bytes: int = 1 << 30):
         self.count, self.max_bytes = count, max_bytes
@@ -124,7 +140,9 @@ class Spares:
 
     @staticmethod
     def _free(buffer: torch.Tensor) -> bool:
-        return torch._C._storage_Use_Count(buffer.untyped_storage()._cdata) <= 2  # the buffer + this look
+        uses, references = _holders(buffer)
+        alone_uses, alone_references = _held_by_none()
+        return uses <= alone_uses and references <= alone_references
 
     @staticmethod
     def _size_class(nbytes: int) -> int:

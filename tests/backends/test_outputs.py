@@ -1,6 +1,8 @@
 """``backends/_outputs.py``: new outputs on huge pages, and the arena of ``reusing_outputs`` that makes a large
 output in the memory of an earlier one nothing references."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -30,7 +32,7 @@ def test_a_dropped_output_is_reused_only_within_the_block():
     _outputs.release_outputs()
 
 
-@pytest.mark.parametrize("holder", ["tensor", "view", "numpy", "saved for backward"])
+@pytest.mark.parametrize("holder", ["tensor", "view", "numpy", "saved for backward", "storage", "typed storage"])
 def test_an_output_still_referenced_is_never_reused(holder):
     _outputs.release_outputs()
     with _outputs.reusing_outputs():
@@ -43,6 +45,12 @@ def test_an_output_still_referenced_is_never_reused(holder):
             kept = a[10:20]
         elif holder == "numpy":
             kept = a.numpy()
+        elif holder == "storage":  # (torch keeps one storage object per storage: the buffer's look sees this one)
+            kept = a.untyped_storage()
+        elif holder == "typed storage":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # (TypedStorage is deprecated)
+                kept = a.storage()
         else:
             kept = x * a  # saves a for x's gradient
         del a
@@ -51,6 +59,8 @@ def test_an_output_still_referenced_is_never_reused(holder):
         if holder == "saved for backward":
             kept.sum().backward()
             assert torch.equal(x.grad, torch.ones(LARGE))  # the saved a still holds its ones
+        elif holder in ("storage", "typed storage"):
+            assert float(torch.empty(0).set_(kept, 0, LARGE).min()) == 1.0
         else:
             assert float(torch.as_tensor(kept).min()) == 1.0
     _outputs.release_outputs()
