@@ -153,7 +153,8 @@ def put_along_axis(
 
     ``out[u with u[axis] = indices[u]]`` receives ``values[u]`` for every position ``u`` of ``indices``. With
     ``broadcast=True`` (Paddle's default) ``indices`` and ``values`` are first broadcast to ``arr``'s shape with
-    ``indices.shape[axis]`` along ``axis``, when ``indices`` fits in ``arr``; with ``broadcast=False``
+    ``indices.shape[axis]`` along ``axis``, when ``indices`` fits in ``arr`` (a ValueError when it fits but does
+    not broadcast, as Paddle's ``broadcast_to`` raises); with ``broadcast=False``
     ``indices`` must have ``arr``'s rank, and ``values`` (at least as large as ``indices``) is cut to
     ``indices``' shape.
 
@@ -178,8 +179,8 @@ def put_along_axis(
             a dtype scatterx does not reduce.
         ValueError: ``reduce`` is not one of the names above, ``arr`` is 0-d, ``indices``' (or, without
             broadcasting, ``values``') rank differs from ``arr``'s, the sizes do not fit (``indices`` larger than
-            ``arr`` along another axis, ``values`` smaller than ``indices`` or not broadcastable to it), or a
-            tensor is on another device.
+            ``arr`` along another axis, or fitting but not broadcastable to it when broadcasting; ``values``
+            smaller than ``indices`` or not broadcastable to it), or a tensor is on another device.
         IndexError: ``axis`` is out of range, or an index is outside ``[-s, s)``.
 
     Example:
@@ -210,8 +211,14 @@ def put_along_axis(
     if broadcast:
         shape = list(arr.shape)
         shape[axis] = indices.size(axis)
-        if all(a >= i for a, i in zip(arr.shape, indices.shape)):
-            indices = indices.expand(shape) if _broadcastable(indices.shape, shape) else indices
+        if all(a >= i for a, i in zip(arr.shape, indices.shape)):  # (else Paddle keeps indices' own shape)
+            if not _broadcastable(indices.shape, shape):  # Paddle's broadcast_to refuses it
+                raise ValueError(
+                    f"put_along_axis: indices of shape {tuple(indices.shape)} cannot be broadcast to "
+                    f"{tuple(shape)} (arr's shape with indices' size along axis {axis}); pass broadcast=False "
+                    "to write at indices' own positions"
+                )
+            indices = indices.expand(shape)
         if not _broadcastable_to(values.shape, indices.shape):
             raise ValueError(
                 f"put_along_axis: values of shape {tuple(values.shape)} cannot be broadcast to the "

@@ -109,6 +109,15 @@ def test_paddle_argument_errors():
         pd.put_along_axis(arr, indices, torch.ones(2, 3), 1)
     with pytest.raises(ValueError, match="at least one dimension"):  # was an IndexError from torch
         pd.put_along_axis(torch.tensor(1.0), torch.tensor(0), 5.0, 0)
+    # indices that fit in arr but do not broadcast to its shape: Paddle's broadcast_to refuses them (they were
+    # written at their own positions, the third row left untouched); without broadcasting they are written so
+    arr, indices = torch.zeros(3, 4), torch.tensor([[0, 1], [2, 3]])
+    before = arr.clone()
+    with pytest.raises(ValueError, match=r"indices of shape \(2, 2\) cannot be broadcast to \(3, 2\)"):
+        pd.put_along_axis(arr, indices, 1.0, 1)
+    assert torch.equal(arr, before)
+    got = pd.put_along_axis(arr, indices, 1.0, 1, broadcast=False)
+    assert got.tolist() == [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 0]]
 
 
 def test_tensorflow_checks_every_index_when_the_data_has_no_element():
