@@ -439,6 +439,8 @@ def unsorted_segment_mean(
 
     ``out[s]`` is the mean of ``data[i]`` over the positions ``i`` with ``segment_ids[i] == s``,
     ``segment_ids`` indexing the leading dims of ``data``. Negative ids are dropped; an empty segment is 0.
+    Integer ``data`` is averaged as TensorFlow's ``summed / N`` does: the integer sum divided by the count in
+    float64 (``tf.truediv``), not rounded to an integer.
 
     Args:
         data: tensor of a dtype scatterx reduces.
@@ -447,8 +449,8 @@ def unsorted_segment_mean(
         num_segments: the number of segments, a non-negative int or a 0-d int32/int64 tensor.
 
     Returns:
-        A new tensor of shape ``(num_segments,) + data.shape[segment_ids.dim():]``, with ``data``'s dtype and
-        device.
+        A new tensor of shape ``(num_segments,) + data.shape[segment_ids.dim():]`` on ``data``'s device, with
+        ``data``'s dtype (float64 for integer ``data``).
 
     Raises:
         TypeError: ``data`` or ``segment_ids`` is not a tensor, ``segment_ids`` is not int32/int64, ``data``'s
@@ -462,5 +464,14 @@ def unsorted_segment_mean(
         >>> unsorted_segment_mean(data, torch.tensor([0, 0, -1]), 2)
         tensor([[2., 3.],
                 [0., 0.]])
+        >>> unsorted_segment_mean(torch.tensor([1, 2, 4]), torch.tensor([0, 0, 1]), 3)
+        tensor([1.5000, 4.0000, 0.0000], dtype=torch.float64)
     """
+    if isinstance(data, torch.Tensor) and not data.is_floating_point():
+        # TensorFlow's summed / N on integers: the (wrapping) integer sum and the count, true-divided in float64
+        summed = _unsorted_segment(data, segment_ids, num_segments, "sum")
+        ones = torch.ones(segment_ids.shape, dtype=torch.int64, device=data.device)
+        counts = _unsorted_segment(ones, segment_ids, num_segments, "sum").clamp(min=1)
+        counts = counts.reshape(counts.shape + (1,) * (summed.dim() - 1))
+        return summed.double() / counts.double()
     return _unsorted_segment(data, segment_ids, num_segments, "mean")

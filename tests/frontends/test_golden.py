@@ -120,6 +120,22 @@ def test_paddle_argument_errors():
     assert got.tolist() == [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 0]]
 
 
+def test_tensorflow_mean_of_integers_is_the_sum_true_divided_by_the_count():
+    """TensorFlow's ``unsorted_segment_mean`` is ``summed / N``, and ``/`` of integer tensors is ``tf.truediv``:
+    float64 (the golden files hold no integer mean: ``tools/make_golden.py`` skips it, TF documenting float data).
+    Not a floor of the mean; negative ids dropped, empty segments 0, the sum wrapping as TF's integer sum does."""
+    tf = scatterx.tf
+    for dtype in (torch.int32, torch.int64):
+        data = torch.tensor([[1, -2], [2, -3], [4, 9], [7, 7]], dtype=dtype)
+        got = tf.unsorted_segment_mean(data, torch.tensor([0, 0, -1, 2]), 4)
+        assert got.dtype == torch.float64
+        assert got.tolist() == [[1.5, -2.5], [0.0, 0.0], [7.0, 7.0], [0.0, 0.0]]
+    big = torch.tensor([2**62, 2**62], dtype=torch.int64)  # the int64 sum wraps to -2**63, then is divided
+    assert tf.unsorted_segment_mean(big, torch.tensor([0, 0]), 1).tolist() == [-(2.0**62)]
+    with pytest.raises(IndexError):
+        tf.unsorted_segment_mean(torch.tensor([1, 2]), torch.tensor([0, 5]), 3)
+
+
 def test_tensorflow_checks_every_index_when_the_data_has_no_element():
     """Slices of no element (an empty trailing dim) still name segments and rows: an id or index out of range
     raises as it does with elements (it passed silently); negative segment ids are still dropped."""
