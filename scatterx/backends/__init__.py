@@ -1,32 +1,11 @@
 """Backends: where checked arguments become kernel launches.
 
 ``backends/cpu/`` (Numba) and ``backends/gpu/`` (Triton) have the same functions with the same signatures;
-the op layer never asks which one it has, it calls ``backend_for(tensor).<function>``:
-
-=================================  ==============================================================================
-``output_size``                    ``index.max() + 1`` read on the host (no ``dim_size`` given), and whether that read
-                                   validated the index
-``check_index``                    every entry in ``[0, size)``
-``check_ptr``                      CSR offsets from 0 to a length, non-decreasing
-``index_to_ptr``                   CSR offsets of a sorted index, validated
-``segments``                       ``(ptr, perm)`` of any index, validated (``perm``: a stable sort, None if sorted)
-``index_scatter_reduce``           the core op: sorted, unsorted (each backend picks its strategy), into ``out`` or new
-``small_index_scatter_reduce``     the core op for a small call, by the cheapest route, or None (then the general path)
-``segment_reduce``                 reduce over CSR segments
-``segment_arg_reduce``             amax/amin over CSR segments with the row of the selected member (torch_scatter's)
-``segment_logsumexp``              ``top + log(sum exp(x - top) + eps)`` over CSR segments (torch_scatter's rules)
-``gather_segment_reduce``          reduce rows named by a gather list over CSR segments
-``weighted_gather_segment_reduce`` the same of rows scaled by per-entry (per-head) weights
-``sddmm``                          a value per edge from its two end rows (add, mul, dot)
-``gatv2_logits``                   GATv2's attention logit per edge, from its two end rows and ``att``
-``gatv2_grad``                     its gradient for one end's rows (and ``att``), by segments of that end
-``tie_backward``                   amax/amin gradient split among ties
-``csr_transpose``                  a CSR structure read the other way
-``element_scatter``                the planner's element plans: along a dim or by coordinates, from the caller's index
-``element_gather``                 their gathers (no autograd)
-``segment_softmax``                softmax within segments
-``segment_softmax_backward``       its gradient
-=================================  ==============================================================================
+the op layer never asks which one it has, it calls ``backend_for(tensor).<function>``. Each side is one module per
+op family, named after the op (``backends/cpu/segment_softmax.py`` <-> ``backends/gpu/segment_softmax.py``), whose
+``__all__`` names the functions it offers: the CSR helpers of ``segments.py`` (``output_size``, ``check_index``,
+``check_ptr``, ``index_to_ptr``, ``segments``), an op's forward and the kernels of its gradient. Each package
+exports exactly those (``_interface.py``; ``INTERFACE`` lists them).
 
 Value checks raise a Python exception at once on the CPU; on the GPU they are device-side asserts (no host sync),
 which the kernels survive (they mask every address) until the assert is reported.

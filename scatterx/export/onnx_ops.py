@@ -30,10 +30,11 @@ reduced in float32 and rounded once, as the eager kernels do (onnxruntime has no
 reductions). The ops' checks (index range, ptr shape) are not in the graph: onnxruntime's
 scatters and gathers raise on an index out of range, as the eager ops do.
 
-**Why this module is long.** It holds one translation per scatterx op (the checklist test wants every op in
-``TRANSLATIONS``), and each translation is the op's whole semantics rewritten in ONNX: the start values, the empty
-rows, the base, the arg-select and logsumexp flavours. They share ``_reduce_rows`` and ``_ptr_to_index``; split
-by op they would be a dozen files of twenty lines importing the same two helpers.
+**Why this module is long.** It holds one translation per scatterx op (each registers itself in ``TRANSLATIONS``
+with ``@translation``; the checklist test wants every op there), and each translation is the op's whole semantics
+rewritten in ONNX: the start values, the empty rows, the base, the arg-select and logsumexp flavours. They share
+``_reduce_rows`` and ``_ptr_to_index``; split by op they would be a dozen files of twenty lines importing the same
+two helpers.
 """
 
 from __future__ import annotations
@@ -56,6 +57,16 @@ _INTEGER_RANGE = {
     ir.DataType.INT64: torch.iinfo(torch.int64),
     ir.DataType.UINT8: torch.iinfo(torch.uint8),
 }
+
+
+#: op name (``torch.ops.scatterx.<name>``) -> its translation; each translation below registers itself
+TRANSLATIONS: Dict[str, Callable[..., Any]] = {}
+
+
+def translation(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Register ``fn`` as the translation of the scatterx op of the same name (``torch.ops.scatterx.<name>``)."""
+    TRANSLATIONS[fn.__name__] = fn
+    return fn
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
@@ -382,6 +393,7 @@ def _length(x, dim: int = 0):
 
 
 # ---------------------------------------------------------------------------------------------------- the ops
+@translation
 def index_scatter_reduce(
     src,
     index,
@@ -416,6 +428,7 @@ def index_scatter_reduce(
     )
 
 
+@translation
 def segment_reduce(src, ptr, reduce: str, dim: int):
     """``scatterx::segment_reduce``: CSR segments along ``dim``."""
     front = _to_front(src, dim)
@@ -427,6 +440,7 @@ def segment_reduce(src, ptr, reduce: str, dim: int):
     return _from_front(out, dim, _rank(src))
 
 
+@translation
 def gather_segment_reduce(src, ptr, index, reduce: str, dim: int, ptr_t=None, index_t=None):
     """``scatterx::gather_segment_reduce``: the rows ``index`` names, reduced per CSR segment."""
     front = op.Gather(_to_front(src, dim), _as_int64(index), axis=0)
@@ -438,6 +452,7 @@ def gather_segment_reduce(src, ptr, index, reduce: str, dim: int, ptr_t=None, in
     return _from_front(out, dim, _rank(src))
 
 
+@translation
 def weighted_gather_segment_reduce(src, ptr, index, weight, reduce: str):
     """``scatterx::weighted_gather_segment_reduce``: src (N, H, C), weight (E, H)."""
     rows = op.Mul(op.Gather(src, _as_int64(index), axis=0), op.Unsqueeze(weight, _ints([-1])))
@@ -452,6 +467,7 @@ def _edge_ends(ptr, index, a, b):
     return op.Gather(a, index, axis=0), op.Gather(b, targets, axis=0)
 
 
+@translation
 def sddmm(ptr, index, a, b, op_name: str):
     """``scatterx::sddmm``: (E, H, C) for add/mul, (E, H, 1) for dot."""
     x, y = _edge_ends(ptr, index, a, b)
@@ -462,6 +478,7 @@ def sddmm(ptr, index, a, b, op_name: str):
     return op.ReduceSum(op.Mul(x, y), _ints([-1]), keepdims=1)
 
 
+@translation
 def gatv2_logits(ptr, index, a, b, att, negative_slope: float):
     """``scatterx::gatv2_logits``: (E, H)."""
     x, y = _edge_ends(ptr, index, a, b)
@@ -469,6 +486,7 @@ def gatv2_logits(ptr, index, a, b, att, negative_slope: float):
     return op.ReduceSum(op.Mul(activated, att), _ints([-1]), keepdims=0)
 
 
+@translation
 def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int = 0, sorted: bool = False):
     """``scatterx::segment_softmax``: softmax of each group's slices along ``dim``, groups by ``index`` or
     ``ptr``; half types in float32, rounded once, as eagerly."""
@@ -488,11 +506,13 @@ def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int =
     return _from_front(op.Div(exp, _gather_rows(total, index)), dim, rank)
 
 
+@translation
 def segment_of_entries(ptr, entries: int):
     """``scatterx::segment_of_entries``: the segment of each of ``entries`` positions of the CSR offsets."""
     return _ptr_to_index(ptr, _count(entries))
 
 
+@translation
 def adjacency_matmul(x, edge_index, num_sources: int, num_targets: int, reduce: str, transposed: bool):
     """``scatterx::adjacency_matmul`` (the PyG switch's layers traced by ``torch.compile``): each edge's source row
     reduced into its target; ``transposed``: each edge's target row into its source, a mean's rows divided by
@@ -510,6 +530,7 @@ def adjacency_matmul(x, edge_index, num_sources: int, num_targets: int, reduce: 
     return _reduce_rows(rows, source, _count(num_sources), "sum", rank=_rank(x), like=x, entries_hint=entries)
 
 
+@translation
 def csr_order(index, num_rows: int):
     """``scatterx::csr_order``: (ptr, order) -- the offsets of ``index``'s rows and the stable order of its
     entries by row (TopK on ``row * E + position``, keys all distinct)."""
@@ -523,6 +544,7 @@ def csr_order(index, num_rows: int):
     return ptr, order
 
 
+@translation
 def csr_transpose(ptr, index, num_rows: int):
     """``scatterx::csr_transpose``: (ptr_t, index_t), entries by source row, each naming its segment."""
     ptr_t, order = csr_order(index, num_rows)
@@ -544,6 +566,7 @@ def _members(src, ptr, perm, dim: int):
     return x, rows, segment, _segments(ptr)
 
 
+@translation
 def segment_arg_reduce(
     src,
     ptr,
@@ -596,6 +619,7 @@ def segment_arg_reduce(
     return _from_front(values, dim, rank), _from_front(arg, dim, rank)
 
 
+@translation
 def segment_logsumexp(src, ptr, perm=None, dim: int = 0, eps: float = 1e-12, flavour: str = "logsumexp"):
     """``scatterx::segment_logsumexp``: ``top + log(sum exp(x - top) + eps)`` per segment, with the op's ``top``
     and NaN rules for each flavour."""
@@ -657,20 +681,3 @@ def aten_scatter_add(self, dim: int, index, src):
 
 #: torch's ops (``torch.ops.aten.<name>.default``) the table translates too
 ATEN_TRANSLATIONS: Dict[str, Callable[..., Any]] = {"scatter_add": aten_scatter_add}
-
-#: op name (``torch.ops.scatterx.<name>``) -> translation
-TRANSLATIONS: Dict[str, Callable[..., Any]] = {
-    "index_scatter_reduce": index_scatter_reduce,
-    "segment_reduce": segment_reduce,
-    "gather_segment_reduce": gather_segment_reduce,
-    "weighted_gather_segment_reduce": weighted_gather_segment_reduce,
-    "sddmm": sddmm,
-    "gatv2_logits": gatv2_logits,
-    "segment_softmax": segment_softmax,
-    "csr_order": csr_order,
-    "csr_transpose": csr_transpose,
-    "segment_of_entries": segment_of_entries,
-    "adjacency_matmul": adjacency_matmul,
-    "segment_arg_reduce": segment_arg_reduce,
-    "segment_logsumexp": segment_logsumexp,
-}

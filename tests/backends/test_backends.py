@@ -2,54 +2,57 @@
 and the helpers both share (``_common.py``; new outputs: ``test_outputs.py``)."""
 
 import ast
+import importlib
 import inspect
 import pathlib
+import re
 
 import numpy as np
 import pytest
 import torch
 
 from scatterx import backends
-from scatterx.backends import _common, cpu
+from scatterx.backends import _common, _interface, cpu
 from scatterx.kernels.gpu import available
-
-INTERFACE = [
-    "output_size",
-    "check_index",
-    "check_ptr",
-    "index_to_ptr",
-    "segments",
-    "index_scatter_reduce",
-    "small_index_scatter_reduce",
-    "segment_reduce",
-    "segment_arg_reduce",
-    "segment_logsumexp",
-    "gather_segment_reduce",
-    "weighted_gather_segment_reduce",
-    "sddmm",
-    "gatv2_logits",
-    "gatv2_grad",
-    "tie_backward",
-    "csr_transpose",
-    "element_scatter",
-    "element_gather",
-    "segment_softmax",
-    "segment_softmax_backward",
-]
 
 
 @pytest.mark.skipif(not available(), reason="triton is not installed")
-@pytest.mark.parametrize("name", INTERFACE)
-def test_both_backends_have_the_same_function_and_signature(name):
+def test_both_backends_offer_the_same_functions_with_the_same_signatures():
     from scatterx.backends import gpu
 
-    assert inspect.signature(getattr(cpu, name)) == inspect.signature(getattr(gpu, name)), name
+    assert cpu.INTERFACE == gpu.INTERFACE
+    for name in cpu.INTERFACE:
+        assert inspect.signature(getattr(cpu, name)) == inspect.signature(getattr(gpu, name)), name
 
 
-def test_the_documented_interface_is_complete():
-    assert set(cpu.__all__) - {"routes"} == set(INTERFACE)
-    for name in INTERFACE:
-        assert f"``{name}``" in backends.__doc__, f"backends/__init__.py does not list {name}"
+def test_the_interface_is_what_the_op_modules_offer():
+    """Each op module names its functions in ``__all__`` (sorted, each a documented function of its own); the package
+    binds exactly those, and the op layer calls nothing else of a backend."""
+    offered = []
+    for module_name in _interface.op_modules(cpu.__path__):
+        module = importlib.import_module(f"scatterx.backends.cpu.{module_name}")
+        assert module.__all__ == sorted(module.__all__), module_name
+        for name in module.__all__:
+            function = getattr(module, name)
+            assert inspect.isfunction(function) and function.__module__ == module.__name__, (module_name, name)
+            assert function.__doc__, (module_name, name)
+            assert getattr(cpu, name) is function
+        offered += module.__all__
+    assert sorted(offered) == cpu.INTERFACE
+    package = pathlib.Path(backends.__file__).parent.parent
+    called = set()
+    for path in package.rglob("*.py"):
+        called |= set(re.findall(r"(?:\bbackend_for\([^)]*\)|\bbackend)\.(\w+)", path.read_text()))
+    assert len(called) > 10 and called - {"routes"} <= set(cpu.INTERFACE), called - set(cpu.INTERFACE)
+
+
+def test_a_function_offered_twice_is_an_error(tmp_path, monkeypatch):
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.py").write_text('__all__ = ["twice"]\n\n\ndef twice():\n    """One."""\n')
+    monkeypatch.syspath_prepend(str(tmp_path.parent))
+    namespace = {"__path__": [str(tmp_path)], "__name__": tmp_path.name}
+    with pytest.raises(ImportError, match="twice is offered by both"):
+        _interface.export_op_functions(namespace)
 
 
 def test_both_backends_have_the_same_modules():

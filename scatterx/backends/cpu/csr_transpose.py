@@ -9,6 +9,9 @@ import torch
 from .._common import segment_of_entries
 from .segments import segments
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["csr_transpose"]
+
 
 def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(ptr_t, index_t)``: the entries grouped by the row they read (a stable counting sort of ``index``, which

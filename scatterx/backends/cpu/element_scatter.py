@@ -16,6 +16,9 @@ from .._outputs import empty
 from . import routes
 from ._arguments import view3
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["element_gather", "element_scatter"]
+
 _MEAN = BY_NAME["mean"].code
 
 

@@ -13,6 +13,9 @@ from . import routes
 from ._arguments import chunks, index64
 from .segment_reduce import reduce_segments
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["gather_segment_reduce", "weighted_gather_segment_reduce"]
+
 
 def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction):
     """Segment ``s`` reduces the rows ``index[ptr[s]:ptr[s+1]]`` of ``src`` (both checked): a new tensor."""

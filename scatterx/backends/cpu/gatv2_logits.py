@@ -11,6 +11,9 @@ from .._outputs import empty
 from . import routes
 from ._arguments import chunks, index64
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["gatv2_grad", "gatv2_logits"]
+
 
 def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
     """GATv2's logits per edge ``k`` of segment ``s``: ``sum_c att[h, c] * leaky_relu(a[index[k], h, c] + b[s, h,

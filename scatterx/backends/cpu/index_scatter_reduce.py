@@ -31,6 +31,9 @@ from .routes import Route
 from .segment_reduce import reduce_segments
 from .segments import count_index, head_sorted, index_fits, segments, sorted_ptr
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["index_scatter_reduce", "small_index_scatter_reduce", "tie_backward"]
+
 _NO_COUNTS = np.empty(0, np.int64)
 _SMALL_DTYPES = frozenset(SUPPORTED_DTYPES)
 _INDEX_DTYPES = (torch.int64, torch.int32)

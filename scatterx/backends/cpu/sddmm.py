@@ -11,6 +11,9 @@ from .._outputs import empty
 from . import routes
 from ._arguments import chunks, index64
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["sddmm"]
+
 
 def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:
     """Per edge ``k`` of segment ``s``: ``a[index[k]] op b[s]`` over ``(H, C)`` rows (``(E, H, C)``), or the dot

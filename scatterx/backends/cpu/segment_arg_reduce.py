@@ -15,6 +15,9 @@ from .._outputs import empty, new_result
 from . import routes
 from ._arguments import chunks, perm_np, view3
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["segment_arg_reduce"]
+
 
 def segment_arg_reduce(
     src: torch.Tensor,

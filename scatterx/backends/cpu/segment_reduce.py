@@ -13,6 +13,9 @@ from .._outputs import new_result
 from . import routes
 from ._arguments import chunks, finish, perm_np, streams, target, view3
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["segment_reduce"]
+
 
 def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reduction) -> torch.Tensor:
     """Reduce ``src`` over the CSR segments ``ptr`` (checked by ``check_ptr``) along ``dim``: a new tensor."""

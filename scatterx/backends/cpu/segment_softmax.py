@@ -14,6 +14,9 @@ from .._outputs import empty
 from . import routes
 from ._arguments import chunks, perm_np, view3
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["segment_softmax", "segment_softmax_backward"]
+
 
 def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int) -> torch.Tensor:
     """Softmax of ``src`` along ``dim`` within each segment (rows ``perm[ptr[s]:ptr[s+1]]``, or positions): a

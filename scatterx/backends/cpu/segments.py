@@ -19,6 +19,9 @@ from .._common import explain_bad_index
 from . import routes
 from ._arguments import index64
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["check_index", "check_ptr", "index_to_ptr", "output_size", "segments"]
+
 # The value checks below are serial Numba passes, not torch ops: a parallel torch op just before a kernel launch
 # leaves torch's OpenMP workers spinning on the cores the launch wants (docs/decisions/cpu-parallelism.md).
 

@@ -1,6 +1,7 @@
 """The GPU backend: checked arguments in, Triton kernel launches (``kernels/gpu``) out.
 
-The same functions with the same signatures as ``backends/cpu``, one module per op family with the same names.
+The same functions with the same signatures as ``backends/cpu``, one module per op family with the same names, each
+naming in ``__all__`` the functions it offers (the package exports them: ``backends/_interface.py``).
 Everything here is made of torch ops and ``wrap_triton`` launches, with no host sync, so that the ops can be
 ``triton_op``s that ``torch.compile`` traces into. That shapes two choices:
 
@@ -15,42 +16,10 @@ Everything here is made of torch ops and ``wrap_triton`` launches, with no host 
 ``routes.py`` chooses among the routes of ``index_scatter_reduce``.
 """
 
-from . import routes
-from .csr_transpose import csr_transpose
-from .element_scatter import element_gather, element_scatter
-from .gather_segment_reduce import gather_segment_reduce, weighted_gather_segment_reduce
-from .gatv2_logits import gatv2_grad, gatv2_logits
-from .index_scatter_reduce import index_scatter_reduce, small_index_scatter_reduce, tie_backward
-from .sddmm import sddmm
-from .segment_arg_reduce import segment_arg_reduce
-from .segment_logsumexp import segment_logsumexp
-from .segment_reduce import segment_reduce
-from .segment_softmax import segment_softmax, segment_softmax_backward
-from .segments import check_index, check_ptr, index_to_ptr, output_size, segments
+from .._interface import export_op_functions
+from . import routes as routes  # the route choice and thresholds, read as ``backend.routes``
 
 NAME = "gpu"
 
-__all__ = [
-    "check_index",
-    "check_ptr",
-    "csr_transpose",
-    "element_gather",
-    "element_scatter",
-    "gather_segment_reduce",
-    "gatv2_grad",
-    "gatv2_logits",
-    "index_scatter_reduce",
-    "index_to_ptr",
-    "output_size",
-    "routes",
-    "sddmm",
-    "segment_arg_reduce",
-    "segment_logsumexp",
-    "segment_reduce",
-    "segment_softmax",
-    "segment_softmax_backward",
-    "segments",
-    "small_index_scatter_reduce",
-    "tie_backward",
-    "weighted_gather_segment_reduce",
-]
+#: the interface: every function the op modules name in their ``__all__``, bound here by name
+INTERFACE = export_op_functions(globals())

@@ -9,6 +9,9 @@ import torch
 from .._common import segment_of_entries
 from .segments import segments
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["csr_transpose"]
+
 
 def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """As ``backends.cpu.csr_transpose`` (``index`` asserted against ``num_rows`` on the device)."""

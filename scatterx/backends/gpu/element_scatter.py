@@ -12,6 +12,9 @@ from ..._reductions import BY_NAME
 from .index_scatter_reduce import index_scatter_reduce
 from .segments import assert_index
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["element_gather", "element_scatter"]
+
 
 def element_scatter(
     src: torch.Tensor, index: torch.Tensor, base: torch.Tensor, dim: Optional[int], reduce: str, include_self: bool

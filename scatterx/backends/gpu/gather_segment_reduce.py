@@ -11,6 +11,9 @@ from .._outputs import new_result
 from .segment_reduce import launch_segments
 from .segments import rows_to_segments
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["gather_segment_reduce", "weighted_gather_segment_reduce"]
+
 
 def gather_segment_reduce(src: torch.Tensor, ptr: torch.Tensor, index: torch.Tensor, dim: int, red: Reduction):
     """Segment ``s`` reduces the rows ``index[ptr[s]:ptr[s+1]]`` of ``src`` (both checked): a new tensor."""

@@ -10,6 +10,9 @@ from ...kernels.gpu._tiles import launch_config, tile_shapes
 from .._common import segment_of_entries
 from ._launch import FLAG, FLOATS, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["gatv2_grad", "gatv2_logits"]
+
 
 def gatv2_logits(ptr, index, a, b, att, slope: float) -> torch.Tensor:
     """As ``backends.cpu.gatv2_logits``: ``(E, H)``."""

@@ -22,6 +22,9 @@ from .routes import Route
 from .segment_reduce import launch_segments
 from .segments import assert_index, segments, sorted_ptr
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["index_scatter_reduce", "small_index_scatter_reduce", "tie_backward"]
+
 
 def index_scatter_reduce(
     src: torch.Tensor,

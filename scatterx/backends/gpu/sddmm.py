@@ -10,6 +10,9 @@ from ...kernels.gpu._tiles import launch_config, tile_shapes
 from .._common import segment_of_entries
 from ._launch import DTYPES, FLAG, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["sddmm"]
+
 
 def sddmm(ptr: torch.Tensor, index: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:
     """As ``backends.cpu.sddmm``: ``(E, H, C)``, or ``(E, H, 1)`` for dot."""

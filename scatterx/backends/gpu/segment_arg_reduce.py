@@ -13,6 +13,9 @@ from .._common import shape3
 from .._outputs import new_result
 from ._launch import DTYPES, FLAG, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["segment_arg_reduce"]
+
 
 def segment_arg_reduce(
     src: torch.Tensor,

@@ -14,6 +14,9 @@ from .._common import shape3
 from .._outputs import new_result
 from ._launch import FLAG, FLOATS, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["segment_logsumexp"]
+
 
 def segment_logsumexp(
     src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int, flavour: int, eps: float

@@ -17,6 +17,9 @@ from . import routes
 from ._launch import DTYPES, FLAG, INT, KERNEL_REDUCTIONS, POINTER, TL_DTYPE, Variant, cdiv, launch
 from .segments import rows_to_segments
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["segment_reduce"]
+
 
 def segment_reduce(src: torch.Tensor, ptr: torch.Tensor, dim: int, red: Reduction) -> torch.Tensor:
     """Reduce ``src`` over the CSR segments ``ptr`` (checked by ``check_ptr``) along ``dim``: a new tensor."""

@@ -12,6 +12,9 @@ from ...kernels.gpu._tiles import launch_config, tile_shapes
 from .._common import shape3
 from ._launch import FLAG, FLOATS, INT, POINTER, TL_DTYPE, Variant, cdiv, launch
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["segment_softmax", "segment_softmax_backward"]
+
 
 def segment_softmax(src: torch.Tensor, ptr: torch.Tensor, perm: Optional[torch.Tensor], dim: int) -> torch.Tensor:
     """As ``backends.cpu.segment_softmax``."""

@@ -15,6 +15,9 @@ from ...kernels.gpu import segments as segment_kernels
 from .._common import explain_bad_index
 from ._launch import FLAG, INT, Variant, cdiv, launch
 
+#: what the op layer calls as ``backend_for(src).<name>`` (the package exports it: ``backends/_interface.py``)
+__all__ = ["check_index", "check_ptr", "index_to_ptr", "output_size", "segments"]
+
 
 def output_size(index: torch.Tensor, sorted: Optional[bool]) -> Tuple[int, bool]:
     """``(index.max() + 1, validated)``: the index read on the host (a sync the caller chose by not passing
