@@ -447,6 +447,16 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    ran = [r for reports in terminalreporter.stats.values() for r in reports if hasattr(r, "nodeid")]
+    if any(r.nodeid.endswith(GPU_COMPILE_TEST) for r in ran) and triton_available() and not gpu_report_is_recorded():
+        terminalreporter.section("the recorded GPU report")
+        terminalreporter.write_line(
+            "tests/bench/gpu_report_record.json is not the report of these GPU kernels, variants, checks and Triton: "
+            "this run compiled every variant (~15 core-minutes), and so will every run, CI's too, until it is "
+            "recorded again: python tests/bench/gpu_report_record.py",
+            yellow=True,
+            bold=True,
+        )
     unlisted = getattr(config, "_unlisted", None)
     if unlisted:
         terminalreporter.section("GPU launches missing from backends/gpu/variants.py")

@@ -72,7 +72,9 @@ def key(variant_dicts: List[dict]) -> str:
         for path in sorted(ROOT.glob(pattern)):
             digest.update(f"{path.relative_to(ROOT)}\n".encode())
             digest.update(path.read_bytes())
-    digest.update(json.dumps(variant_dicts, sort_keys=True, default=str).encode())
+    # the set of variants, not the order the backend's modules are found in
+    listed = sorted(json.dumps(v, sort_keys=True, default=str) for v in variant_dicts)
+    digest.update("\n".join(listed).encode())
     return digest.hexdigest()
 
 
