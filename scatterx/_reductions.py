@@ -17,7 +17,8 @@ the Triton kernels (``kernels/gpu/_codegen.py`` takes each row's ``code`` as a c
   differentiated again by autograd;
 - ``atomic``: a GPU may combine with hardware atomics (sum, mean: addition in any order, equal up to rounding);
 - ``selects``: the result is one of the members (amax, amin): the gradient is split among the members equal to
-  it (ties), and NaN must be propagated explicitly -- hardware max/min atomics do not;
+  it (ties; the NaN members of a NaN result), and NaN must be propagated explicitly -- hardware max/min atomics do
+  not;
 - ``prefers(x, best)``, for the selecting rows: whether member ``x`` strictly beats ``best``. The arg-reductions
   (``ops/segment_arg_reduce.py``, torch_scatter's ``scatter_max`` and kin) select with it: the first member that
   strictly beats all before it wins a tie, and NaN never wins (every comparison with NaN is False).

@@ -35,6 +35,15 @@ def shape3(t: torch.Tensor, dim: int) -> Tuple[int, int, int]:
     return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
 
 
+def is_tie(values: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """Where ``values`` tie an amax/amin ``result`` (broadcast): equal, or both NaN -- the tie kernels' rule, for the
+    gradient's formulas written in torch ops."""
+    same = values == result
+    if values.is_floating_point():
+        same = same | (values.isnan() & result.isnan())
+    return same
+
+
 def _span(t: torch.Tensor) -> Tuple[int, int]:
     """[first byte, last byte + 1) that ``t``'s elements occupy."""
     extent = sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))

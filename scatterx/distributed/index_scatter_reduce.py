@@ -26,6 +26,7 @@ from typing import Optional, Union
 import torch
 
 from .._reductions import SUPPORTED_DTYPES, resolve
+from ..backends._common import is_tie
 from ..ops import index_scatter_reduce as core
 from ..ops._backward import _product_of_others
 from .node_partition import NodePartition
@@ -190,7 +191,7 @@ class _ShardedScatterReduce(torch.autograd.Function):
             return _pull_per_entry(plan, grad), None, None
         src, out = ctx.saved_tensors
         if red.selects:
-            tied = src == _pull_per_entry(plan, out)
+            tied = is_tie(src, _pull_per_entry(plan, out))  # equal, or both NaN: the kernels' rule
             ties = _reduce_to_owners(plan, tied.to(grad.dtype), _SUM).clamp(min=1)
             return tied * _pull_per_entry(plan, grad / ties), None, None
         # prod: each rank's product of non-zero members and its count of zeros, combined on the owner

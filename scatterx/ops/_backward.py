@@ -10,7 +10,9 @@ For a group ``s`` = the ``src`` slices with ``index == s`` (plus ``base[s]`` whe
 - prod: the product of the other members, exactly, zeros included: with one zero, the zero's gradient is the
   product of the others and everyone else's is 0; with two or more, all are 0. No division by zero, no NaN. For a
   double backward the same values are written so that their own derivatives are exact too (``_product_of_others``).
-- amax/amin (the table's ``selects``): ``g`` split evenly among the members equal to the result. ``count_base``
+- amax/amin (the table's ``selects``): ``g`` split evenly among the members that tie the result: equal to it, or,
+  where the result is NaN, NaN themselves (the members that made it, as torch's ``max()`` splits its gradient;
+  ``torch.scatter_reduce``'s formula gives every member NaN there, a 0 / 0). ``count_base``
   says whether ``base[s]`` counts among them: scatterx's rule counts it when it takes part (``include_self``);
   ``torch.scatter_reduce`` counts it whenever it ties, even with ``include_self=False``.
 - ``base`` slices that receive nothing pass ``g`` through; with ``include_self=False`` receiving slices get 0.
@@ -28,6 +30,7 @@ import torch
 
 from .._reductions import BY_NAME, resolve
 from ..backends import backend_for
+from ..backends._common import is_tie
 
 _SUM, _PROD = BY_NAME["sum"], BY_NAME["prod"]
 
@@ -138,13 +141,13 @@ def nonlinear_backward(
     if red.selects:
         tie_base = base if include_self or count_base else None  # base, where its value counts among the ties
         if graph:
-            mask = (rows == result.index_select(dim, idx)).to(grad.dtype)
-            ties = group_sum(mask) + ((tie_base == result).to(grad.dtype) if tie_base is not None else 0.0)
-            ties = ties.clamp(min=1.0)
-            grad_src = pad_rows(grad.index_select(dim, idx) * mask / ties.index_select(dim, idx), src.shape, dim)
+            mask = is_tie(rows, result.index_select(dim, idx)).to(grad.dtype)
+            count = group_sum(mask) + (is_tie(tie_base, result).to(grad.dtype) if tie_base is not None else 0.0)
+            count = count.clamp(min=1.0)
+            grad_src = pad_rows(grad.index_select(dim, idx) * mask / count.index_select(dim, idx), src.shape, dim)
         else:
-            grad_src, ties = backend.tie_backward(grad, src, index, result, base, dim, sorted, tie_base is not None)
-        self_grad = grad / ties.clamp(min=1.0) * (self_base == result) if self_base is not None else None
+            grad_src, count = backend.tie_backward(grad, src, index, result, base, dim, sorted, tie_base is not None)
+        self_grad = grad / count.clamp(min=1.0) * is_tie(self_base, result) if self_base is not None else None
     elif red is _PROD:
         zero_rows = rows == 0
         zeros = group_sum(zero_rows.to(grad.dtype))

@@ -52,7 +52,8 @@ def index_scatter_reduce(
     A 0-d ``index``, ``src`` or ``out`` counts as one slice along dim 0, as in ``torch.index_add``. Integer sums wrap
     and integer means round down as torch's do; amax/amin propagate NaN as torch's do. Differentiable w.r.t.
     ``src`` and ``out``'s values, for every reduction (double backward included): amax/amin split the gradient
-    evenly among the members equal to the result, ``out``'s own value among them only with ``include_self=True``.
+    evenly among the members equal to the result (where it is NaN, the NaN members), ``out``'s own value among them
+    only with ``include_self=True``.
     Every argument is checked before anything is written: after a failed call ``out`` is exactly as it was.
 
     Args:

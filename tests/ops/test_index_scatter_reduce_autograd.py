@@ -131,6 +131,48 @@ def test_tie_with_out_not_taking_part():
     assert grad_base.tolist() == [0.0, 1.0]  # row 0 received (0 gradient), row 1 did not (passes through)
 
 
+@pytest.mark.parametrize("torch_ties", [False, True], ids=["own-rule", "torch-ties"])
+@pytest.mark.parametrize("graph", [False, True], ids=["kernel", "create-graph"])
+@pytest.mark.parametrize("with_out", [False, True], ids=["no-out", "out-self"])
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_a_nan_result_s_gradient_goes_to_its_nan_members_as_torch_max_splits_it(reduce, with_out, graph, torch_ties):
+    """A group whose result is NaN was made by its NaN members: they share its gradient, as ``torch.max()`` of the
+    group's values splits it (torch.scatter_reduce's formula gives every member NaN there, a 0 / 0); ``out``'s own
+    NaN is one of them with include_self. Each group is held against torch.max/min of its members."""
+    nan = float("nan")
+    index = torch.tensor([2, 0, 0, 1, 0, 1, 2, 2])
+    src = torch.tensor([1.0, nan, 3.0, 4.0, nan, 2.0, -1.0, nan], dtype=torch.float64)
+    base = torch.tensor([nan, 0.0, 5.0, 7.0], dtype=torch.float64)
+    weight = torch.tensor([0.5, -2.0, 3.0, 1.5], dtype=torch.float64)
+    s = src.clone().requires_grad_()
+    b = base.clone().requires_grad_()
+    out = op(s, index, 0, reduce, False, 4, b if with_out else None, with_out, torch_ties)
+    grads = torch.autograd.grad((out * weight).sum(), [s, b] if with_out else [s], create_graph=graph)
+    select = torch.max if reduce == "amax" else torch.min
+    want_src, want_base = torch.zeros_like(src), torch.zeros_like(base)
+    for group in range(4):
+        rows = (index == group).nonzero().flatten()
+        members = torch.cat([base[group : group + 1], src[rows]] if with_out else [src[rows]]).requires_grad_()
+        if members.numel() == 0:
+            want_base[group] = weight[group]  # (receives nothing: passes its gradient)
+            continue
+        (select(members) * weight[group]).backward()
+        want_src[rows] = members.grad[1:] if with_out else members.grad
+        want_base[group] = members.grad[0] if with_out else 0.0
+    torch.testing.assert_close(
+        out,
+        torch.stack(
+            [select(torch.cat([base[g : g + 1], src[index == g]]) if with_out else src[index == g]) for g in range(3)]
+            + [base[3] if with_out else torch.tensor(0.0, dtype=torch.float64)]
+        ),
+        equal_nan=True,
+    )
+    assert not grads[0].isnan().any()
+    torch.testing.assert_close(grads[0], want_src)
+    if with_out:
+        torch.testing.assert_close(grads[1], want_base)
+
+
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
 def test_rows_of_out_that_receive_nothing_pass_their_gradient(reduce):
     index = torch.tensor([0, 0])
@@ -381,6 +423,10 @@ def _backend_grads(backend, reduce, sorted, with_out, include_self):
     if sorted:
         index = index.sort().values
     base = torch.randint(-2, 3, (5, 3), generator=g).double() if with_out else None
+    if reduce in ("amax", "amin"):  # NaN results: the NaN members share the gradient
+        src[[1, 4, 9], [0, 0, 2]] = float("nan")
+        if base is not None:
+            base[index[4], 0] = float("nan")
     weights = torch.randn(5, 3, generator=g, dtype=torch.float64)
     s = backend.put(src).requires_grad_()
     b = None if base is None else backend.put(base).requires_grad_()
@@ -405,13 +451,14 @@ def _backend_grads(backend, reduce, sorted, with_out, include_self):
 @pytest.mark.parametrize("sorted", [True, False])
 @pytest.mark.parametrize("reduce", REDUCES)
 def test_gpu_gradients_match_the_cpu_backend(reduce, sorted, with_out, include_self):
-    """Planted ties and zeros: amax/amin split among ties, prod with one and with several zeros."""
+    """Planted ties, zeros and NaNs: amax/amin split among ties (NaN members where the result is NaN), prod with
+    one and with several zeros."""
     gpu = _backend("gpu")
     for got, want in zip(
         _backend_grads(gpu, reduce, sorted, with_out, include_self),
         _backend_grads(Backend("cpu"), reduce, sorted, with_out, include_self),
     ):
-        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got, want, equal_nan=True)
 
 
 def test_gpu_segment_reduce_gradient_matches_the_cpu_backend():

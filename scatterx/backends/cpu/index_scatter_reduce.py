@@ -23,7 +23,7 @@ from ...kernels.cpu import index_scatter_reduce_owner as owner
 from ...kernels.cpu.index_scatter_reduce_backward import index_scatter_reduce_backward as tie_kernel
 from ...kernels.cpu.index_scatter_reduce_runs import CHUNK_POSITIONS, index_scatter_reduce_runs
 from ...kernels.cpu.segments import index_bound
-from .._common import explain_bad_index, shape3
+from .._common import explain_bad_index, is_tie, shape3
 from .._outputs import empty, new_result
 from . import routes
 from ._arguments import chunks, finish, index64, perm_np, streams, target, view3
@@ -349,7 +349,7 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
     ties = torch.empty_like(result, memory_format=torch.contiguous_format)
     if outer * inner * num_segments == 0 or index.numel() == 0:  # no members: only base's value can be a tie
         counted = base is not None and bool(count_base)
-        return grad_src.zero_(), (base == result).to(ties.dtype) if counted else ties.zero_()
+        return grad_src.zero_(), is_tie(base, result).to(ties.dtype) if counted else ties.zero_()
     ptr, perm = segments(index, num_segments, sorted)
     ptr_np = ptr.numpy()
     bounds, threads = chunks(ptr_np, outer, n, inner, routes.tuning())

@@ -14,7 +14,7 @@ from ...kernels.gpu import index_scatter_reduce_atomic as scatter_kernels
 from ...kernels.gpu import index_scatter_reduce_backward as backward_kernels
 from ...kernels.gpu._codegen import kernel_code
 from ...kernels.gpu._tiles import launch_config, tile_shapes
-from .._common import shape3
+from .._common import is_tie, shape3
 from .._outputs import new_result
 from . import routes
 from ._launch import DTYPES, FLAG, INT, KERNEL_REDUCTIONS, POINTER, TL_DTYPE, Variant, cdiv, launch
@@ -165,7 +165,7 @@ def tie_backward(grad, src, index, result, base, dim: int, sorted: bool, count_b
     ties = torch.zeros(result.shape, dtype=result.dtype, device=result.device)
     if outer * inner * num_segments == 0 or index.numel() == 0:  # no members: only base's value can be a tie
         counted = base is not None and bool(count_base)
-        return grad_src.zero_(), (base == result).to(ties.dtype) if counted else ties.zero_()
+        return grad_src.zero_(), is_tie(base, result).to(ties.dtype) if counted else ties.zero_()
     ptr, perm = segments(index, num_segments, sorted)
     block_e, block_f = launch_config(inner)
     result = result.contiguous()
