@@ -24,7 +24,9 @@ Differences from torch, all on the side of determinism or leniency:
   closer to the exact mean (docs/decisions/half-precision.md);
 - int32 indices are accepted as well as int64, whatever the torch version;
 - bad input raises ``IndexError``, ``ValueError`` or ``TypeError`` (where torch raises ``RuntimeError``) with the
-  position of the culprit, before anything is written.
+  position of the culprit, before anything is written;
+- amax/amin where a group's result is NaN: its NaN members share the gradient, as ``torch.max()`` splits it
+  (``torch.scatter_reduce``'s formula gives every member of the group NaN, a 0 / 0).
 
 >>> import torch
 >>> from scatterx.pytorch import scatter_reduce
