@@ -52,7 +52,10 @@ class Memo:
         _REGISTRY[name] = self
 
     def get(self, key: Hashable) -> Any:
-        """The value stored under ``key`` (now the most recently used), or None."""
+        """The value stored under ``key`` (now the most recently used), or None; None while torch.compile traces
+        (a key may hold a symbolic size there, which has no hash: the traced call works it out)."""
+        if torch.compiler.is_compiling():
+            return None
         entries = self._entries
         value = entries.get(key)
         if value is not None:
@@ -63,7 +66,10 @@ class Memo:
         return value
 
     def put(self, key: Hashable, value: Any) -> None:
-        """Store ``value`` (not None) under ``key``, the least recently used entries out past ``size``."""
+        """Store ``value`` (not None) under ``key``, the least recently used entries out past ``size`` (nothing
+        while torch.compile traces)."""
+        if torch.compiler.is_compiling():
+            return
         entries = self._entries
         entries[key] = value
         try:

@@ -238,8 +238,14 @@ class _Call:
             self.num_segments, what = dim_size, f"dim_size={dim_size}"
         elif index.numel() == 0:
             self.num_segments, what = 0, ""
+        elif torch.compiler.is_compiling():
+            # read from the index by a torch op: a graph break, or with ``capture_scalar_outputs`` a data-dependent
+            # size that fullgraph=True can trace (the backend's own read is NumPy, which Dynamo cannot trace); the
+            # kernels check the index's values as they read it. Passing dim_size avoids the read.
+            self.num_segments = int(index.max()) + 1
+            what = ""
         else:
-            # reads the index: a host sync (a graph break under torch.compile); passing dim_size avoids it
+            # reads the index: a host sync; passing dim_size avoids it
             self.num_segments, self.index_checked = backend_for(self.src).output_size(index, sorted)
             what = f"the output size index.max() + 1 = {self.num_segments} (no dim_size given)"
         if not torch.compiler.is_compiling():  # traced sizes may be symbolic; the check is for eager calls

@@ -55,6 +55,11 @@ def size_from_index(index: torch.Tensor, dim: int = 0) -> int:
     if index.numel() == 0:
         return 0
     distinct = index[tuple(0 if index.stride(d) == 0 else slice(None) for d in range(index.dim()))]
+    if torch.compiler.is_compiling():  # a data-dependent size; the kernels check every entry against it
+        size = int(distinct.max()) + 1
+        torch._check(size >= 0)  # (bounds for the checks that read the size: no dim holds 2**48 rows)
+        torch._check(size < 2**48)
+        return size
     low, high = torch.aminmax(distinct)
     size = int(high) + 1
     if int(low) < 0:
@@ -239,9 +244,9 @@ def select(
     """torch_scatter's min/max of ``src3`` (outer, n, inner) into ``size`` rows: ``(values, arg)`` with ``arg``
     a row of ``n`` (``n`` where nothing was selected). ``base``: out's values as the start values. ``dtype``:
     the caller's dtype when ``src3`` was widened from a small integer one (whose extreme is then the start)."""
-    if sorted_rows:
+    if sorted_rows and not torch.compiler.is_compiling():
         ptr, perm = index_to_ptr(rows, size), None
-    else:
+    else:  # (traced: the counting sort, an op, where index_to_ptr's checks read the index on the host)
         ptr, perm = segments(rows, size)
     if base is None and dtype in SMALL_INT:  # torch_scatter starts from the small dtype's own extreme
         info = torch.iinfo(dtype)

@@ -61,7 +61,10 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
         # reads per row, not a pass over the index. With a size given, the kernels' pass checks every entry.
         low, high = torch.aminmax(rows[..., [0, -1]])
         size = int(high) + 1
-        if int(low) < 0:
+        if torch.compiler.is_compiling():  # a data-dependent size; the kernels check every entry against it
+            torch._check(size >= 0)
+            torch._check(size < 2**48)
+        elif int(low) < 0:
             raise _negative(rows, None)
     if size < 0 and out is None:
         raise ValueError(f"dim_size must be >= 0, got {dim_size}")
@@ -96,13 +99,17 @@ def _segment(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor]
     src2, idx, dim, size, rdim, flat, shape = _structure(src, index, out, dim_size)
     try:
         return _run(src, out, reduce, src2, idx, dim, size, rdim, flat, shape)
-    except ValueError:
+    except ValueError as error:
         # the kernels' pass names an unsorted index first: a negative entry (which breaks the order unless it
         # leads) is named instead, as it is wrong in any order (the failure path only; a flattened batch's
         # entries were all checked in _structure)
-        if flat or torch.compiler.is_compiling() or not bool((idx < 0).any()):
+        if not (flat or torch.compiler.is_compiling()) and bool((idx < 0).any()):
+            raise _negative(idx, None if out is None and dim_size is None else size) from None
+        found = str(error).split("; ")[0]
+        if " is not sorted: " not in found:
             raise
-        raise _negative(idx, None if out is None and dim_size is None else size) from None
+        # (the core's advice names arguments this family does not have: sorted=False, index_to_ptr)
+        raise ValueError(f"{found}; segment_coo takes a sorted index (scatter takes one in any order)") from None
 
 
 def _run(src, out: Optional[torch.Tensor], reduce: str, src2, idx, dim: int, size: int, rdim: int, flat: bool, shape):

@@ -94,7 +94,8 @@ def _take(result: torch.Tensor, dim: int, M: int, flat: bool, lead, rest) -> tor
 def _segment(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor], reduce: str):
     check_tensor(src, "src")
     dtype = src.dtype
-    src_, dim, M, ptr, flat, lead = _structure(src, indptr, out, f"segment_{reduce}_csr")
+    name = {"amax": "max", "amin": "min"}.get(reduce, reduce)  # (torch_scatter's names: segment_max_csr)
+    src_, dim, M, ptr, flat, lead = _structure(src, indptr, out, f"segment_{name}_csr")
     shape = list(src.shape)
     shape[dim] = M
     _engine.check_out(out, src, shape, dim)

@@ -175,6 +175,38 @@ def test_compiles_fullgraph():
     torch.testing.assert_close(gx, wx)
 
 
+def test_compiles_fullgraph_without_dim_size():
+    """torch_scatter's usual call, with no dim_size: the size read from the index is data-dependent under
+    ``torch.compile(fullgraph=True)`` (no graph break), the selections, products, composites and sorted-index
+    segments included; values and gradients equal to eager."""
+    torch._dynamo.reset()
+
+    def step(x, index, ordered):
+        top, arg = ts.scatter_max(x, index, 0)
+        low, _ = ts.segment_min_coo(x, ordered)
+        return (
+            top.sum()
+            + ts.scatter_mul(x, index, 0).sum()
+            + ts.scatter_std(x, index, 0).sum()
+            + ts.scatter_log_softmax(x, index, 0).sum()
+            + ts.segment_coo(x, ordered, reduce="mean").sum()
+            + low.sum()
+            + arg.sum() * 0
+        )
+
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(40, 3, generator=g, dtype=torch.float64)
+    index = torch.randint(0, 9, (40,), generator=g)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    results = []
+    for fn in (step, compiled):
+        xx = x.clone().requires_grad_()
+        loss = fn(xx, index, index.sort().values)
+        results.append((loss.detach(), *torch.autograd.grad(loss, xx)))
+    for eager, traced in zip(*results):
+        torch.testing.assert_close(traced, eager)
+
+
 @pytest.mark.parametrize("name", ["scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_std"])
 def test_composites_are_scriptable(name):
     """torch_scatter's functions are TorchScript functions; PyG scripts modules that call them."""

@@ -131,9 +131,18 @@ def test_torch_scatter_readme_example():
     torch.testing.assert_close(out[:, 1], src[:, 2:5].sum(1))
 
 
-def test_unsorted_coo_index_raises():
-    with pytest.raises(ValueError):
-        ts.segment_coo(torch.ones(3), torch.tensor([1, 0, 1]))
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_unsorted_coo_index_raises_with_advice_this_family_can_follow(reduce):
+    """The core op's advice (``sorted=False``, ``index_to_ptr``) names arguments torch_scatter's functions lack."""
+    with pytest.raises(ValueError, match=r"index\[1\]=0 < index\[0\]=1; segment_coo takes a sorted index") as error:
+        ts.segment_coo(torch.ones(3), torch.tensor([1, 0, 1]), reduce=reduce)
+    assert "sorted=False" not in str(error.value) and "index_to_ptr" not in str(error.value)
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_bad_offsets_name_the_function_called(reduce):
+    with pytest.raises(IndexError, match=f"^segment_{reduce}_csr: indptr"):
+        getattr(ts, f"segment_{reduce}_csr")(torch.arange(3.0), torch.tensor([0, 5]))
 
 
 @pytest.mark.parametrize("reduce", REDUCES)

@@ -231,6 +231,32 @@ def test_compiled_message_passing_step_matches_eager(reduce):
         torch.testing.assert_close(compiled, eager)
 
 
+@pytest.mark.parametrize("sorted", [True, False], ids=["sorted", "unsorted"])
+def test_compiles_fullgraph_without_dim_size(sorted):
+    """No dim_size: the output size is read from the index as a data-dependent size (no graph break), the values
+    and gradients are eager's, and a bad index still raises the eager error when the compiled call runs."""
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(9)
+    index = torch.randint(0, 7, (30,), generator=g)
+    index = index.sort().values if sorted else index
+    x = torch.randn(30, 4, generator=g, dtype=torch.float64)
+
+    def step(x, index):
+        return scatterx.index_scatter_reduce(0, index, x, "amax", sorted).tanh().sum(0)
+
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    results = []
+    for fn in (step, compiled):
+        xx = x.clone().requires_grad_()
+        out = fn(xx, index)
+        out.sum().backward()
+        results.append((out.detach(), xx.grad))
+    for eager, traced in zip(*results):
+        torch.testing.assert_close(traced, eager)
+    with pytest.raises(IndexError, match="negative"):
+        compiled(x, torch.cat([index[:-1], torch.tensor([-1])]) if not sorted else index - 1)
+
+
 @pytest.mark.parametrize("reduce", REDUCES)
 def test_public_functions_differentiate_like_the_op(reduce):
     src, index, _base = problem(reduce, 0, True, seed=9)
