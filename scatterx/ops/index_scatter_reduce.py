@@ -242,7 +242,9 @@ class _Call:
             # read from the index by a torch op: a graph break, or with ``capture_scalar_outputs`` a data-dependent
             # size that fullgraph=True can trace (the backend's own read is NumPy, which Dynamo cannot trace); the
             # kernels check the index's values as they read it. Passing dim_size avoids the read.
-            self.num_segments = int(index.max()) + 1
+            top = int(index.max())
+            torch._check_is_size(top)  # (size-like, which older torch needs to reason about it; < 0: no valid index)
+            self.num_segments = top + 1
             what = ""
         else:
             # reads the index: a host sync; passing dim_size avoids it

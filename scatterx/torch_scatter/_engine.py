@@ -56,10 +56,10 @@ def size_from_index(index: torch.Tensor, dim: int = 0) -> int:
         return 0
     distinct = index[tuple(0 if index.stride(d) == 0 else slice(None) for d in range(index.dim()))]
     if torch.compiler.is_compiling():  # a data-dependent size; the kernels check every entry against it
-        size = int(distinct.max()) + 1
-        torch._check(size >= 0)  # (bounds for the checks that read the size: no dim holds 2**48 rows)
-        torch._check(size < 2**48)
-        return size
+        top = int(distinct.max())
+        torch._check_is_size(top)  # (bounds for the checks that read the size: no dim holds 2**48 rows)
+        torch._check(top < 2**48)
+        return top + 1
     low, high = torch.aminmax(distinct)
     size = int(high) + 1
     if int(low) < 0:

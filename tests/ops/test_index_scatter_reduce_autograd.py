@@ -246,14 +246,16 @@ def test_compiles_fullgraph_without_dim_size(sorted):
 
     compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
     results = []
-    for fn in (step, compiled):
-        xx = x.clone().requires_grad_()
-        out = fn(xx, index)
-        out.sum().backward()
-        results.append((out.detach(), xx.grad))
+    # (capturing Tensor.item() is the default in newer torch; older versions, 2.4 among them, need it asked for)
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        for fn in (step, compiled):
+            xx = x.clone().requires_grad_()
+            out = fn(xx, index)
+            out.sum().backward()
+            results.append((out.detach(), xx.grad))
     for eager, traced in zip(*results):
         torch.testing.assert_close(traced, eager)
-    with pytest.raises(IndexError, match="negative"):
+    with pytest.raises(IndexError, match="negative"), torch._dynamo.config.patch(capture_scalar_outputs=True):
         compiled(x, torch.cat([index[:-1], torch.tensor([-1])]) if not sorted else index - 1)
 
 
