@@ -147,7 +147,8 @@ def check_index_and_size(index, size, size_name: str):
     size = check_size(size, size_name)
     if size is None:
         raise TypeError(f"{size_name} must be an int, got None")
-    check_allocation(size + 1, 8, index.device, f"{size_name}={size}")
+    if not torch.compiler.is_compiling():  # (formatting a traced size would specialise it)
+        check_allocation(size + 1, 8, index.device, f"{size_name}={size}")
     return index, size
 
 
@@ -166,6 +167,25 @@ def check_out(out, src: torch.Tensor, dim: int, dim_size: Optional[int]) -> None
         )
     if dim_size is not None and out.size(dim) != dim_size:
         raise ValueError(f"dim_size={dim_size} disagrees with out.size({dim})={out.size(dim)}")
+
+
+# ------------------------------------------------------------------------------------------ traced sizes
+#: torch versions whose symbolic shapes need a data-dependent size marked size-like (``torch._check_is_size``);
+#: later ones take ``torch._check(top >= 0)`` and warn that ``_check_is_size`` is going away
+_MARK_SIZE_LIKE = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13)
+
+
+def traced_size(top: torch.Tensor) -> int:
+    """``top + 1``, the size an output takes from its index's largest entry ``top`` (a 0-d tensor), while
+    torch.compile traces: a data-dependent size, bounded for the checks that read it (>= 0; no dim holds 2**48
+    rows). The kernels check every entry of the index against it when the compiled call runs."""
+    value = int(top)
+    if _MARK_SIZE_LIKE:
+        torch._check_is_size(value)
+    else:
+        torch._check(value >= 0)
+    torch._check(value < 2**48)
+    return value + 1
 
 
 # --------------------------------------------------------------------------------------------- huge sizes

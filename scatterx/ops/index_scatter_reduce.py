@@ -28,6 +28,7 @@ from ._checks import (
     check_src,
     check_tensor,
     normalize_dim,
+    traced_size,
 )
 from ._library import define_op, needs_op, register_autograd
 
@@ -235,16 +236,15 @@ class _Call:
             self.num_segments = self.out.size(dim)
             return
         if dim_size is not None:
-            self.num_segments, what = dim_size, f"dim_size={dim_size}"
+            # (its words are made only for the eager check below: formatting a traced size would specialise it)
+            self.num_segments, what = dim_size, ""
         elif index.numel() == 0:
             self.num_segments, what = 0, ""
         elif torch.compiler.is_compiling():
             # read from the index by a torch op: a graph break, or with ``capture_scalar_outputs`` a data-dependent
             # size that fullgraph=True can trace (the backend's own read is NumPy, which Dynamo cannot trace); the
             # kernels check the index's values as they read it. Passing dim_size avoids the read.
-            top = int(index.max())
-            torch._check_is_size(top)  # (size-like, which older torch needs to reason about it; < 0: no valid index)
-            self.num_segments = top + 1
+            self.num_segments = traced_size(index.max())
             what = ""
         else:
             # reads the index: a host sync; passing dim_size avoids it
@@ -253,7 +253,7 @@ class _Call:
         if not torch.compiler.is_compiling():  # traced sizes may be symbolic; the check is for eager calls
             row = math.prod(self.src.shape[:dim]) * math.prod(self.src.shape[dim + 1 :])
             row_bytes = row * self.src.element_size() + 8  # an output row and its CSR offset
-            check_allocation(self.num_segments, row_bytes, self.src.device, what)
+            check_allocation(self.num_segments, row_bytes, self.src.device, what or f"dim_size={dim_size}")
 
     def run(self, out=None, base=None, include_self: bool = True) -> torch.Tensor:
         """The backend's kernels on the checked arguments (into ``out``, or a new tensor from ``base``)."""

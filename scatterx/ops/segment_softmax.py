@@ -21,7 +21,15 @@ import torch
 from torch import Tensor
 
 from ..backends import backend_for
-from ._checks import check_allocation, check_integer_vector, check_size, check_src, check_tensor, normalize_dim
+from ._checks import (
+    check_allocation,
+    check_integer_vector,
+    check_size,
+    check_src,
+    check_tensor,
+    normalize_dim,
+    traced_size,
+)
 from ._library import define_op, needs_op, register_autograd
 from .index_scatter_reduce import index_scatter_reduce_op
 from .segment_reduce import segment_reduce_op
@@ -105,7 +113,11 @@ def _checked(src, index, ptr, dim, num_segments, sorted):
     index = check_integer_vector(check_tensor(index, "index"), "index", src)
     if index.numel() != n:
         raise ValueError(f"index has {index.numel()} entries but src.size({dim}) is {n}: every slice needs a group")
-    if num_segments is None:
+    if num_segments is None and n and torch.compiler.is_compiling():
+        # a data-dependent size read by a torch op (the backend's read is NumPy, which Dynamo cannot trace); the
+        # kernels check every entry against it
+        num_segments = traced_size(index.max())
+    elif num_segments is None:
         num_segments = backend_for(src).output_size(index, sorted)[0] if n else 0
     if not torch.compiler.is_compiling():  # (traced sizes may be symbolic; the check is for eager calls)
         what = (

@@ -17,7 +17,7 @@ from .. import planner
 from ..backends._common import explain_bad_index
 from ..backends._outputs import empty
 from ..ops import csr_order, index_to_ptr, needs_op, segment_arg_reduce
-from ..ops._checks import check_tensor
+from ..ops._checks import check_tensor, traced_size
 from ..planner import XMap
 from .utils import broadcast
 
@@ -56,10 +56,7 @@ def size_from_index(index: torch.Tensor, dim: int = 0) -> int:
         return 0
     distinct = index[tuple(0 if index.stride(d) == 0 else slice(None) for d in range(index.dim()))]
     if torch.compiler.is_compiling():  # a data-dependent size; the kernels check every entry against it
-        top = int(distinct.max())
-        torch._check_is_size(top)  # (bounds for the checks that read the size: no dim holds 2**48 rows)
-        torch._check(top < 2**48)
-        return top + 1
+        return traced_size(distinct.max())
     low, high = torch.aminmax(distinct)
     size = int(high) + 1
     if int(low) < 0:

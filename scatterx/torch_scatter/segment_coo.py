@@ -22,7 +22,7 @@ import torch
 
 from .. import planner
 from ..ops import index_scatter_reduce_from
-from ..ops._checks import check_tensor
+from ..ops._checks import check_tensor, traced_size
 from . import _engine
 
 
@@ -60,13 +60,12 @@ def _structure(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
         # found among the first ones (or the last, where it breaks the order: the size would hide it) -- two
         # reads per row, not a pass over the index. With a size given, the kernels' pass checks every entry.
         low, high = torch.aminmax(rows[..., [0, -1]])
-        top = int(high)
-        size = top + 1
         if torch.compiler.is_compiling():  # a data-dependent size; the kernels check every entry against it
-            torch._check_is_size(top)
-            torch._check(top < 2**48)
-        elif int(low) < 0:
-            raise _negative(rows, None)
+            size = traced_size(high)
+        else:
+            size = int(high) + 1
+            if int(low) < 0:
+                raise _negative(rows, None)
     if size < 0 and out is None:
         raise ValueError(f"dim_size must be >= 0, got {dim_size}")
     shape = list(src.shape)

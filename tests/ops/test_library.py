@@ -171,3 +171,27 @@ def test_an_eager_launch_takes_no_tracing_wrapper():
         with _launch.recording(), FakeTensorMode() as mode, pytest.raises(RuntimeError, match="wrap_triton"):
             _launch.launch(StandIn(), (1,), {"x": mode.from_tensor(x), "n": 4}, BLOCK=8)
         assert len(launched) == 1
+
+
+def test_a_traced_size_stays_symbolic_across_sizes():
+    """``dynamic=True`` with ``dim_size=src.size(0)`` (as the export guide recommends) or with no size at all (read
+    from the index): one graph for every size, none specialised on its first one -- formatting a traced size into
+    an error message, even one never raised, would install a guard on its value."""
+    from torch._dynamo.utils import counters
+
+    import scatterx.torch_scatter as ts
+
+    calls = {
+        "dim_size": lambda s, i: scatterx.index_scatter_reduce(0, i, s, "sum", False, dim_size=s.size(0)),
+        "drop-in dim_size": lambda s, i: ts.scatter_max(s, i, 0, dim_size=s.size(0))[0],
+        "softmax, no size": scatterx.segment_softmax,
+    }
+    for name, fn in calls.items():
+        torch._dynamo.reset()
+        counters.clear()
+        compiled = torch.compile(fn, dynamic=True, fullgraph=True, backend="aot_eager")
+        for n in (17, 33, 50):
+            g = torch.Generator().manual_seed(n)
+            src, index = torch.randn(n, 4, generator=g), torch.randint(0, n, (n,), generator=g)
+            torch.testing.assert_close(compiled(src, index), fn(src, index))
+        assert counters["stats"]["unique_graphs"] == 1, name
