@@ -197,10 +197,9 @@ def check_allocation(rows: int, row_bytes: int, device: torch.device, what: str)
     """Raise before a kernel runs if ``rows`` rows of ``row_bytes`` bytes (an output and the offsets that go with
     it) cannot be allocated: ValueError when the size does not fit in int64, MemoryError when it exceeds the
     memory the device has free. ``what`` names the argument the size came from, e.g. ``"dim_size=1099511627776"``.
-    Without this, the allocation fails inside NumPy, Numba or torch with a message that names nothing. Not while
-    torch.compile traces: a size read from an index is symbolic there, and the allocation is the compiled graph's."""
-    if torch.compiler.is_compiling():
-        return
+    Without this, the allocation fails inside NumPy, Numba or torch with a message that names nothing. For eager
+    calls only: the callers skip it while torch.compile traces, where a size may be symbolic and formatting it into
+    ``what`` would specialise it."""
     nbytes = rows * row_bytes
     if rows >= 2**63 or nbytes >= 2**63:
         raise ValueError(f"{what} is too large: {rows:,} rows of {row_bytes} bytes do not fit in 64-bit sizes")
