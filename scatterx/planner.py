@@ -977,6 +977,8 @@ def gather(m: XMap, data: torch.Tensor, out: Optional[torch.Tensor] = None) -> t
     _check_run(m, data, None, None)
     if out is not None:
         _check_out(out, m, data)
+        if torch.compiler.is_compiling():  # (the graph's own result copied: no address is read while tracing)
+            return out.copy_(gather(m, data))
     p = plan(m)
     if p.kind == "element" and p.route != "rows" and math.prod(m.shape) > 0 and _element_kernels(data):
         with reusing_outputs() if out is not None else _NOTHING:

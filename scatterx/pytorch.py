@@ -28,6 +28,10 @@ Differences from torch, all on the side of determinism or leniency:
 - amax/amin where a group's result is NaN: its NaN members share the gradient, as ``torch.max()`` splits it
   (``torch.scatter_reduce``'s formula gives every member of the group NaN, a 0 / 0).
 
+Under ``torch.compile``, ``gather`` is traced as torch's own indexing (it has no kernel of scatterx's in a graph), so
+a bad index in a compiled ``gather`` raises the compiled kernel's ``RuntimeError`` rather than the ``IndexError``
+above; the scatters raise their eager errors in a graph too.
+
 >>> import torch
 >>> from scatterx.pytorch import scatter_reduce
 >>> scatter_reduce(torch.zeros(3), 0, torch.tensor([0, 2, 0]), torch.tensor([1., 2., 3.]), "amax")

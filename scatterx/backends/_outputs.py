@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import ctypes
 import functools
@@ -80,6 +81,8 @@ def reusing_outputs() -> ContextManager[None]:
         True
         >>> release_outputs()
     """
+    if torch.compiler.is_compiling():  # (a traced graph allocates its own outputs; dynamo cannot set a ContextVar)
+        return contextlib.nullcontext()
     return _Reusing()
 
 

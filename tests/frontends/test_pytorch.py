@@ -478,3 +478,32 @@ def test_out_of_the_wrong_kind_raises_before_anything():
         scatterx.gather(x, 0, index, out=[0.0, 0.0])
     with pytest.raises(ValueError, match="automatic differentiation"):
         scatterx.scatter_reduce(x.requires_grad_(), 0, index, torch.ones(1, 2), "sum", out=torch.empty(3, 2))
+
+
+@pytest.mark.parametrize("index_kind", ["general", "expanded"])
+def test_out_traces_with_fullgraph_and_a_failed_compiled_call_leaves_it_untouched(index_kind):
+    """``out=`` of the three functions under ``torch.compile(fullgraph=True)`` (aot_eager): eager's result in
+    ``out``; a bad index raises (the scatters their eager IndexError, gather torch's error: the module docstring)
+    and ``out`` keeps its values."""
+    x = torch.arange(12.0).view(4, 3)
+    good = torch.tensor([[0, 1, 2], [3, 2, 0]]) if index_kind == "general" else torch.tensor([[0], [3]]).expand(2, 3)
+    calls = {
+        "gather": (lambda i, out: scatterx.gather(x, 0, i, out=out), (2, 3), (IndexError, RuntimeError)),
+        "scatter_reduce": (
+            lambda i, out: scatterx.scatter_reduce(x, 0, i, torch.ones(2, 3), "amax", out=out),
+            (4, 3),
+            IndexError,
+        ),
+        "scatter": (lambda i, out: scatterx.scatter(x, 0, i, -2.0, reduce="add", out=out), (4, 3), IndexError),
+    }
+    for name, (call, shape, error) in calls.items():
+        torch._dynamo.reset()
+        compiled = torch.compile(call, fullgraph=True, backend="aot_eager")
+        want, got = call(good, torch.empty(shape)), torch.full(shape, -1.0)
+        assert compiled(good, got) is got
+        assert torch.equal(got, want), name
+        out = torch.full(shape, -1.0)
+        with pytest.raises(error):
+            compiled(good + 2, out)
+        assert bool((out == -1).all()), name
+    torch._dynamo.reset()
