@@ -440,7 +440,8 @@ def unsorted_segment_mean(
     ``out[s]`` is the mean of ``data[i]`` over the positions ``i`` with ``segment_ids[i] == s``,
     ``segment_ids`` indexing the leading dims of ``data``. Negative ids are dropped; an empty segment is 0.
     Integer ``data`` is averaged as TensorFlow's ``summed / N`` does: the integer sum divided by the count in
-    float64 (``tf.truediv``), not rounded to an integer.
+    float64 (``tf.truediv``), not rounded to an integer. float16 and bfloat16 too: their sum is rounded to the half
+    type (``inf`` past its range, as TensorFlow's) before the divide.
 
     Args:
         data: tensor of a dtype scatterx reduces.
@@ -467,11 +468,18 @@ def unsorted_segment_mean(
         >>> unsorted_segment_mean(torch.tensor([1, 2, 4]), torch.tensor([0, 0, 1]), 3)
         tensor([1.5000, 4.0000, 0.0000], dtype=torch.float64)
     """
-    if isinstance(data, torch.Tensor) and not data.is_floating_point():
-        # TensorFlow's summed / N on integers: the (wrapping) integer sum and the count, true-divided in float64
+    if isinstance(data, torch.Tensor) and data.dtype not in _MEAN_IN_ONE_ROUNDING:
+        # TensorFlow's summed / N: on integers the (wrapping) integer sum and the count, true-divided in float64; on
+        # half types the sum rounded to the half type (inf past its range) divided by the count in that type
         summed = _unsorted_segment(data, segment_ids, num_segments, "sum")
         ones = torch.ones(segment_ids.shape, dtype=torch.int64, device=data.device)
         counts = _unsorted_segment(ones, segment_ids, num_segments, "sum").clamp(min=1)
         counts = counts.reshape(counts.shape + (1,) * (summed.dim() - 1))
+        if data.is_floating_point():
+            return summed / counts.to(data.dtype)
         return summed.double() / counts.double()
     return _unsorted_segment(data, segment_ids, num_segments, "mean")
+
+
+#: float dtypes whose TensorFlow mean (``summed / N``) is scatterx's mean: the sum is not rounded before the divide
+_MEAN_IN_ONE_ROUNDING = (torch.float32, torch.float64)

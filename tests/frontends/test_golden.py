@@ -136,6 +136,23 @@ def test_tensorflow_mean_of_integers_is_the_sum_true_divided_by_the_count():
         tf.unsorted_segment_mean(torch.tensor([1, 2]), torch.tensor([0, 5]), 3)
 
 
+def test_tensorflow_mean_of_half_types_divides_the_half_sum():
+    """On float16 and bfloat16, TensorFlow's ``summed / N`` divides a sum already rounded to the half type:
+    a segment whose sum overflows float16 has the mean ``inf``, as its sum does; otherwise the divide of the
+    rounded sum, with the mean's gradient."""
+    tf = scatterx.tf
+    big = torch.full((3,), 30000.0, dtype=torch.float16)  # sums to 90,000, past float16's 65,504
+    assert tf.unsorted_segment_mean(big, torch.zeros(3, dtype=torch.long), 2).tolist() == [float("inf"), 0.0]
+    for dtype in (torch.float16, torch.bfloat16):
+        data = torch.tensor([[0.1, 3.0], [0.2, 5.0], [0.7, -1.0]], dtype=dtype, requires_grad=True)
+        ids = torch.tensor([1, 1, -1])
+        got = tf.unsorted_segment_mean(data, ids, 3)
+        summed = tf.unsorted_segment_sum(data, ids, 3)
+        assert got.dtype == dtype and torch.equal(got, summed / torch.tensor([1.0, 2.0, 1.0], dtype=dtype)[:, None])
+        got.sum().backward()
+        assert data.grad.tolist() == [[0.5, 0.5], [0.5, 0.5], [0.0, 0.0]]
+
+
 def test_tensorflow_checks_every_index_when_the_data_has_no_element():
     """Slices of no element (an empty trailing dim) still name segments and rows: an id or index out of range
     raises as it does with elements (it passed silently); negative segment ids are still dropped."""
