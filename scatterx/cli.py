@@ -35,6 +35,7 @@ from .bench.gnn.full_graph import MODELS, GnnConfig
 from .bench.goals import evaluate
 from .bench.goals import lines as goal_lines
 from .bench.harness import ORDERS, REDUCTIONS, Config, environment, run
+from .bench.ops import section_flags
 from .kernels.gpu import available
 
 
@@ -98,18 +99,14 @@ def _bench_parser(sub) -> None:
     b.add_argument("--no-latency", action="store_true", help="skip the first-call (JIT) latency measurement")
     b.add_argument("--no-launch", action="store_true", help="skip the CPU kernel launch table")
     b.add_argument("--no-backward", action="store_true", help="skip the forward+backward rows (sum, mean, amax)")
-    b.add_argument("--no-softmax", action="store_true", help="skip the segment softmax rows")
     b.add_argument(
         "--no-dropin",
         action="store_true",
         help="skip the torch_scatter drop-in rows (scatterx.torch_scatter against torch_scatter, or "
         "torch-native equivalents where torch_scatter is not installed)",
     )
-    b.add_argument(
-        "--no-weighted",
-        action="store_true",
-        help="skip the weighted gather-segment sum and GATv2 logits rows (forward+backward)",
-    )
+    for flag, what in section_flags().items():  # the op modules' sections (bench/ops/<op>.py, SECTIONS)
+        b.add_argument(f"--no-{flag}", action="store_true", help=f"skip {what}")
     b.add_argument(
         "--device",
         default=d.device,
@@ -476,8 +473,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             latency=not args.no_latency,
             launch=not args.no_launch,
             backward=not args.no_backward,
-            softmax=not args.no_softmax,
-            weighted=not args.no_weighted,
+            skip=tuple(flag for flag in section_flags() if getattr(args, f"no_{flag}")),
             dropin=not args.no_dropin,
             device=args.device,
         )

@@ -3,10 +3,11 @@
 Results are reported as ratios taken in this one run (to the probe, to the best peer): the machines are shared and
 noisy, bare times alone mean little.
 
-Why this module is long: it is the whole run of the default bench -- the forward rows, the forward+backward,
-softmax and message-passing rows, each checked against a trusted result before it is timed -- with the records
-(environment, other load) that make one run's ratios readable. The rows' implementations, scatterx's and its
-peers', are in ``ops/``, a module per op.
+Why this module is long: it is the whole run of the default bench -- the core op's forward and forward+backward
+rows, the op modules' sections (softmax, message passing), each row checked against a trusted result before it is
+timed -- with the records (environment, other load) that make one run's ratios readable. The rows'
+implementations, scatterx's and its peers', are in ``ops/``, a module per op; a module's ``SECTIONS`` are found
+there (``ops.sections``).
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ from .gpu_kernels import host_cost
 from .graphs import Graph, make_graph
 from .latency import first_call_latency
 from .launch import measure as launch_costs
-from .ops.gather_segment_reduce import WEIGHTED, WEIGHTED_IMPLEMENTATIONS
-from .ops.gatv2_logits import GATV2, GATV2_IMPLEMENTATIONS
+from .ops import Section, sections
 from .ops.index_scatter_reduce import (
     BACKWARD_PEERS,
     BACKWARD_REDUCTIONS,
@@ -52,7 +52,6 @@ from .ops.index_scatter_reduce import (
     SCATTERX_SEGMENT,
     torch_scatter_version,
 )
-from .ops.segment_softmax import SCATTERX_SOFTMAX, SOFTMAX_IMPLEMENTATIONS
 from .targets import numba_cpu
 from .timing import median_seconds
 
@@ -77,8 +76,7 @@ class Config:
     latency: bool = True
     launch: bool = True
     backward: bool = True  # forward+backward rows for sum, mean, amax (floating dtypes)
-    softmax: bool = True  # segment softmax rows (floating dtypes)
-    weighted: bool = True  # weighted gather-segment sum and GATv2 logits rows, forward+backward (floating dtypes)
+    skip: tuple = ()  # flags of the op modules' sections left out (ops.section_flags(); each floating dtypes only)
     device: str = "cpu"  # or "cuda": the Triton kernels, timed with CUDA events
     dropin: bool = True  # the torch_scatter drop-in rows: against torch_scatter, or torch-native without it
 
@@ -289,21 +287,16 @@ def _run(config: Config, progress: Callable, log: Callable) -> Report:
 
     if config.backward and graph.src.dtype.is_floating_point:
         rows += _backward_rows(graph, config, progress, src_bytes)
-    if config.softmax and graph.src.dtype.is_floating_point:
-        rows += _softmax_rows(graph, config, progress, src_bytes)
-    if config.weighted and graph.src.dtype.is_floating_point:
-        rows += _message_passing_rows(WEIGHTED, WEIGHTED_IMPLEMENTATIONS, graph, config, progress, src_bytes)
-        rows += _message_passing_rows(GATV2, GATV2_IMPLEMENTATIONS, graph, config, progress, src_bytes)
+    for section in sections():
+        if section.flag not in config.skip and graph.src.dtype.is_floating_point:
+            rows += _section_rows(section, graph, config, progress, src_bytes)
     if config.dropin and graph.src.dtype.is_floating_point:
         rows += _dropin_rows(graph, config, progress, src_bytes)
     probe_s = statistics.median(probe_samples) if probe_samples else median_seconds(probe, 1, 5, device)
+    ours = {section.label: section.implementations[0].name for section in sections()}
     for row in rows:
         row.probe_ratio = row.ms / (probe_s * 1e3)
-        mine = {
-            "softmax": SCATTERX_SOFTMAX.name,
-            WEIGHTED: WEIGHTED_IMPLEMENTATIONS[0].name,
-            GATV2: GATV2_IMPLEMENTATIONS[0].name,
-        }.get(row.reduce, SCATTERX.name)
+        mine = ours.get(row.reduce, SCATTERX.name)
         if row.mode == DROP_IN_MODE:
             mine = dropin.DROP_IN
         our_row = find(rows, row.reduce, row.order, mine, row.mode)
@@ -362,48 +355,36 @@ def _backward_rows(graph: Graph, config: Config, progress: Callable, src_bytes: 
     return rows
 
 
-def _softmax_rows(graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
-    """Segment softmax of the edges' features per target node: scatterx (index, ptr) against PyG's formula on
-    torch's ops, each checked against torch.softmax of the groups first."""
-    impls = SOFTMAX_IMPLEMENTATIONS if config.peers else SOFTMAX_IMPLEMENTATIONS[:2]
-    tasks = [(o, impl) for o in config.orders for impl in impls]
+def _section_rows(section: Section, graph: Graph, config: Config, progress: Callable, src_bytes: int) -> List[Row]:
+    """An op module's section (``ops.Section``): scatterx (its first implementation) against the others, each
+    checked first against the last one's result (a forward result per index order, or the gradients of one
+    forward+backward), then timed."""
+    impls = section.implementations if config.peers else section.implementations[:1]
+    orders = config.orders if section.per_order else ("sorted",)
+    tasks = [(o, impl) for o in orders for impl in impls]
     rows, expected = [], {}
-    for order, impl in progress(tasks, desc="bench softmax", unit="case"):
-        fn = impl.build(graph, order == "sorted")
+    for order, impl in progress(tasks, desc=f"bench {section.label}", unit="case"):
+        args = (graph, order == "sorted") if section.per_order else (graph,)
+        fn = impl.build(*args)
         if fn is None:
             continue
         if order not in expected:
-            expected[order] = SOFTMAX_IMPLEMENTATIONS[-1].build(graph, order == "sorted")()
-        check(f"{impl.name} ({order})", fn(), expected[order])
-        seconds = median_seconds(fn, config.warmup, config.repeat, config.device)
-        rows.append(Row("softmax", order, impl.name, impl.torch_native, seconds * 1e3, src_bytes / seconds / 1e9, 0.0))
-    return rows
-
-
-def _message_passing_rows(
-    label: str, implementations, graph: Graph, config: Config, progress: Callable, src_bytes: int
-) -> List[Row]:
-    """Forward+backward of a message-passing op (``WEIGHTED``: GCN-style weighted aggregation, gradients of node
-    features and edge weights; ``GATV2``: GATv2's logits, gradients of both ends and att): scatterx (first of
-    ``implementations``) against PyG's unfused path (last), the gradients checked against PyG's first."""
-    impls = implementations if config.peers else implementations[:1]
-    rows, expected = [], None
-    for impl in progress(list(impls), desc=f"bench {label}", unit="case"):
-        fn = impl.build(graph)
-        if expected is None:
-            expected = implementations[-1].build(graph)().clone()
-        check(f"{impl.name} gradients", fn(), expected)
-        seconds = median_seconds(fn, 1, max(3, config.repeat // 3), config.device)
+            expected[order] = section.implementations[-1].build(*args)().clone()
+        check(f"{impl.name} ({order})" if section.per_order else f"{impl.name} gradients", fn(), expected[order])
+        if section.per_order:
+            seconds, mode = median_seconds(fn, config.warmup, config.repeat, config.device), "forward"
+        else:
+            seconds, mode = median_seconds(fn, 1, max(3, config.repeat // 3), config.device), "forward+backward"
         rows.append(
             Row(
-                label,
-                "sorted",
+                section.label,
+                order,
                 impl.name,
                 impl.torch_native,
                 seconds * 1e3,
                 src_bytes / seconds / 1e9,
                 0.0,
-                mode="forward+backward",
+                mode=mode,
             )
         )
     return rows

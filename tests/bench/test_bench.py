@@ -140,15 +140,68 @@ def test_weighted_rows_are_checked_timed_and_have_a_goal(monkeypatch):
     ours, pyg = (gatv2[p.name] for p in gatv2_rows.GATV2_IMPLEMENTATIONS)
     assert table["GATv2 logits: forward+backward speedup over PyG's path"] == pytest.approx(pyg.ms / ours.ms)
     # a wrong gradient aborts the run
+    quiet = dict(TINY, backward=False, skip=("softmax",))
     real_logits = scatterx.gatv2_logits
     monkeypatch.setattr(scatterx, "gatv2_logits", lambda *a, **k: real_logits(*a, **k) * 2)
     with pytest.raises(AssertionError, match="wrong result"):
-        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY), log=lambda *_: None)
+        run(Config(reductions=("sum",), orders=("sorted",), **quiet), log=lambda *_: None)
     monkeypatch.setattr(scatterx, "gatv2_logits", real_logits)
     real = scatterx.gather_segment_reduce
     monkeypatch.setattr(scatterx, "gather_segment_reduce", lambda *a, **k: real(*a, **k) * 2)
     with pytest.raises(AssertionError, match="wrong result"):
-        run(Config(reductions=("sum",), orders=("sorted",), backward=False, softmax=False, **TINY), log=lambda *_: None)
+        run(Config(reductions=("sum",), orders=("sorted",), **quiet), log=lambda *_: None)
+
+
+def test_an_op_module_s_section_is_run_checked_and_skippable_with_nothing_else_edited(monkeypatch):
+    """A ``Section`` added to an op module's ``SECTIONS`` (here a made-up one, in the softmax module) gets its rows
+    in both index orders, scatterx's speedups, a ``--no-<flag>`` option, and aborts the run on a wrong result."""
+    import argparse
+
+    from scatterx.bench import ops
+    from scatterx.bench.ops import Peer, Section
+    from scatterx.bench.ops import segment_softmax as module
+    from scatterx.cli import build_parser
+
+    def doubled(scale):
+        return lambda graph, sorted: lambda: ops.inputs(graph, sorted)[1] * scale
+
+    mine, trusted = Peer("scatterx doubling", False, doubled(2.0)), Peer("torch doubling", True, doubled(2.0))
+    made_up = Section("double", (mine, trusted), per_order=True, flag="doubling", what="the doubling rows")
+    monkeypatch.setattr(module, "SECTIONS", module.SECTIONS + (made_up,))
+    assert ops.section_flags()["doubling"] == "the doubling rows"
+    parser = build_parser()
+    bench = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["bench"]
+    assert bench.parse_args(["--no-doubling"]).no_doubling
+    config = dict(TINY, backward=False, skip=("weighted",), dropin=False)
+    report = run(Config(reductions=("sum",), **config), log=lambda *_: None)
+    rows = {(r.order, r.implementation): r for r in report.rows if r.reduce == "double"}
+    assert set(rows) == {(o, p.name) for o in ("sorted", "shuffled") for p in (mine, trusted)}
+    assert rows["sorted", trusted.name].scatterx_speedup == pytest.approx(
+        rows["sorted", trusted.name].ms / rows["sorted", mine.name].ms
+    )
+    report = run(Config(reductions=("sum",), **dict(config, skip=("weighted", "doubling"))), log=lambda *_: None)
+    assert not [r for r in report.rows if r.reduce == "double"]
+    wrong = Section("double", (Peer("scatterx doubling", False, doubled(3.0)), trusted), True, "doubling", "rows")
+    monkeypatch.setattr(module, "SECTIONS", module.SECTIONS[:-1] + (wrong,))
+    with pytest.raises(AssertionError, match="wrong result"):
+        run(Config(reductions=("sum",), **config), log=lambda *_: None)
+
+
+def test_every_op_module_but_the_core_op_s_declares_its_sections():
+    """The core op's rows are the harness's own; every other op module in ``bench/ops`` has its rows as
+    ``SECTIONS`` (a module without is a row that never runs), each labelled apart."""
+    import importlib
+    import pkgutil
+
+    from scatterx.bench import ops
+
+    names = [m.name for m in pkgutil.iter_modules(ops.__path__)]
+    assert "index_scatter_reduce" in names
+    for name in names:
+        if name != "index_scatter_reduce":
+            assert getattr(importlib.import_module(f"scatterx.bench.ops.{name}"), "SECTIONS", ()), name
+    labels = [s.label for s in ops.sections()]
+    assert len(labels) == len(set(labels)) >= 3
 
 
 def test_dropin_rows_cover_every_function_are_checked_and_tabled(monkeypatch):
@@ -157,7 +210,7 @@ def test_dropin_rows_cover_every_function_are_checked_and_tabled(monkeypatch):
     from scatterx.bench import dropin
     from scatterx.bench.report import table
 
-    small = dict(TINY, backward=False, softmax=False, weighted=False)
+    small = dict(TINY, backward=False, skip=("softmax", "weighted"))
     report = run(Config(reductions=("sum",), orders=("sorted",), **small), log=lambda *_: None)
     rows = [r for r in report.rows if r.mode == "drop-in"]
     ours = {(r.reduce, r.order) for r in rows if r.implementation == dropin.DROP_IN}

@@ -5,12 +5,18 @@ it (``index_scatter_reduce``, ``segment_softmax``, ``gather_segment_reduce``, ``
 
 Each peer gets its input in its best form, prepared outside the timed call (the CSR ``ptr`` for segment ops, the
 expanded index view for ``scatter_reduce``).
+
+An op module that names a ``SECTIONS`` tuple of :class:`Section` has its rows in ``scatterx bench`` with nothing
+else to edit: :func:`sections` finds them, ``harness`` runs them, and ``scatterx bench --no-<flag>`` skips them (the
+core op's rows, the first and largest table, are ``harness``'s own).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Dict, List, Tuple
 
 import torch
 
@@ -41,3 +47,36 @@ def message_passing_inputs(graph: Graph):
     if x.size(0) < n:  # fewer edges than nodes: pad with zero rows
         x = torch.cat([x, x.new_zeros(n - x.size(0), x.size(1))])
     return x.requires_grad_(), sources, weight.requires_grad_()
+
+
+@dataclass(frozen=True)
+class Section:
+    """Rows of ``scatterx bench`` for one op, declared in the op's module (``SECTIONS``).
+
+    ``implementations``: scatterx's first, the trusted result last (every other is checked against it before it is
+    timed). ``per_order``: each ``build(graph, sorted)`` gives the op's forward result, timed for each index order
+    asked; otherwise ``build(graph)`` runs forward and backward and gives the gradients, flattened, timed once
+    (sorted). ``flag``: ``scatterx bench --no-<flag>`` (``Config.skip``) leaves the section out, with every
+    section of that flag; ``what`` says what its rows are, for that option's help."""
+
+    label: str  # the rows' first column
+    implementations: Tuple[Peer, ...]
+    per_order: bool
+    flag: str
+    what: str
+
+
+def sections() -> List[Section]:
+    """Every op module's ``SECTIONS``, in the modules' name order."""
+    found: List[Section] = []
+    for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        found += getattr(importlib.import_module(f"{__name__}.{module}"), "SECTIONS", ())
+    return found
+
+
+def section_flags() -> Dict[str, str]:
+    """``{flag: what its sections' rows are}``, each flag once: the ``--no-<flag>`` options of ``scatterx bench``."""
+    flags: Dict[str, List[str]] = {}
+    for section in sections():
+        flags.setdefault(section.flag, []).append(section.what)
+    return {flag: " and ".join(whats) for flag, whats in flags.items()}

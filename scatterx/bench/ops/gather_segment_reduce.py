@@ -8,7 +8,7 @@ import torch
 
 import scatterx
 
-from . import Peer, message_passing_inputs
+from . import Peer, Section, message_passing_inputs
 
 # ------------------------------------------------------------------------------------- weighted message passing
 # GCN-style aggregation: each node sums its in-edges' source rows times the edge's weight. The node features are
@@ -50,3 +50,13 @@ def _pyg_weighted(graph):
 SCATTERX_WEIGHTED = Peer("scatterx.gather_segment_reduce (weight)", False, _scatterx_weighted)
 PYG_WEIGHTED = Peer("PyG: index_select * weight, index_add_", True, _pyg_weighted)
 WEIGHTED_IMPLEMENTATIONS = (SCATTERX_WEIGHTED, PYG_WEIGHTED)
+
+SECTIONS = (
+    Section(
+        WEIGHTED,
+        WEIGHTED_IMPLEMENTATIONS,
+        per_order=False,
+        flag="weighted",
+        what="the weighted gather-segment sum rows (forward+backward)",
+    ),
+)

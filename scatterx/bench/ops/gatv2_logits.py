@@ -8,7 +8,7 @@ import torch
 
 import scatterx
 
-from . import Peer, message_passing_inputs
+from . import Peer, Section, message_passing_inputs
 
 # -------------------------------------------------------------------------------------------- GATv2 attention
 # GATv2's logits per edge, ``att . leaky_relu(x_l[source] + x_r[target])`` per head, forward and backward
@@ -58,3 +58,9 @@ def _pyg_gatv2(graph):
 SCATTERX_GATV2 = Peer("scatterx.gatv2_logits", False, _scatterx_gatv2)
 PYG_GATV2 = Peer("PyG: index_select both ends, leaky_relu, att", True, _pyg_gatv2)
 GATV2_IMPLEMENTATIONS = (SCATTERX_GATV2, PYG_GATV2)
+
+SECTIONS = (
+    Section(
+        GATV2, GATV2_IMPLEMENTATIONS, per_order=False, flag="weighted", what="the GATv2 logits rows (forward+backward)"
+    ),
+)

@@ -7,7 +7,7 @@ import torch
 
 import scatterx
 
-from . import Peer
+from . import Peer, Section
 from . import inputs as _inputs
 
 
@@ -48,4 +48,8 @@ SOFTMAX_IMPLEMENTATIONS = (
     SCATTERX_SOFTMAX,
     Peer("scatterx.segment_softmax (ptr)", False, _scatterx_softmax_ptr),
     Peer("PyG's softmax formula (torch ops)", True, _torch_softmax),
+)
+
+SECTIONS = (
+    Section("softmax", SOFTMAX_IMPLEMENTATIONS, per_order=True, flag="softmax", what="the segment softmax rows"),
 )
