@@ -54,11 +54,17 @@ def pad_rows(grad_rows: torch.Tensor, src_shape, dim: int) -> torch.Tensor:
 
 
 def counts(index: torch.Tensor, dim_size: int, dtype) -> torch.Tensor:
-    """Members per segment. Plain torch ops on purpose, not a kernel: the linear backward is traced by
+    """Members per segment, in ``dtype``: counted exactly (in int64; a half type's own sum of ones stops at 256 or
+    2,048), then converted. Plain torch ops on purpose, not a kernel: the linear backward is traced by
     torch.compile (a Numba call cannot be) and must stay differentiable for double backward."""
-    return torch.zeros(dim_size, dtype=dtype, device=index.device).index_add_(
-        0, index, torch.ones(index.numel(), dtype=dtype, device=index.device)
-    )
+    ones = torch.ones(index.numel(), dtype=torch.int64, device=index.device)
+    return torch.zeros(dim_size, dtype=torch.int64, device=index.device).index_add_(0, index, ones).to(dtype)
+
+
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a gradient's per-segment arithmetic is done in: float32 for the half types (as the kernels
+    accumulate them), the dtype itself otherwise."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include_self: bool):
@@ -66,12 +72,12 @@ def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include
     ndim, dim_size = len(src_shape), grad.size(dim)
     idx = index.long()
     divide = resolve(reduce).divide_by_count
-    n = counts(idx, dim_size, grad.dtype) if divide or base is not None else None  # sum without base: not needed
+    n = counts(idx, dim_size, accumulation_dtype(grad.dtype)) if divide or base is not None else None  # sum: unused
     takes_self = base is not None and include_self
     if divide:
         assert n is not None  # counted above: mean divides by it
         scale = 1.0 / (n + (1.0 if takes_self else 0.0)).clamp(min=1.0)
-        grad_in = grad * per_segment(scale, dim, ndim)
+        grad_in = (grad * per_segment(scale, dim, ndim)).to(grad.dtype)  # (a half type's: rounded once)
     else:
         # a gradient often arrives expanded (``.sum().backward()``): index_select reads a stride-0 tensor ~10x
         # slower than a copy costs (Cora's 2,708 x 16 into 10,556 rows: 364 us against 7 + 32 us)
@@ -131,11 +137,12 @@ def nonlinear_backward(
     idx = index.long()
     rows = src.narrow(dim, 0, m)
     self_base = base if include_self else None  # base, where it takes part in the reduction
-    received = per_segment(counts(idx, dim_size, grad.dtype) > 0, dim, ndim)
+    received = per_segment(counts(idx, dim_size, torch.int64) > 0, dim, ndim)
 
     def group_sum(values: torch.Tensor) -> torch.Tensor:  # per-segment sums of rows (constants: masks and zero counts)
-        if graph:
-            return torch.zeros(result.shape, dtype=grad.dtype, device=grad.device).index_add_(dim, idx, values)
+        if graph:  # (accumulated as the kernel's are: a half type's count of ties would stop at 256 or 2,048)
+            total = torch.zeros(result.shape, dtype=accumulation_dtype(values.dtype), device=grad.device)
+            return total.index_add_(dim, idx, values.to(total.dtype)).to(values.dtype)
         return backend.index_scatter_reduce(values.contiguous(), index, dim, _SUM, sorted, dim_size)
 
     if red.selects:

@@ -350,6 +350,26 @@ def test_half_precision_gradients_of_out_match_float64(reduce, dtype):
         torch.testing.assert_close(half.double(), wide, atol=0.05, rtol=0.02)
 
 
+@pytest.mark.parametrize("dtype, members", [(torch.bfloat16, 300), (torch.float16, 3000)])
+def test_half_precision_counts_past_the_type_s_integers(dtype, members):
+    """A group of more members than the half type counts exactly (256 in bfloat16, 2,048 in float16): the mean's
+    gradient is 1/n rounded once (sorted, unsorted, into out), and amax's ties split by n in a double-backward
+    graph -- the counts were sums of ones in the half type, which stop there."""
+    src = torch.ones(members + 1, 2, dtype=dtype)
+    index = torch.tensor([0] * members + [1])
+    want = torch.tensor([1.0 / members] * members + [1.0], dtype=torch.float64).to(dtype)[:, None].expand(-1, 2)
+    for sorted, out in ((True, None), (False, None), (True, torch.zeros(2, 2, dtype=dtype))):
+        leaf = src.clone().requires_grad_()
+        result = scatterx.index_scatter_reduce(0, index, leaf, "mean", sorted, out=out, include_self=False)
+        (grad,) = torch.autograd.grad(result.sum(), leaf)
+        assert torch.equal(grad, want), (sorted, out is not None)
+    leaf = src.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(
+        scatterx.index_scatter_reduce(0, index, leaf, "amax", dim_size=2).sum(), leaf, create_graph=True
+    )
+    assert torch.equal(grad.detach(), want)
+
+
 @pytest.mark.parametrize("op", ["index_scatter_reduce", "segment_reduce"])
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
 def test_sum_and_mean_do_not_keep_src_alive_for_backward(op, reduce):
