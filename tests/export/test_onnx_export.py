@@ -71,16 +71,24 @@ def repeated_index(n, rows, seed):
 
 # ------------------------------------------------------------------------------------------------ the core op
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("dim", [0, 1, -1])
-def test_index_scatter_reduce_every_reduction(dtype, dim, tmp_path):
+def test_index_scatter_reduce_every_reduction(dtype, tmp_path):
+    """Every reduction along dims 0, 1 and -1 (an index per dim); optimised, a graph per dim (the optimizer's time
+    grows faster than a graph's nodes), else one graph of the three."""
     src = values((6, 5, 4), dtype, 0)
-    index = repeated_index(src.size(dim), 7, 1)
+    indices = [repeated_index(src.size(dim), 7, 1) for dim in (0, 1, -1)]
+    groups = [((0,), 0), ((1,), 1), ((-1,), 2)] if optimized(dtype) else [((0, 1, -1), None)]
+    for dims, only in groups:
+        inputs = [src] + (indices if only is None else [indices[only]])
 
-    def every(src, index):
-        return tuple(scatterx.index_scatter_reduce(dim, index, src, r, False, dim_size=7) for r in REDUCTIONS)
+        def every(src, *index, dims=dims):
+            return tuple(
+                scatterx.index_scatter_reduce(dim, i, src, r, False, dim_size=7)
+                for dim, i in zip(dims, index)
+                for r in REDUCTIONS
+            )
 
-    path = tmp_path / "m.onnx"
-    assert_outputs(run_onnx(Wrap(every), [src, index], path, optimize=optimized(dtype)), every(src, index))
+        path = tmp_path / f"m{dims[0]}.onnx"
+        assert_outputs(run_onnx(Wrap(every), inputs, path, optimize=optimized(dtype)), every(*inputs))
 
 
 @pytest.mark.parametrize("include_self", [True, False])
@@ -187,19 +195,24 @@ def test_segment_and_gather_segment_reduce(dtype, tmp_path):
     wide = values((3, 7), dtype, 8)
     gather = repeated_index(7, 7, 9)
 
-    for r in REDUCTIONS:
-        # (a graph per reduction: onnxscript's optimizer takes time superlinear in a graph's nodes -- the five in
-        # one graph took 31-41 s a dtype, these five 17-22 s)
+    # optimised, a graph per reduction (onnxscript's optimizer takes time superlinear in a graph's nodes -- the five
+    # in one graph took 31-41 s a dtype, these five 17-22 s); without the optimizer, one graph of the five
+    groups = [(r,) for r in REDUCTIONS] if optimized(dtype) else [tuple(REDUCTIONS)]
+    for group in groups:
 
-        def three(src, wide, ptr, gather, r=r):
-            return (
-                scatterx.segment_reduce(src, ptr, r),
-                scatterx.segment_reduce(wide, ptr, r, dim=-1),
-                scatterx.gather_segment_reduce(src, ptr, gather, r),
+        def three(src, wide, ptr, gather, group=group):
+            return tuple(
+                out
+                for r in group
+                for out in (
+                    scatterx.segment_reduce(src, ptr, r),
+                    scatterx.segment_reduce(wide, ptr, r, dim=-1),
+                    scatterx.gather_segment_reduce(src, ptr, gather, r),
+                )
             )
 
         inputs = [src, wide, PTR, gather]
-        path = tmp_path / f"{r}.onnx"
+        path = tmp_path / f"{group[0]}.onnx"
         assert_outputs(run_onnx(Wrap(three), inputs, path, optimize=optimized(dtype)), three(*inputs))
 
 
