@@ -59,6 +59,21 @@ def test_a_forced_route_is_taken_or_refused_by_name():
     assert routes.route_for(resolve("sum"), False) is routes.Route.ATOMIC  # the block is over
 
 
+def test_a_tile_size_no_kernel_can_take_is_refused_by_tuned():
+    """``max_elements`` below one row of the widest feature block, or not a power of two, would launch a block of no
+    rows (or of a size Triton refuses): ``tuned`` says so before anything runs; the sizes a sweep takes pass."""
+    from scatterx.backends.gpu import routes
+
+    for size in (64, 100, 1000, 0, 2048.0, True):
+        with pytest.raises(ValueError, match="max_elements must be a power of two"), routes.tuned(max_elements=size):
+            pass
+    for size in (128, 512, 4096):
+        with routes.tuned(max_elements=size) as t:
+            assert t.max_elements == size
+    with routes.tuned(programs_per_sm=3) as t:  # other fields alone: the default tile stands
+        assert t.max_elements == routes.TUNING.max_elements
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the sync debug mode is CUDA's")
 def test_no_op_syncs_with_the_host():
     """Forward and backward of the ops on CUDA run under ``torch.cuda.set_sync_debug_mode("error")``: any call

@@ -29,7 +29,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..._reductions import Reduction
-from ...kernels.gpu._grid import MAX_ELEMENTS, MIN_EVENTS, PROGRAMS_PER_SM
+from ...kernels.gpu._grid import MAX_ELEMENTS, MAX_FEATURES, MIN_EVENTS, PROGRAMS_PER_SM
 from .._common import forced_route, tuned_block
 
 
@@ -67,6 +67,10 @@ def tuning() -> Tuning:
 @contextlib.contextmanager
 def tuned(**changes) -> Iterator[Tuning]:
     """Within the block, the GPU backend launches with these settings (fields of ``Tuning``)."""
+    size = changes.get("max_elements", MAX_ELEMENTS)
+    if isinstance(size, bool) or not isinstance(size, int) or size < MAX_FEATURES or size & (size - 1):
+        # a tile is at least one row of the widest block of features, and Triton's blocks are powers of two
+        raise ValueError(f"max_elements must be a power of two >= {MAX_FEATURES}, got {size!r}")
     with tuned_block(_TUNING, _TUNING.get(), changes, "GPU setting(s)") as t:
         yield t
 
