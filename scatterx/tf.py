@@ -31,6 +31,7 @@ import torch
 
 from . import planner
 from ._frontend import check_index, check_tensor, check_updates, nd_gather, nd_scatter
+from ._reductions import accumulator_dtype
 from .ops._checks import INDEX_DTYPES
 from .planner import XMap
 
@@ -468,9 +469,10 @@ def unsorted_segment_mean(
         >>> unsorted_segment_mean(torch.tensor([1, 2, 4]), torch.tensor([0, 0, 1]), 3)
         tensor([1.5000, 4.0000, 0.0000], dtype=torch.float64)
     """
-    if isinstance(data, torch.Tensor) and data.dtype not in _MEAN_IN_ONE_ROUNDING:
+    if isinstance(data, torch.Tensor) and (not data.is_floating_point() or accumulator_dtype(data.dtype) != data.dtype):
         # TensorFlow's summed / N: on integers the (wrapping) integer sum and the count, true-divided in float64; on
-        # half types the sum rounded to the half type (inf past its range) divided by the count in that type
+        # half types (accumulated in float32 by scatterx's mean) the sum rounded to the half type (inf past its
+        # range), divided by the count in that type
         summed = _unsorted_segment(data, segment_ids, num_segments, "sum")
         ones = torch.ones(segment_ids.shape, dtype=torch.int64, device=data.device)
         counts = _unsorted_segment(ones, segment_ids, num_segments, "sum").clamp(min=1)
@@ -479,7 +481,3 @@ def unsorted_segment_mean(
             return summed / counts.to(data.dtype)
         return summed.double() / counts.double()
     return _unsorted_segment(data, segment_ids, num_segments, "mean")
-
-
-#: float dtypes whose TensorFlow mean (``summed / N``) is scatterx's mean: the sum is not rounded before the divide
-_MEAN_IN_ONE_ROUNDING = (torch.float32, torch.float64)

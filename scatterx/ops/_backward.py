@@ -28,7 +28,7 @@ from typing import Callable, Optional, Tuple
 
 import torch
 
-from .._reductions import BY_NAME, resolve
+from .._reductions import BY_NAME, accumulator_dtype, resolve
 from ..backends import backend_for
 from ..backends._common import is_tie
 
@@ -61,18 +61,12 @@ def counts(index: torch.Tensor, dim_size: int, dtype) -> torch.Tensor:
     return torch.zeros(dim_size, dtype=torch.int64, device=index.device).index_add_(0, index, ones).to(dtype)
 
 
-def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype a gradient's per-segment arithmetic is done in: float32 for the half types (as the kernels
-    accumulate them), the dtype itself otherwise."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
 def linear_backward(grad, src_shape, index, base, dim: int, reduce: str, include_self: bool):
     """sum / mean: ``(grad_src, grad_base or None)`` from differentiable torch ops."""
     ndim, dim_size = len(src_shape), grad.size(dim)
     idx = index.long()
     divide = resolve(reduce).divide_by_count
-    n = counts(idx, dim_size, accumulation_dtype(grad.dtype)) if divide or base is not None else None  # sum: unused
+    n = counts(idx, dim_size, accumulator_dtype(grad.dtype)) if divide or base is not None else None  # sum: unused
     takes_self = base is not None and include_self
     if divide:
         assert n is not None  # counted above: mean divides by it
@@ -141,7 +135,7 @@ def nonlinear_backward(
 
     def group_sum(values: torch.Tensor) -> torch.Tensor:  # per-segment sums of rows (constants: masks and zero counts)
         if graph:  # (accumulated as the kernel's are: a half type's count of ties would stop at 256 or 2,048)
-            total = torch.zeros(result.shape, dtype=accumulation_dtype(values.dtype), device=grad.device)
+            total = torch.zeros(result.shape, dtype=accumulator_dtype(values.dtype), device=grad.device)
             return total.index_add_(dim, idx, values.to(total.dtype)).to(values.dtype)
         return backend.index_scatter_reduce(values.contiguous(), index, dim, _SUM, sorted, dim_size)
 

@@ -28,9 +28,9 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from .._reductions import resolve
+from .._reductions import accumulator_dtype, resolve
 from ..backends import backend_for
-from ._backward import accumulation_dtype, per_segment
+from ._backward import per_segment
 from ._checks import check_integer_vector, check_src, check_tensor, normalize_dim
 from ._library import define_op, needs_op, register_autograd
 from ._message_passing import checked_structure, weighted_forward, weighted_gather_segment_reduce_differentiable
@@ -201,7 +201,7 @@ def _autograd_backward(ctx, grad):
         raise NotImplementedError(f"gather_segment_reduce has no transposed backward for {ctx.red.name!r}")
     ptr_t, index_t = transpose if ctx.has_transpose else csr_transpose_op(ptr, index, ctx.num_rows)
     if ctx.red.divide_by_count:
-        counts = ptr.diff().clamp(min=1).to(accumulation_dtype(grad.dtype))
+        counts = ptr.diff().clamp(min=1).to(accumulator_dtype(grad.dtype))
         grad = (grad / per_segment(counts, ctx.dim, grad.dim())).to(grad.dtype)  # (a half type's: rounded once)
     grad_src = gather_segment_reduce_op(grad, ptr_t, index_t, "sum", ctx.dim, ptr, index)
     return grad_src.reshape(ctx.given_shape), None, None, None, None, None, None
