@@ -40,7 +40,7 @@ from .gpu_kernels import host_cost
 from .graphs import Graph, make_graph
 from .latency import first_call_latency
 from .launch import measure as launch_costs
-from .ops import Section, sections
+from .ops import Section, section_flags, sections
 from .ops.index_scatter_reduce import (
     BACKWARD_PEERS,
     BACKWARD_REDUCTIONS,
@@ -257,6 +257,9 @@ def run(config: Config, progress: Callable = lambda iterable, **kw: iterable, lo
 
 
 def _run(config: Config, progress: Callable, log: Callable) -> Report:
+    unknown = sorted(set(config.skip) - set(section_flags()))
+    if unknown:
+        raise ValueError(f"Config.skip names no section: {unknown}; the sections' flags are {sorted(section_flags())}")
     dtype = getattr(torch, config.dtype)
     graph = make_graph(config.edges, config.nodes, config.features, dtype, config.degrees, config.seed)
     graph = graph.to(config.device)

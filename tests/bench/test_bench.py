@@ -181,6 +181,8 @@ def test_an_op_module_s_section_is_run_checked_and_skippable_with_nothing_else_e
     )
     report = run(Config(reductions=("sum",), **dict(config, skip=("weighted", "doubling"))), log=lambda *_: None)
     assert not [r for r in report.rows if r.reduce == "double"]
+    with pytest.raises(ValueError, match=r"Config.skip names no section: \['dubling'\]"):
+        run(Config(reductions=("sum",), **dict(config, skip=("dubling",))), log=lambda *_: None)
     wrong = Section("double", (Peer("scatterx doubling", False, doubled(3.0)), trusted), True, "doubling", "rows")
     monkeypatch.setattr(module, "SECTIONS", module.SECTIONS[:-1] + (wrong,))
     with pytest.raises(AssertionError, match="wrong result"):
