@@ -27,7 +27,7 @@ Rows that receive nothing are 0 in a new result (torch's convention) and keep th
 same for every reduction, so it is the kernels' rule, not a column here.
 
 ``combine`` is only ever called with scalars of one type (the accumulator type, see ``accumulator_dtype``).
-``scatterx/reference.py`` deliberately does not read this table: it is the independent oracle the kernels are
+``scatterx/reference/`` deliberately does not read this table: it is the independent oracle the kernels are
 tested against.
 """
 

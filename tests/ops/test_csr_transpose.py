@@ -1,5 +1,5 @@
-"""csr_order (``ops/csr_transpose.py``): the entries grouped by value, stably, on both backends; bad input.
-(csr_transpose itself is tested with gather_segment_reduce, whose backward it serves.)"""
+"""csr_transpose and csr_order (``ops/csr_transpose.py``) against the reference and a stable sort, on both
+backends; bad input. (csr_transpose is also tested with gather_segment_reduce, whose backward it serves.)"""
 
 import pytest
 import torch
@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scatterx.ops
+from scatterx import reference
 
 
 def test_matches_a_stable_sort(backend):
@@ -23,6 +24,27 @@ def test_matches_a_stable_sort(backend):
             ptr,
             torch.cat([torch.zeros(1, dtype=torch.int64), torch.bincount(index.long(), minlength=num_rows).cumsum(0)]),
         )
+
+    check()
+
+
+def test_csr_transpose_matches_the_reference(backend):
+    @settings(max_examples=backend.examples(100))
+    @given(st.data(), st.integers(0, 6), st.integers(1, 8), st.sampled_from([torch.int32, torch.int64]))
+    def check(data, segments, num_rows, dtype):
+        lengths = data.draw(st.lists(st.integers(0, 4), min_size=segments, max_size=segments))
+        ptr = torch.tensor([0] + lengths, dtype=torch.int64).cumsum(0).to(dtype)
+        index = torch.tensor(
+            data.draw(st.lists(st.integers(0, num_rows - 1), min_size=sum(lengths), max_size=sum(lengths))),
+            dtype=torch.int64,
+        ).to(dtype)
+        with backend:
+            got = scatterx.ops.csr_transpose(backend.put(ptr), backend.put(index), num_rows)
+            order = scatterx.ops.csr_order(backend.put(index), num_rows)
+        for got_t, want_t in zip(
+            got + order, reference.csr_transpose(ptr, index, num_rows) + reference.csr_order(index, num_rows)
+        ):
+            assert got_t.dtype == torch.int64 and torch.equal(got_t.cpu(), want_t)
 
     check()
 

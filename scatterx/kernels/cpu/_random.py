@@ -5,7 +5,7 @@ draws of one frontier node -- has a *key* derived from the base and the sequence
 ``k``-th 64 random bits are ``draw(key, k)``: splitmix64's output function of ``key + (k + 1) * GOLDEN``. The
 numbers depend on nothing but ``(base, sequence, k)``, so results do not depend on the thread count or on how the
 work was chunked, and ``torch.manual_seed`` makes a call reproducible. ``below`` and ``unit`` turn bits into a
-uniform integer or float. (``reference.py`` restates these steps in plain Python for the samplers' oracle.)
+uniform integer or float. (``reference/neighbor_sample.py`` restates these steps in plain Python for the oracle.)
 """
 
 from __future__ import annotations
