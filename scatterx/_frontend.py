@@ -56,10 +56,17 @@ def normalize_axis(axis, ndim: int, name: str = "axis") -> int:
     return axis % max(ndim, 1)
 
 
+_NARROW_INTEGERS = (torch.int8, torch.int16, torch.int32, torch.uint8)
+
+
 def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     """Indices in ``[-size, size)`` -> ``[0, size)`` (ONNX and Paddle count negative indices from the end).
     ``sizes``: an int, or a list with one size per entry of ``index``'s last dim (ND indices). IndexError for
-    anything outside."""
+    anything outside. An index of a narrower type than a size is widened to int64 first: an int32 ``-1`` into a
+    dim of 2^31 elements or more counts from its end, and ``-size`` is not an int32."""
+    largest = sizes if isinstance(sizes, int) else max(sizes, default=0)
+    if index.dtype in _NARROW_INTEGERS and largest > torch.iinfo(index.dtype).max:
+        index = index.to(torch.int64)
     if torch.compiler.is_compiling():  # traced: no value is read; wrap every entry (the ops check the range)
         per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
         return torch.where(index < 0, index + per.to(index.dtype), index)

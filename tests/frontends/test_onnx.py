@@ -130,6 +130,22 @@ def test_scatter_elements_spec_example_with_negative_index():
     assert torch.equal(got, torch.tensor([[1.0, 1.1, 3.0, 2.1, 5.0]]))
 
 
+def test_narrow_negative_indices_count_from_the_end_of_a_dim_past_int32():
+    """An int32 index into a dim of 2^31 elements or more (ONNX and Paddle both wrap through ``wrap_negative``):
+    -1 is the last element, not an error, and the size is not truncated to 32 bits."""
+    from scatterx._frontend import wrap_negative
+
+    big = 2**31 + 10
+    got = wrap_negative(torch.tensor([-1, -2, 3], dtype=torch.int32), big, "indices")
+    assert got.dtype == torch.int64 and got.tolist() == [big - 1, big - 2, 3]
+    got = wrap_negative(torch.tensor([[0, -1], [-1, 2]], dtype=torch.int32), [2, big], "indices")
+    assert got.tolist() == [[0, big - 1], [1, 2]]
+    with pytest.raises(IndexError, match="out of range"):
+        wrap_negative(torch.tensor([-3, 0], dtype=torch.int32), [2, big], "indices")
+    small = wrap_negative(torch.tensor([-1, 1], dtype=torch.int32), 5, "indices")
+    assert small.dtype == torch.int32 and small.tolist() == [4, 1]  # narrow sizes keep the index's type
+
+
 def test_scatter_nd_duplicates_last_write_wins():
     got = sxo.scatter_nd(torch.zeros(3), torch.tensor([[1], [1], [2], [1]]), torch.tensor([5.0, 6.0, 7.0, 8.0]))
     assert got.tolist() == [0.0, 8.0, 7.0]
