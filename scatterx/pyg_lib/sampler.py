@@ -395,7 +395,9 @@ def hetero_sample(
         dtype = dtype or s.dtype
         if s.dtype != dtype:
             raise TypeError(f"'seed_dict[{t!r}]' must have the dtype of the indices ({dtype}), got {s.dtype}")
-        check_range(s, sizes.get(t), f"seed_dict[{t!r}]", f"nodes of type {t!r}", keep=False)
+        # a node type no offsets run over has no size to check against; disjoint trees still key its ids in 32 bits
+        bound = sizes.get(t, (1 << KEY_BITS) if disjoint else None)
+        check_range(s, bound, f"seed_dict[{t!r}]", f"nodes of type {t!r}", keep=False)
         seeds[t] = s.numpy().astype(np.int64, copy=False)
     dtype = dtype or torch.int64
     if disjoint:

@@ -303,6 +303,12 @@ KEY = ("a", "r", "b")
         (dict(edge_time_dict={KEY: torch.tensor([1, 2, 3])}, seed_time_dict={}, disjoint=True), ValueError, "seed"),
         # disjoint trees key nodes by batch << 32 | node: a neighbour id from 2^32 on is refused
         (dict(col_dict={KEY: torch.tensor([2**32 + 5, 5, 0])}, disjoint=True), IndexError, "col_dict"),
+        # ... and so is a seed id from 2^32 on of a node type no offsets run over (no size to check it against)
+        (
+            dict(seed_dict={"a": torch.tensor([0]), "b": torch.tensor([2**32 + 5, 1])}, disjoint=True),
+            IndexError,
+            "seed_dict",
+        ),
         (dict(seed_dict={"a": torch.tensor([0], dtype=torch.int32)}), TypeError, "seed_dict"),
     ],
 )
