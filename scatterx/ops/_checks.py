@@ -32,6 +32,8 @@ def check_tensor(t, name: str, error: Type[TypeError] = TypeError, what: str = "
     samplers say ``"a tensor"``)."""
     if not isinstance(t, torch.Tensor):
         raise error(f"{name} must be {what}, got {type(t).__name__}")
+    if t.layout != torch.strided:  # the kernels read a dense tensor's memory
+        raise error(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
     return t
 
 

@@ -343,6 +343,47 @@ def test_arguments_that_are_not_tensors_raise_type_error_naming_them(call, name)
         call()
 
 
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: scatterx.index_scatter_reduce(0, torch.tensor([0, 1, 1]), torch.ones(3).to_sparse()), "src"),
+        (lambda: scatterx.index_scatter_reduce(0, torch.tensor([0, 1, 1]).to_sparse(), torch.ones(3)), "index"),
+        (
+            lambda: scatterx.index_scatter_reduce(
+                0, torch.tensor([0, 1]), torch.ones(2), out=torch.ones(2).to_sparse()
+            ),
+            "out",
+        ),
+        (lambda: scatterx.segment_reduce(torch.ones(2, 2).to_sparse_csr(), torch.tensor([0, 2])), "src"),
+        (lambda: scatterx.gather_segment_reduce(torch.ones(2), torch.tensor([0, 1]), torch.tensor([0]).to_sparse()),
+         "index"),
+    ],
+)  # fmt: skip
+def test_sparse_tensors_raise_type_error_naming_them(call, name):
+    """The kernels read a dense tensor's memory: a sparse one is refused by name, not by torch's words inside."""
+    with pytest.raises(TypeError, match=f"{name} must be a dense"):
+        call()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "amax", "amin"])
+def test_negated_views_are_read_and_written_as_their_values(reduce):
+    """``x.conj().imag`` is a view with torch's negative bit: its memory holds the values' negatives. As ``src``
+    it is read as its values, as ``out`` written through (the kernels read memory, so the op resolves the view)."""
+    src = torch.tensor([1 + 2j]).conj().imag  # [-2.], a contiguous negated view
+    assert src.is_neg()
+    want = scatterx.index_scatter_reduce(0, torch.tensor([0]), src.resolve_neg(), reduce)
+    assert torch.equal(scatterx.index_scatter_reduce(0, torch.tensor([0]), src, reduce), want)
+    out = torch.tensor([5 + 7j]).conj().imag  # [-7.]
+    want = scatterx.index_scatter_reduce(0, torch.tensor([0]), torch.tensor([2.0]), reduce, out=out.resolve_neg())
+    assert scatterx.index_scatter_reduce(0, torch.tensor([0]), torch.tensor([2.0]), reduce, out=out) is out
+    assert torch.equal(out, want)
+    base = torch.tensor([5 + 7j]).conj().imag
+    got = scatterx.scatter_reduce(base, 0, torch.tensor([0]), torch.tensor([2.0]), reduce)
+    assert torch.equal(
+        got, scatterx.scatter_reduce(base.resolve_neg(), 0, torch.tensor([0]), torch.tensor([2.0]), reduce)
+    )
+
+
 # ----------------------------------------------------------------------------------------------- huge sizes
 @pytest.mark.parametrize("value", [2**31, 2**40])
 @pytest.mark.parametrize("sorted", [True, False])
