@@ -120,13 +120,14 @@ _DIRECT_MAX_ELEMENTS = 1 << 28
 
 def _atomic(src, index, red: Reduction, base, include_self: bool, out, outer, n, inner, num_segments):
     """Unsorted sum/mean with atomics into an accumulator (``out`` itself unless half types accumulate in
-    float32), then one elementwise pass for mean, base and empty rows. Returns a one-element int32 tensor: 1 if
+    float32), then one elementwise pass for mean, base and empty rows. Returns a one-element int64 tensor: 1 if
     every index entry was in range, else 0 (``counts`` holds the rows per target, then the entries out of range,
     then that flag)."""
     acc_dtype = accumulator_dtype(src.dtype)
     acc = out if acc_dtype == out.dtype else torch.empty(out.shape, dtype=acc_dtype, device=out.device)
     acc.fill_(red.identity(acc_dtype))
-    counts = torch.zeros(num_segments + 2, dtype=torch.int32, device=src.device)
+    # int64: a target may receive 2^31 entries or more (and 2^32 bad entries must not count as none)
+    counts = torch.zeros(num_segments + 2, dtype=torch.int64, device=src.device)
     m = index.numel()
     if m > 0:
         block_e, block_f = scatter_kernels.launch_config(inner)
@@ -209,7 +210,7 @@ def variants():
     for every dtype and the reductions with an atomic form; the tie backward, for every floating dtype."""
     for dtype in DTYPES:
         data, acc = POINTER[dtype], POINTER[accumulator_dtype(dtype)]
-        scatter = dict(src=data, index="*i64", acc=acc, counts="*i32", n=INT, m=INT, S=INT, inner=INT)
+        scatter = dict(src=data, index="*i64", acc=acc, counts="*i64", n=INT, m=INT, S=INT, inner=INT)
         for block_e, block_f in scatter_kernels.tile_shapes():
             yield Variant.of(
                 scatter_kernels.atomic_scatter_kernel,
@@ -219,7 +220,7 @@ def variants():
             )
         finish = dict(
             acc=acc,
-            counts="*i32",
+            counts="*i64",
             base=data,
             out=data,
             S=INT,

@@ -54,7 +54,7 @@ def program_share(ptr, S, E, K, p, WIDTH: tl.constexpr):
     """Program ``p``'s share of the events ``[p * K, (p + 1) * K)``: ``(s_begin, s_end, r_begin, r_end)``. The
     segments ``s_begin <= s < s_end`` end in it; its rows are ``[r_begin, r_end)``, of segments ``s_begin`` to
     ``s_end`` (``s_begin``'s may have begun in an earlier program, ``s_end``'s continue in a later one)."""
-    total = E + S
+    total = (tl.zeros([], tl.int64) + E) + S  # in 64 bits: E and S each fit 32 bits, their sum may not
     d0 = tl.minimum(p * K, total)
     d1 = tl.minimum(d0 + K, total)
     s_begin = segments_before(ptr, S, d0, WIDTH)

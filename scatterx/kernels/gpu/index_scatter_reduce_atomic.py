@@ -48,10 +48,10 @@ def atomic_scatter_kernel(
     at = acc + o * S * inner + t[:, None] * inner + f[None, :]
     tl.atomic_add(at, x.to(acc.dtype.element_ty), mask=mask, sem="relaxed")
     if (fb == 0) & (o == 0):  # one program per rows block counts them
-        tl.atomic_add(counts + t, tl.full([BLOCK_E], 1, tl.int32), mask=valid, sem="relaxed")
+        tl.atomic_add(counts + t, tl.full([BLOCK_E], 1, tl.int64), mask=valid, sem="relaxed")
         bad = (e < m) & ((t < 0) | (t >= S))
         tl.atomic_add(
-            counts + S + tl.zeros([BLOCK_E], tl.int64), tl.full([BLOCK_E], 1, tl.int32), mask=bad, sem="relaxed"
+            counts + S + tl.zeros([BLOCK_E], tl.int64), tl.full([BLOCK_E], 1, tl.int64), mask=bad, sem="relaxed"
         )
 
 
@@ -89,7 +89,7 @@ def finish_kernel(
     value = finalize(a, count + include_self.to(count.dtype), divide, IS_INT).to(out.dtype.element_ty)
     tl.store(out + i, tl.where(count > 0, value, b), mask=mask)
     if pid == 0:
-        tl.store(counts + S + 1, (tl.load(counts + S) == 0).to(tl.int32))
+        tl.store(counts + S + 1, (tl.load(counts + S) == 0).to(tl.int64))
 
 
 def launch_config(inner: int):
