@@ -4,6 +4,7 @@ forced route that cannot serve a call refused by name."""
 import pytest
 import torch
 
+import scatterx
 from scatterx._reductions import REDUCTIONS, resolve
 from scatterx.kernels.gpu import available
 
@@ -106,3 +107,28 @@ def test_no_op_syncs_with_the_host():
         torch.cuda.set_sync_debug_mode(0)
     torch.cuda.synchronize()
     assert src.grad is not None and bool(torch.isfinite(src.grad).all())
+
+
+def test_a_segment_launch_has_at_least_two_programs(monkeypatch):
+    """With one program, Inductor passes ``P`` to the fix-up kernel as the constant 1 under ``torch.compile``, and
+    Triton 3.6 fails to compile it (found on an H200): every segment launch takes two programs or more, the second's
+    share empty when the call is that small -- and the result stays right."""
+    import sys
+
+    from conftest import _backend
+
+    launches = sys.modules["scatterx.backends.gpu.segment_reduce"]
+    seen = []
+    real = launches.launch
+
+    def recording(kernel, grid, args, **constexprs):
+        seen.append(args["P"])
+        return real(kernel, grid, args, **constexprs)
+
+    monkeypatch.setattr(launches, "launch", recording)
+    backend = _backend("gpu")
+    index, src = torch.tensor([0, 0, 1, 2, 2]), torch.arange(5.0).view(5, 1)
+    with backend:
+        got = scatterx.index_scatter_reduce(0, backend.put(index), backend.put(src), "mean", sorted=True)
+    assert seen and min(seen) == 2, seen  # the reduce and the fix-up, each on two programs for five rows
+    assert got.cpu().view(-1).tolist() == [0.5, 2.0, 3.5]

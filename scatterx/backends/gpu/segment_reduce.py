@@ -54,6 +54,11 @@ def launch_segments(
         settings.programs_per_sm,
         settings.min_events,
     )
+    # Never one program: under torch.compile, Inductor passes P as the constant 1 (it ignores do_not_specialize),
+    # the fix-up kernel's loop over earlier shares folds to a loop that never runs, and Triton 3.6 fails to compile
+    # it (an assertion in its TritonGPUCoalesce pass; measured on an H200, docs/decisions/gpu-segment-kernel.md).
+    # A second program's share is empty: it finds no segment and writes nothing.
+    programs = max(programs, 2)
     acc = accumulator_dtype(src.dtype)
     partials = torch.empty((2, outer, programs, inner), dtype=acc, device=src.device)
     meta = torch.empty(1 + 3 * programs, dtype=torch.int64, device=src.device)
