@@ -225,3 +225,14 @@ def _check_bit_identical_whatever_the_thread_count(reduce):
         assert torch.equal(one, two)
     want = reference.x_scatter(XMap.along_dim(index[:50, :8], (60, 8), 0), base[:, :8], src[:50, :8], reduce, True)
     assert_matches(element_scatter(index[:50, :8], src[:50, :8], base[:, :8], reduce, True, 0), want, reduce)
+
+
+def test_gpu_offsets_of_an_int32_index_into_a_dim_past_int32():
+    """The GPU backend's coordinate check compares an int32 index with the data's sizes: a size of 2^31 or more
+    does not fit the index's type (it was converted to it, and torch refused), and no data is needed to see it."""
+    pytest.importorskip("triton")
+    from scatterx.backends.gpu.element_scatter import _element_offsets
+
+    big = 2**31 + 10
+    offsets = _element_offsets(torch.tensor([[0, 5], [1, 2**31 - 1]], dtype=torch.int32), (2, big), None)
+    assert offsets.tolist() == [5, big + 2**31 - 1]

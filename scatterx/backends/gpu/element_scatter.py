@@ -49,7 +49,7 @@ def _element_offsets(index: torch.Tensor, shape, dim: Optional[int]) -> torch.Te
     coordinate vectors), each coordinate asserted in range on the device (no host sync)."""
     strides = [torch.Size(shape[d + 1 :]).numel() for d in range(len(shape))]
     if dim is None:
-        sizes = torch.tensor(list(shape), dtype=index.dtype, device=index.device)
+        sizes = torch.tensor(list(shape), dtype=torch.int64, device=index.device)  # (a size may not fit int32)
         torch._assert_async(~((index < 0) | (index >= sizes)).any(), "index out of range for the data's shape")
         return (index.to(torch.int64) * torch.tensor(strides, device=index.device)).sum(-1).reshape(-1)
     assert_index(index, shape[dim], False, "index", f"size of dim {dim}")
