@@ -121,7 +121,7 @@ def index_scatter_reduce(
         if result is not None:
             return result
     call = _Call(dim, index, src, reduce, sorted, dim_size, out)
-    if not needs_op(call.src, out) and not (out is not None and out.is_neg()):
+    if not needs_op(call.src, out) and not (out is not None and not torch.compiler.is_compiling() and out.is_neg()):
         # the kernels, called directly: no copy of out and of the result (the op is functional), and no
         # first-call import of torch._dynamo (~1.5 s) that torch's custom-op machinery does
         result = call.run(out=call.out, include_self=include_self)
@@ -187,8 +187,6 @@ def _small_call(
     red = REDUCTIONS_BY_ALIAS.get(reduce) if type(reduce) is str else None
     if red is None or type(sorted) is not bool or type(dim) is not int or index.dim() != 1:
         return None
-    if src.layout != torch.strided or index.layout != torch.strided or src.is_neg():
-        return None  # (sparse: the general path's checks name the argument; a negated view: it resolves it)
     if dim_size is not None and (type(dim_size) is not int or dim_size < 0):
         return None
     ndim = src.dim()
@@ -201,14 +199,16 @@ def _small_call(
     if base is not None:
         if type(include_self) is not bool or (base.requires_grad and grad) or base.dtype != src.dtype:
             return None
-        if base.layout != torch.strided or base.is_neg():
-            return None
         if base.device != src.device or base.dim() != ndim:
             return None
         if base.shape[:dim] != src.shape[:dim] or base.shape[dim + 1 :] != src.shape[dim + 1 :]:
             return None
         dim_size = base.shape[dim]
     if torch.compiler.is_compiling():
+        return None
+    if src.layout != torch.strided or index.layout != torch.strided or src.is_neg():
+        return None  # (sparse: the general path's checks name the argument; a negated view: it resolves it)
+    if base is not None and (base.layout != torch.strided or base.is_neg()):
         return None
     return backend_for(src).small_index_scatter_reduce(src, index, dim, red, sorted, dim_size, base, include_self)
 
@@ -224,10 +224,11 @@ class _Call:
         if out is not None:
             check_tensor(out, out_name)
         self.src = src.view(1) if src.dim() == 0 else src
-        if self.src.is_neg():  # a negated view (``x.conj().imag``): the kernels read memory, not the view
-            self.src = self.src.resolve_neg()
-        if out is not None and out_name == "base" and out.is_neg():  # (read only; a user's ``out`` is written
-            out = out.resolve_neg()  # through torch's copy_ instead: see index_scatter_reduce)
+        if not torch.compiler.is_compiling():  # (traced, torch's dispatcher resolves views for the op)
+            if self.src.is_neg():  # a negated view (``x.conj().imag``): the kernels read memory, not the view
+                self.src = self.src.resolve_neg()
+            if out is not None and out_name == "base" and out.is_neg():  # (read only; a user's ``out`` is
+                out = out.resolve_neg()  # written through torch's copy_ instead: see index_scatter_reduce)
         self.dim = dim = normalize_dim(dim, self.src.dim())
         self.index = index = check_integer_vector(index, "index", src, allow_scalar=True)
         self.out = out.view(1) if out is not None and out.dim() == 0 else out
