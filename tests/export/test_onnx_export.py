@@ -11,7 +11,8 @@ import scatterx
 onnxscript = pytest.importorskip("onnxscript", reason="onnxscript is not installed: scatterx.export needs it")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed: nothing to run the export in")
 
-from scatterx.export import onnx_ops, onnx_translation_table, to_onnx  # noqa: E402
+from scatterx.export import onnx_translation_table, to_onnx  # noqa: E402
+from scatterx.export.onnx_ops import _graph  # noqa: E402
 
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin"]
 DTYPES = [torch.float32, torch.float64, torch.int64]
@@ -298,18 +299,18 @@ MUTANTS = ["unpaired rows doubled", "one level short", "empty rows not zero", "a
 
 @pytest.mark.parametrize("mutant", MUTANTS)
 def test_mutants_of_the_translation_fail(mutant, tmp_path, monkeypatch):
-    """One piece of the row reduction replaced (onnx_ops' helpers): the comparison with eager must fail."""
+    """One piece of the row reduction replaced (``onnx_ops/_graph.py``'s helpers): eager's result must differ."""
     reduce = "sum" if mutant == "unpaired rows doubled" else "amax"
     if mutant == "unpaired rows doubled":  # a run's odd row out stays combined with itself
-        monkeypatch.setattr(onnx_ops, "_write_back_unpaired", lambda combined, *_: combined)
+        monkeypatch.setattr(_graph, "_write_back_unpaired", lambda combined, *_: combined)
     elif mutant == "one level short":  # the longest run is not finished: its target stays empty
-        real_levels = onnx_ops._levels
-        monkeypatch.setattr(onnx_ops, "_levels", lambda entries: real_levels(entries) - 1)
+        real_levels = _graph._levels
+        monkeypatch.setattr(_graph, "_levels", lambda entries: real_levels(entries) - 1)
     elif mutant == "empty rows not zero":
-        real_scalar = onnx_ops._scalar_like
-        monkeypatch.setattr(onnx_ops, "_scalar_like", lambda v, like: real_scalar(1.0 if v == 0.0 else v, like))
+        real_scalar = _graph._scalar_like
+        monkeypatch.setattr(_graph, "_scalar_like", lambda v, like: real_scalar(1.0 if v == 0.0 else v, like))
     else:
-        monkeypatch.setitem(onnx_ops._COMBINE, "amax", "Add")
+        monkeypatch.setitem(_graph._COMBINE, "amax", "Add")
     src = -torch.rand(24, 3) - 1  # negative values
     # odd runs, empty targets, and a run of 17 of the 24 entries: it needs the tree's last level
     index = torch.tensor([0] * 17 + [1] * 3 + [3] * 1 + [5] * 3)

@@ -1,8 +1,8 @@
-"""ONNX translations of scatterx's ops (opset 18), written with onnxscript, for ``torch.onnx.export(...,
-dynamo=True, custom_translation_table=...)``.
+"""What every ONNX translation of ``export/onnx_ops/`` is built from: the registry (``translation``), small graph
+helpers, and the row reduction ``_reduce_rows`` with the CSR helper ``_ptr_to_index`` that the reductions share.
 
-Every reduction comes down to one building block, ``_reduce_rows``: the rows of a tensor (its first dim)
-reduced into ``rows`` targets by an index, with no scatter that combines repeated indices:
+Every reduction comes down to ``_reduce_rows``: the rows of a tensor (its first dim) reduced into ``rows`` targets
+by an index, with no scatter that combines repeated indices:
 
 - the index is put in order (a ``TopK``, stable by the ONNX spec; none where the op's ``sorted`` flag or a CSR
   ``ptr`` says it is sorted already), and its runs of equal targets found;
@@ -13,28 +13,8 @@ reduced into ``rows`` targets by an index, with no scatter that combines repeate
   an empty row) or the ``base`` (``out=``; with ``include_self`` combined with it first) -- and mean divides by the
   runs' lengths (integers: floor division, as torch and scatterx).
 
-**Why no scatter with a reduction.** ``ScatterND`` with a reduction would be the natural row scatter, but
-onnxruntime's CPU kernel splits its updates over threads with no guard for repeated indices: with reduction add
-it returns different sums run to run (onnxruntime's GitHub issues 18048 and 23396). ``ScatterElements`` (the
-index expanded to the rows' shape) is exact and deterministic but runs 17-44 ns an element: 35-63x eager scatterx
-at the bench shape. The tree is exact (a fixed order of sums, the same on every run and thread count) and 7-28x
-eager; the measurements, and what was rejected: ``docs/decisions/export-onnx.md``.
-
-PyTorch's own translation of ``scatter_reduce`` maps mean to a plain overwrite, which is wrong with repeated
-indices; here every reduction is exact. Other dims are transposed to the front and back. CSR offsets become an
-index inside the graph (``_ptr_to_index``: a 1 at each segment start, then a running sum), so the segment ops are
-the same reduction. The softmax, arg-select and logsumexp ops still scatter with ``ScatterElements`` (exact, slow).
-``aten_scatter_add`` translates torch's own ``scatter_add`` the same way where its index is a row index broadcast
-over the rows (PyG's aggregation, which the ``scatterx.pyg`` switch leaves to PyG under export). Half types are
-reduced in float32 and rounded once, as the eager kernels do (onnxruntime has no half kernel for these
-reductions). The ops' checks (index range, ptr shape) are not in the graph: onnxruntime's
-scatters and gathers raise on an index out of range, as the eager ops do.
-
-**Why this module is long.** It holds one translation per scatterx op (each registers itself in ``TRANSLATIONS``
-with ``@translation``; the checklist test wants every op there), and each translation is the op's whole semantics
-rewritten in ONNX: the start values, the empty rows, the base, the arg-select and logsumexp flavours. They share
-``_reduce_rows`` and ``_ptr_to_index``; split by op they would be a dozen files of twenty lines importing the same
-two helpers.
+Why this module is long: the tree, its fallback and the helpers they use are one mechanism, read together; the
+translations of the ops, one module each beside this one, are short because they share it.
 """
 
 from __future__ import annotations
@@ -67,6 +47,20 @@ def translation(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Register ``fn`` as the translation of the scatterx op of the same name (``torch.ops.scatterx.<name>``)."""
     TRANSLATIONS[fn.__name__] = fn
     return fn
+
+
+#: torch's ops (``torch.ops.aten.<name>.default``) the table translates too; each registers itself below
+ATEN_TRANSLATIONS: Dict[str, Callable[..., Any]] = {}
+
+
+def aten_translation(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as the translation of ``torch.ops.aten.<name>.default``."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        ATEN_TRANSLATIONS[name] = fn
+        return fn
+
+    return register
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
@@ -392,164 +386,10 @@ def _length(x, dim: int = 0):
     return op.Shape(x, start=dim, end=dim + 1)
 
 
-# ---------------------------------------------------------------------------------------------------- the ops
-@translation
-def index_scatter_reduce(
-    src,
-    index,
-    dim: int,
-    reduce: str,
-    sorted: bool,
-    dim_size: int,
-    base=None,
-    include_self: bool = True,
-    torch_ties: bool = False,
-):
-    """``scatterx::index_scatter_reduce``: any dim (moved to the front and back)."""
-    front = _to_front(src, dim)
-    rows = _count(dim_size)
-    base_front = None if base is None else _to_front(base, dim)
-    return _from_front(
-        _reduce_rows(
-            front,
-            index,
-            rows,
-            reduce,
-            base_front,
-            include_self,
-            _rank(src),
-            src,
-            sorted,
-            dim_size,
-            _static_length(index, src, dim=dim) if _static_length(index) is None else None,
-        ),
-        dim,
-        _rank(src),
-    )
-
-
-@translation
-def segment_reduce(src, ptr, reduce: str, dim: int):
-    """``scatterx::segment_reduce``: CSR segments along ``dim``."""
-    front = _to_front(src, dim)
-    index = _ptr_to_index(ptr, _length(src, dim))
-    entries = _static_length(src, dim=dim)
-    out = _reduce_rows(
-        front, index, _segments(ptr), reduce, rank=_rank(src), like=src, sorted=True, entries_hint=entries
-    )
-    return _from_front(out, dim, _rank(src))
-
-
-@translation
-def gather_segment_reduce(src, ptr, index, reduce: str, dim: int, ptr_t=None, index_t=None):
-    """``scatterx::gather_segment_reduce``: the rows ``index`` names, reduced per CSR segment."""
-    front = op.Gather(_to_front(src, dim), _as_int64(index), axis=0)
-    segment = _ptr_to_index(ptr, op.Shape(index))
-    entries = _static_length(index)
-    out = _reduce_rows(
-        front, segment, _segments(ptr), reduce, rank=_rank(src), like=src, sorted=True, entries_hint=entries
-    )
-    return _from_front(out, dim, _rank(src))
-
-
-@translation
-def weighted_gather_segment_reduce(src, ptr, index, weight, reduce: str):
-    """``scatterx::weighted_gather_segment_reduce``: src (N, H, C), weight (E, H)."""
-    rows = op.Mul(op.Gather(src, _as_int64(index), axis=0), op.Unsqueeze(weight, _ints([-1])))
-    segment = _ptr_to_index(ptr, op.Shape(index))
-    entries = _static_length(index)
-    return _reduce_rows(rows, segment, _segments(ptr), reduce, rank=3, like=src, sorted=True, entries_hint=entries)
-
-
 def _edge_ends(ptr, index, a, b):
     index = _as_int64(index)
     targets = _ptr_to_index(ptr, op.Shape(index))
     return op.Gather(a, index, axis=0), op.Gather(b, targets, axis=0)
-
-
-@translation
-def sddmm(ptr, index, a, b, op_name: str):
-    """``scatterx::sddmm``: (E, H, C) for add/mul, (E, H, 1) for dot."""
-    x, y = _edge_ends(ptr, index, a, b)
-    if op_name == "add":
-        return op.Add(x, y)
-    if op_name == "mul":
-        return op.Mul(x, y)
-    return op.ReduceSum(op.Mul(x, y), _ints([-1]), keepdims=1)
-
-
-@translation
-def gatv2_logits(ptr, index, a, b, att, negative_slope: float):
-    """``scatterx::gatv2_logits``: (E, H)."""
-    x, y = _edge_ends(ptr, index, a, b)
-    activated = op.LeakyRelu(op.Add(x, y), alpha=float(negative_slope))
-    return op.ReduceSum(op.Mul(activated, att), _ints([-1]), keepdims=0)
-
-
-@translation
-def segment_softmax(src, index=None, ptr=None, dim: int = 0, num_segments: int = 0, sorted: bool = False):
-    """``scatterx::segment_softmax``: softmax of each group's slices along ``dim``, groups by ``index`` or
-    ``ptr``; half types in float32, rounded once, as eagerly."""
-    if src.dtype in _HALF:
-        return op.CastLike(segment_softmax(_widened(src), index, ptr, dim, num_segments, sorted), src)
-    front = _to_front(src, dim)
-    if ptr is not None:
-        index, rows = _ptr_to_index(ptr, _length(src, dim)), _segments(ptr)
-    else:
-        rows = _count(num_segments)
-    rank = _rank(src)
-    lowest = op.Expand(_scalar_like(-math.inf, src), _rows_shape(front, rows))
-    peak = _gather_rows(_scatter(lowest, index, front, "max", rank), index)
-    exp = op.Exp(op.Sub(front, peak))
-    zeros = op.Expand(_scalar_like(0.0, src), _rows_shape(front, rows))
-    total = _scatter(zeros, index, exp, "add", rank)
-    return _from_front(op.Div(exp, _gather_rows(total, index)), dim, rank)
-
-
-@translation
-def segment_of_entries(ptr, entries: int):
-    """``scatterx::segment_of_entries``: the segment of each of ``entries`` positions of the CSR offsets."""
-    return _ptr_to_index(ptr, _count(entries))
-
-
-@translation
-def adjacency_matmul(x, edge_index, num_sources: int, num_targets: int, reduce: str, transposed: bool):
-    """``scatterx::adjacency_matmul`` (the PyG switch's layers traced by ``torch.compile``): each edge's source row
-    reduced into its target; ``transposed``: each edge's target row into its source, a mean's rows divided by
-    their target's count first."""
-    edge_index = _as_int64(edge_index)
-    source, target = op.Gather(edge_index, _int_scalar(0), axis=0), op.Gather(edge_index, _int_scalar(1), axis=0)
-    entries = _static_length(edge_index, dim=1)
-    if not transposed:
-        rows = op.Gather(x, source, axis=0)
-        return _reduce_rows(rows, target, _count(num_targets), reduce, rank=_rank(x), like=x, entries_hint=entries)
-    if reduce == "mean":
-        counts = op.Max(_counts(target, _count(num_targets)), _int_scalar(1))
-        x = op.Div(x, _per_row(op.CastLike(counts, x), _rank(x)))
-    rows = op.Gather(x, target, axis=0)
-    return _reduce_rows(rows, source, _count(num_sources), "sum", rank=_rank(x), like=x, entries_hint=entries)
-
-
-@translation
-def csr_order(index, num_rows: int):
-    """``scatterx::csr_order``: (ptr, order) -- the offsets of ``index``'s rows and the stable order of its
-    entries by row (TopK on ``row * E + position``, keys all distinct)."""
-    index = _as_int64(index)
-    entries = op.Shape(index)
-    positions = op.Range(_int_scalar(0), op.Squeeze(entries), _int_scalar(1))
-    keys = op.Add(op.Mul(index, op.Squeeze(entries)), positions)
-    _, order = op.TopK(keys, entries, axis=0, largest=0, sorted=1)
-    counts = _counts(index, _count(num_rows))
-    ptr = op.Concat(_ints([0]), op.CumSum(counts, _int_scalar(0)), axis=0)
-    return ptr, order
-
-
-@translation
-def csr_transpose(ptr, index, num_rows: int):
-    """``scatterx::csr_transpose``: (ptr_t, index_t), entries by source row, each naming its segment."""
-    ptr_t, order = csr_order(index, num_rows)
-    segment = _ptr_to_index(ptr, op.Shape(index))
-    return ptr_t, op.Gather(segment, order, axis=0)
 
 
 def _members(src, ptr, perm, dim: int):
@@ -564,120 +404,3 @@ def _members(src, ptr, perm, dim: int):
         rows = op.Range(_int_scalar(0), op.Squeeze(_length(src, dim)), _int_scalar(1))
     segment = _ptr_to_index(ptr, op.Shape(rows))
     return x, rows, segment, _segments(ptr)
-
-
-@translation
-def segment_arg_reduce(
-    src,
-    ptr,
-    perm=None,
-    base=None,
-    reduce: str = "amax",
-    dim: int = 0,
-    finite_start: bool = False,
-    fill: str = "unselected",
-):
-    """``scatterx::segment_arg_reduce``: the strict selection as two scatters -- the best member that is not NaN
-    (``max``/``min``), then the first position holding it (``min`` of positions) -- kept only where it strictly
-    beats the start value (``base`` or the start); ``(values, arg)``."""
-    if src.dtype in _HALF:  # selected in float32 (exact for half values), written back once
-        wide_base = None if base is None else _widened(base)
-        values, arg = segment_arg_reduce(_widened(src), ptr, perm, wide_base, reduce, dim, finite_start, fill)
-        return op.CastLike(values, src), arg
-    rank = _rank(src)
-    maximum = reduce in ("amax", "max")
-    x, rows, segment, S = _members(src, ptr, perm, dim)
-    worst = -math.inf if maximum else math.inf
-    if finite_start:
-        info = _INTEGER_RANGE.get(src.dtype) or torch.finfo(
-            torch.float64 if src.dtype == ir.DataType.DOUBLE else torch.float32
-        )
-        start = _scalar_like(float(info.min if maximum else info.max), src)
-    else:
-        start = _scalar_like(worst, src)
-    shape = _rows_shape(x, S)
-    begin = _to_front(base, dim) if base is not None else op.Expand(start, shape)
-    candidate = op.Where(op.Equal(x, x), x, _scalar_like(worst, src))  # NaN never selected
-    top = _scatter(op.Expand(_scalar_like(worst, src), shape), segment, candidate, "max" if maximum else "min", rank)
-    selected = op.Greater(top, begin) if maximum else op.Less(top, begin)
-    at_top = op.And(op.Equal(x, _gather_rows(top, segment)), op.Equal(x, x))
-    n = op.Shape(rows)
-    positions = op.Range(_int_scalar(0), op.Squeeze(n), _int_scalar(1))
-    positions = op.Expand(_per_row(positions, rank), op.Shape(x))
-    big = op.Squeeze(n)
-    first = _scatter(op.Expand(big, shape), segment, op.Where(at_top, positions, big), "min", rank)
-    row = op.Gather(op.Concat(rows, _ints([0]), axis=0), first, axis=0)  # (position n: a dummy row)
-    none = op.Squeeze(_length(src, dim))
-    arg = op.Where(selected, row, none)
-    values = op.Where(selected, top, begin)
-    zero = _scalar_like(0.0, src)
-    if fill == "unselected":
-        values = op.Where(selected, values, zero)
-    elif fill == "empty":
-        received = _per_row(op.Greater(_counts(segment, S), _int_scalar(0)), rank)
-        values = op.Where(received, values, zero)
-    return _from_front(values, dim, rank), _from_front(arg, dim, rank)
-
-
-@translation
-def segment_logsumexp(src, ptr, perm=None, dim: int = 0, eps: float = 1e-12, flavour: str = "logsumexp"):
-    """``scatterx::segment_logsumexp``: ``top + log(sum exp(x - top) + eps)`` per segment, with the op's ``top``
-    and NaN rules for each flavour."""
-    if src.dtype in _HALF:
-        return op.CastLike(segment_logsumexp(_widened(src), ptr, perm, dim, eps, flavour), src)
-    rank = _rank(src)
-    x, _rows, segment, S = _members(src, ptr, perm, dim)
-    shape = _rows_shape(x, S)
-    minus_inf = _scalar_like(-math.inf, src)
-    candidate = op.Where(op.Equal(x, x), x, minus_inf)
-    top = _scatter(op.Expand(minus_inf, shape), segment, candidate, "max", rank)
-    if flavour == "log_softmax":  # scatter_max's result: 0 where nothing beats the lowest finite value
-        lowest = float(torch.finfo(torch.float64 if src.dtype == ir.DataType.DOUBLE else torch.float32).min)
-        top = op.Where(op.Greater(top, _scalar_like(lowest, src)), top, _scalar_like(0.0, src))
-    shifted = op.Sub(x, _gather_rows(top, segment))
-    terms = op.Exp(shifted)
-    if flavour == "logsumexp":  # a NaN difference adds nothing
-        terms = op.Where(op.Equal(shifted, shifted), terms, _scalar_like(0.0, src))
-    total = _scatter(op.Expand(_scalar_like(0.0, src), shape), segment, terms, "add", rank)
-    # eps as a 1-element constant: a scalar value_float of 1e-12 did not survive the exporter's optimisation
-    eps_value = op.CastLike(cast(FLOAT, op.Constant(value_floats=[float(eps)])), src)
-    out = op.Add(top, op.Log(op.Add(total, eps_value)))
-    return _from_front(out, dim, rank)
-
-
-# ------------------------------------------------------------------------------------------ torch's own scatter
-def _row_index(index, src, dim: int):
-    """The 1-D row index behind an ``index`` that is a row index broadcast over ``src``'s shape (an ``Expand`` of an
-    ``(E, 1, ..., 1)`` tensor, what PyG's ``scatter`` and ``broadcast`` write), or None."""
-    rank = _rank(src)
-    if dim % rank != 0 or index.shape is None or src.shape is None or list(index.shape) != list(src.shape):
-        return None
-    producer = index.producer()
-    if producer is None or producer.op_type != "Expand" or producer.domain not in ("", "ai.onnx"):
-        return None
-    rows = producer.inputs[0]
-    if rows is None or rows.shape is None or len(rows.shape) != rank or any(d != 1 for d in list(rows.shape)[1:]):
-        return None
-    return op.Reshape(rows, _ints([-1]))
-
-
-def aten_scatter_add(self, dim: int, index, src):
-    """``aten::scatter_add``: where ``index`` is a row index broadcast over ``src`` (PyG's aggregation), the rows'
-    reduction of ``_reduce_rows``, added to ``self``; any other index: ``ScatterElements`` as torch translates it."""
-    rows = _row_index(index, src, dim) if _rank(src) > 1 else None
-    if rows is None or _static_length(src) is None:  # (a dynamic number of rows: see ``_scattered``)
-        return op.ScatterElements(self, index, src, axis=dim, reduction="add")
-    return _reduce_rows(
-        src,
-        rows,
-        _length(self),
-        "sum",
-        base=self,
-        include_self=True,
-        rows_hint=_static_length(self),
-        entries_hint=_static_length(src),
-    )
-
-
-#: torch's ops (``torch.ops.aten.<name>.default``) the table translates too
-ATEN_TRANSLATIONS: Dict[str, Callable[..., Any]] = {"scatter_add": aten_scatter_add}
