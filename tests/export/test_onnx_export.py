@@ -15,6 +15,7 @@ from scatterx.export import onnx_translation_table, to_onnx  # noqa: E402
 from scatterx.export.onnx_ops import _graph  # noqa: E402
 
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin"]
+nan, inf = float("nan"), float("inf")
 DTYPES = [torch.float32, torch.float64, torch.int64]
 TOLERANCE = {
     torch.float32: (1e-5, 1e-5),
@@ -283,6 +284,46 @@ def test_the_table_covers_every_op():
     assert forward_ops - covered == set(), f"no ONNX translation for {sorted(forward_ops - covered)}"
 
 
+def test_start_values_in_the_op_s_own_type(tmp_path):
+    """The finite starts of the arg-reductions and the log-softmax's lowest value are the op's dtype's, exactly:
+    int64's largest (2^63 - 1, not a float rounded past it), float64's (not a float32 inf), float16's (not float32's,
+    which the half type's float32 arithmetic would otherwise take); and float64's eps is a float64."""
+    from scatterx.ops import segment_arg_reduce, segment_logsumexp
+
+    def every(i64, f64, f16, ptr):
+        return (
+            *segment_arg_reduce(i64, ptr, "amin", finite_start=True),
+            *segment_arg_reduce(f64, ptr, "amax", finite_start=True, fill="none"),
+            *segment_arg_reduce(f16, ptr, "amax", finite_start=True),
+            segment_logsumexp(f16, ptr, flavour="log_softmax"),
+            segment_logsumexp(f64, ptr, flavour="log_softmax"),
+        )
+
+    ptr = torch.tensor([0, 2, 3, 3])  # the last segment empty
+    inputs = (
+        torch.tensor([5, 1, 3]),
+        torch.tensor([-inf, -inf, 2.0], dtype=torch.float64),  # nothing beats the start in segment 0
+        torch.tensor([-65504.0, -inf, 1.0], dtype=torch.float16),  # float16's lowest does not beat its own start
+        ptr,
+    )
+    got = run_onnx(Wrap(every), inputs, tmp_path / "m.onnx", optimize=False)
+    for g, w in zip(got, every(*inputs)):
+        assert g.dtype == w.dtype and torch.equal(g, w), (g, w)
+
+
+def test_torch_scatter_add_into_wider_rows_and_a_broadcast_single_target(tmp_path):
+    """torch's ``scatter_add`` with a row index broadcast over ``src`` where the rows of ``self`` are wider than
+    ``src``'s (torch adds into their leading part), and where one ``(1, 1)`` target is broadcast down every row."""
+
+    def both(src, index, one):
+        wide = torch.zeros(4, 3).scatter_add(0, index.view(-1, 1).expand_as(src), src)
+        single = torch.zeros(3, 2).scatter_add(0, one.view(1, 1).expand_as(src), src)
+        return wide, single
+
+    inputs = (torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), torch.tensor([0, 2, 2]), torch.tensor([1]))
+    assert_outputs(run_onnx(Wrap(both), inputs, tmp_path / "m.onnx", optimize=False), both(*inputs))
+
+
 # ------------------------------------------------------------------------------------------------ mutants
 class _Mutant:
     """onnxscript's opset with some operators replaced."""
@@ -439,6 +480,11 @@ def test_an_index_shorter_than_src_with_dynamic_lengths(tmp_path):
         index, src = repeated_index(entries, 6, entries), values((rows, 2), torch.float32, rows)
         got = session.run(None, dict(zip(names, (index.numpy(), src.numpy()))))
         assert_outputs([torch.from_numpy(g) for g in got], Every()(index, src))
+    # a NaN member before others of its target: amax/amin give NaN (onnxruntime's max scatter alone drops it)
+    index, src = torch.tensor([0, 0, 2, 2, 2]), torch.tensor([[nan, 1.0], [1.0, 2.0], [3.0, nan], [4.0, 5.0], [nan, 0]])
+    got = session.run(None, dict(zip(names, (index.numpy(), src.numpy()))))
+    for g, w in zip(got, Every()(index, src)):
+        torch.testing.assert_close(torch.from_numpy(g), w, equal_nan=True)
 
 
 @pytest.mark.parametrize(

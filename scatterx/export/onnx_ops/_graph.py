@@ -22,8 +22,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Dict, cast
 
+import numpy as np
 import onnx_ir as ir
 import torch
+from onnx import numpy_helper
 from onnxscript import FLOAT, INT32, INT64
 from onnxscript import opset18 as op
 
@@ -109,12 +111,32 @@ def _is_integer(x) -> bool:
 
 
 def _scalar_like(value: float, like):
-    """A scalar of ``like``'s dtype; infinities of an integer dtype are its extremes."""
+    """A scalar of ``like``'s dtype; infinities of an integer dtype are its extremes. A float64 ``like`` gets a
+    float64 constant (a float32 one would round it: float64's largest finite value to inf)."""
     if _is_integer(like):
         info = _INTEGER_RANGE[like.dtype]
         value = info.min if value == -math.inf else info.max if value == math.inf else int(value)
         return op.CastLike(_int_scalar(value), like)
+    if like.dtype == ir.DataType.DOUBLE:
+        return op.Constant(value=numpy_helper.from_array(np.array(value, dtype=np.float64)))
     return op.CastLike(_float_scalar(value), like)
+
+
+#: the torch dtype of each ONNX float type, for its finite extremes
+_FLOAT_TYPES = {
+    ir.DataType.FLOAT16: torch.float16,
+    ir.DataType.BFLOAT16: torch.bfloat16,
+    ir.DataType.FLOAT: torch.float32,
+    ir.DataType.DOUBLE: torch.float64,
+}
+
+
+def _finite_extreme(dtype, largest: bool):
+    """The largest (or lowest) finite value of the ONNX type ``dtype``: an int for integer types (exact: a float
+    would round int64's to 2^63), else a float -- of the type the op's values have, which a half type's translation
+    reads before widening them to float32."""
+    info = _INTEGER_RANGE[dtype] if dtype in _INTEGER_RANGE else torch.finfo(_FLOAT_TYPES[dtype])
+    return info.max if largest else info.min
 
 
 def _to_front(x, dim: int):
@@ -304,6 +326,14 @@ def _scattered(src, index, rows, reduce: str, base, include_self: bool, rank: in
     takes_base = base is not None and include_self
     first = base if takes_base else op.Expand(_scalar_like(start, like), _rows_shape(src, rows))
     reduced = _scatter(first, index, src, mode, rank)
+    if reduce in ("amax", "amin") and not _is_integer(like):
+        # onnxruntime's max/min scatter lets a later value replace a NaN: the NaN members are found apart, as a max
+        # of NaN flags (scatterx's amax/amin propagate NaN, as torch's)
+        flags = op.Cast(op.IsNaN(src), to=_INT64)
+        nan = op.Greater(_scatter(op.Expand(_int_scalar(0), _rows_shape(src, rows)), index, flags, "max", rank), 0)
+        if takes_base:
+            nan = op.Or(nan, op.IsNaN(base))
+        reduced = op.Where(nan, _scalar_like(math.nan, like), reduced)
     if reduce == "mean":
         divisor = op.Add(counts, _int_scalar(1)) if takes_base else op.Max(counts, _int_scalar(1))
         divisor = _per_row(op.CastLike(divisor, like), rank)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 
-import onnx_ir as ir
-import torch
 from onnxscript import opset18 as op
 
 from ._graph import (
     _HALF,
-    _INTEGER_RANGE,
     _counts,
+    _finite_extreme,
     _from_front,
     _gather_rows,
     _int_scalar,
@@ -45,19 +43,19 @@ def segment_arg_reduce(
     beats the start value (``base`` or the start); ``(values, arg)``."""
     if src.dtype in _HALF:  # selected in float32 (exact for half values), written back once
         wide_base = None if base is None else _widened(base)
-        values, arg = segment_arg_reduce(_widened(src), ptr, perm, wide_base, reduce, dim, finite_start, fill)
+        values, arg = _selection(_widened(src), ptr, perm, wide_base, reduce, dim, finite_start, fill, src.dtype)
         return op.CastLike(values, src), arg
+    return _selection(src, ptr, perm, base, reduce, dim, finite_start, fill, src.dtype)
+
+
+def _selection(src, ptr, perm, base, reduce: str, dim: int, finite_start: bool, fill: str, dtype):
+    """The translation on ``src`` (a half type's widened to float32); ``dtype``: the op's own value type, whose
+    finite extreme is ``finite_start``'s start."""
     rank = _rank(src)
     maximum = reduce in ("amax", "max")
     x, rows, segment, S = _members(src, ptr, perm, dim)
     worst = -math.inf if maximum else math.inf
-    if finite_start:
-        info = _INTEGER_RANGE.get(src.dtype) or torch.finfo(
-            torch.float64 if src.dtype == ir.DataType.DOUBLE else torch.float32
-        )
-        start = _scalar_like(float(info.min if maximum else info.max), src)
-    else:
-        start = _scalar_like(worst, src)
+    start = _scalar_like(_finite_extreme(dtype, largest=not maximum) if finite_start else worst, src)
     shape = _rows_shape(x, S)
     begin = _to_front(base, dim) if base is not None else op.Expand(start, shape)
     candidate = op.Where(op.Equal(x, x), x, _scalar_like(worst, src))  # NaN never selected
