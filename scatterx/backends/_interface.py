@@ -10,9 +10,9 @@ to the same names and signatures.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any, Dict, Iterable, List
+
+from .._modules import bind_declared, public_modules
 
 #: modules of a backend package that are neither helpers (underscore) nor op modules
 HELPERS = ("routes", "variants")
@@ -20,22 +20,10 @@ HELPERS = ("routes", "variants")
 
 def op_modules(package_path: Iterable[str]) -> List[str]:
     """The op modules of the backend package at ``package_path`` (its ``__path__``), by name, sorted."""
-    return sorted(
-        info.name
-        for info in pkgutil.iter_modules(list(package_path))
-        if not info.name.startswith("_") and info.name not in HELPERS and not info.ispkg
-    )
+    return public_modules(package_path, skip=HELPERS)
 
 
 def export_op_functions(namespace: Dict[str, Any]) -> List[str]:
     """Bind into ``namespace`` (a backend package's globals) the functions its op modules name in ``__all__``;
     return their names, sorted. A name offered by two modules is an error: the op layer would get one of them."""
-    offered: Dict[str, str] = {}
-    for name in op_modules(namespace["__path__"]):
-        module = importlib.import_module(f"{namespace['__name__']}.{name}")
-        for function in module.__all__:
-            if function in offered:
-                raise ImportError(f"{function} is offered by both {offered[function]} and {module.__name__}")
-            offered[function] = module.__name__
-            namespace[function] = getattr(module, function)
-    return sorted(offered)
+    return bind_declared(namespace, skip=HELPERS)

@@ -13,13 +13,12 @@ core op's rows, the first and largest table, are ``harness``'s own).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Tuple
 
 import torch
 
+from ..._modules import import_modules
 from ..graphs import Graph
 
 
@@ -69,8 +68,8 @@ class Section:
 def sections() -> List[Section]:
     """Every op module's ``SECTIONS``, in the modules' name order."""
     found: List[Section] = []
-    for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-        found += getattr(importlib.import_module(f"{__name__}.{module}"), "SECTIONS", ())
+    for module in import_modules(globals()):
+        found += getattr(module, "SECTIONS", ())
     return found
 
 

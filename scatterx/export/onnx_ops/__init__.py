@@ -1,17 +1,8 @@
 """ONNX translations of scatterx's ops (opset 18), written with onnxscript, for ``torch.onnx.export(...,
 dynamo=True, custom_translation_table=...)``.
 
-Every reduction comes down to one building block, ``_graph._reduce_rows``: the rows of a tensor (its first dim)
-reduced into ``rows`` targets by an index, with no scatter that combines repeated indices:
-
-- the index is put in order (a ``TopK``, stable by the ONNX spec; none where the op's ``sorted`` flag or a CSR
-  ``ptr`` says it is sorted already), and its runs of equal targets found;
-- ``_tree_reduce`` reduces each run by a pairwise tree: per level, two ``Gather``s of rows and one elementwise
-  ``Add``/``Mul``/``Max``/``Min``, a run down to one row leaving the tree (ceil(log2(E)) unrolled levels: where
-  the number of entries is dynamic, ``_scattered``, the ScatterElements graph, instead);
-- one ``ScatterND`` of *unique* targets places the runs' rows into the start tensor -- zeros (scatterx's value for
-  an empty row) or the ``base`` (``out=``; with ``include_self`` combined with it first) -- and mean divides by the
-  runs' lengths (integers: floor division, as torch and scatterx).
+Every reduction comes down to one building block, ``_graph._reduce_rows`` (its docstring and the module's say how):
+the rows of a tensor reduced into their targets by a pairwise tree, with no scatter that combines repeated indices.
 
 **Why no scatter with a reduction.** ``ScatterND`` with a reduction would be the natural row scatter, but
 onnxruntime's CPU kernel splits its updates over threads with no guard for repeated indices: with reduction add
@@ -39,13 +30,9 @@ wants every forward op in ``TRANSLATIONS``).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from ..._modules import import_modules
 from ._graph import ATEN_TRANSLATIONS, TRANSLATIONS
 
-for _module in pkgutil.iter_modules(__path__):
-    if not _module.name.startswith("_"):
-        importlib.import_module(f".{_module.name}", __name__)  # each registers its translations
+import_modules(globals())  # each registers its translations
 
 __all__ = ["ATEN_TRANSLATIONS", "TRANSLATIONS"]
