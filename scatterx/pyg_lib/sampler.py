@@ -396,8 +396,11 @@ def hetero_sample(
         if s.dtype != dtype:
             raise TypeError(f"'seed_dict[{t!r}]' must have the dtype of the indices ({dtype}), got {s.dtype}")
         # a node type no offsets run over has no size to check against; disjoint trees still key its ids in 32 bits
-        bound = sizes.get(t, (1 << KEY_BITS) if disjoint else None)
-        check_range(s, bound, f"seed_dict[{t!r}]", f"nodes of type {t!r}", keep=False)
+        if t in sizes or not disjoint:
+            check_range(s, sizes.get(t), f"seed_dict[{t!r}]", f"nodes of type {t!r}", keep=False)
+        else:
+            what = f"node ids of type {t!r} (disjoint sampling keys a node id in 32 bits)"
+            check_range(s, 1 << KEY_BITS, f"seed_dict[{t!r}]", what, keep=False)
         seeds[t] = s.numpy().astype(np.int64, copy=False)
     dtype = dtype or torch.int64
     if disjoint:

@@ -307,7 +307,7 @@ KEY = ("a", "r", "b")
         (
             dict(seed_dict={"a": torch.tensor([0]), "b": torch.tensor([2**32 + 5, 1])}, disjoint=True),
             IndexError,
-            "seed_dict",
+            "seed_dict.*32 bits",
         ),
         (dict(seed_dict={"a": torch.tensor([0], dtype=torch.int32)}), TypeError, "seed_dict"),
     ],
