@@ -26,6 +26,7 @@ from .bench import (
     grid_elements,
     grid_report,
     targets,
+    text,
 )
 from .bench import report as report_mod
 from .bench.gnn import distributed as dist
@@ -33,7 +34,6 @@ from .bench.gnn import full_graph as gnn
 from .bench.gnn import minibatch as gnn_minibatch
 from .bench.gnn.full_graph import MODELS, GnnConfig
 from .bench.goals import evaluate
-from .bench.goals import lines as goal_lines
 from .bench.harness import ORDERS, REDUCTIONS, Config, environment, run
 from .bench.ops import section_flags
 from .kernels.gpu import available
@@ -522,9 +522,7 @@ def _bench_export(args) -> None:
     )
     print(export_onnx.format_rows(rows))
     results = [result for row in rows for result in evaluate("bench-export", row)]
-    print("goals:")
-    print("\n".join(goal_lines(results)))
-    print("environment: " + ", ".join(f"{k} {v}" for k, v in environment("cpu").items()))
+    print("\n".join(text.tail(results, environment("cpu"))))
 
 
 def _plot(dirs: List[str]) -> int:

@@ -22,6 +22,7 @@ import scatterx
 
 from .graphs import make_graph
 from .harness import cpu_model
+from .text import Column, Columns
 from .timing import median_seconds
 
 #: the cases, in the order of the table
@@ -115,9 +116,18 @@ def _row(case: str, graph, threads: int, repeats: int, seed: int) -> ExportRow:
 
 
 def format_rows(rows: Sequence[ExportRow]) -> str:
-    lines = [f"{'case':<15}{'onnxruntime ms':>16}{'eager ms':>10}{'ratio':>8}{'max abs diff':>14}"]
+    cols = Columns(
+        Column("case", 14, left=True),
+        Column("onnxruntime ms", 16),
+        Column("eager ms", 9),
+        Column("ratio", 7),
+        Column("max abs diff", 13),
+    )
+    lines = cols.head(rule=False)
     for r in rows:
-        lines.append(f"{r.case:<15}{r.onnxruntime_ms:>16.1f}{r.eager_ms:>10.1f}{r.ratio:>8.2f}{r.max_abs_diff:>14.2e}")
+        lines.append(
+            cols.row(r.case, f"{r.onnxruntime_ms:.1f}", f"{r.eager_ms:.1f}", f"{r.ratio:.2f}", f"{r.max_abs_diff:.2e}")
+        )
     return "\n".join(lines)
 
 

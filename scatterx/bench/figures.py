@@ -19,6 +19,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .text import ENVIRONMENT, read_environment_line
+
 WIDTH_IN = 9.5
 DPI = 100
 FASTER, SLOWER = (0.16, 0.62, 0.56), (0.91, 0.44, 0.32)  # teal, coral
@@ -282,27 +284,13 @@ def read_grid_csv(path: str) -> List[dict]:
         return list(csv.DictReader(f))
 
 
-def environment_line_text(line: str) -> Dict[str, str]:
-    """``environment: key value, key value (a, b), ...`` (a run's printed environment) as a dict."""
-    items, depth, item = [], 0, ""
-    for ch in line.split("environment: ", 1)[-1].strip():
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            items.append(item.strip())
-            item = ""
-        else:
-            item += ch
-    items.append(item.strip())
-    return {key: value for key, space, value in (i.partition(" ") for i in items) if space}
-
-
 def environment_line(path: str) -> Dict[str, str]:
     """The environment a run printed (its saved output at ``path``), where the run kept no JSON."""
     if not os.path.exists(path):
         return {}
     with open(path, errors="replace") as f:
-        lines = [line for line in f if line.startswith("environment: ")]
-    return environment_line_text(lines[-1]) if lines else {}
+        lines = [line for line in f if line.startswith(ENVIRONMENT)]
+    return read_environment_line(lines[-1]) if lines else {}
 
 
 def grid_figures(rows: List[dict], env: Dict[str, str], out_dir: str) -> List[str]:

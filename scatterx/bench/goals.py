@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import math
 import pathlib
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -114,26 +113,6 @@ def goals(report) -> list:
     ok)``; value and ok are None where this run did not measure it."""
     name = "bench-cuda" if report.config.device == "cuda" else "bench"
     return [(r.name, r.op, r.limit, r.value, r.ok) for r in evaluate(name, report)]
-
-
-def shown(value: Optional[float]) -> str:
-    """A measured value as the goal lines print it."""
-    if value is None:
-        return "-"
-    if math.isnan(value) or value == 0:
-        return f"{value:g}"
-    return f"{value:.2e}" if abs(value) < 0.01 else f"{value:.2f}"
-
-
-def line(result: Result, width: int = 0) -> str:
-    """``  name  value (goal op limit)  ok / MISSED / not measured``."""
-    verdict = "not measured" if result.ok is None else ("ok" if result.ok else "MISSED")
-    return f"  {result.name:<{width}} {shown(result.value):>8} (goal {result.op} {result.limit})  {verdict}"
-
-
-def lines(results: List[Result]) -> List[str]:
-    width = max((len(r.name) for r in results), default=0)
-    return [line(r, width) for r in results]
 
 
 def _cell(value) -> str:

@@ -40,6 +40,7 @@ from .. import ops
 from .files import write_json
 from .gpu_model import GPUS
 from .graphs import target_index
+from .text import Column, Columns
 
 #: (name, edges, nodes, features, degrees): the shapes of the table
 SHAPES = (
@@ -361,21 +362,31 @@ def table(rows: List[dict]) -> str:
     lines = [
         f"GPU kernels ({rows[0]['device'] if rows else '-'}): device time of the kernels (profiler) and call time, "
         "against torch's fastest path for the same result",
-        f"{'case':24} {'shape':34} {'kernel µs':>10} {'call µs':>9} {'peak':>6} {'torch kernel':>13} "
-        f"{'torch call':>11}  torch",
+        _COLUMNS.header(),
     ]
     for r in rows:
         peak = f"{r['peak_share']:.0%}" if r.get("peak_share") is not None else "-"
+        torch_us = ["-" if r[k] is None else r[k] for k in ("torch_kernel_us", "torch_call_us")]
+        torch_name = (r.get("torch") or "") + (f" (host {r['host_us']} µs)" if "host_us" in r else "")
         lines.append(
-            f"{r['case'][:24]:24} {r['shape'][:34]:34} {r['kernel_us']:>10} {r['call_us']:>9} {peak:>6} "
-            f"{r['torch_kernel_us'] if r['torch_kernel_us'] is not None else '-':>13} "
-            f"{r['torch_call_us'] if r['torch_call_us'] is not None else '-':>11}  {r.get('torch') or ''}"
-            + (f" (host {r['host_us']} µs)" if "host_us" in r else "")
+            _COLUMNS.row(r["case"][:24], r["shape"][:34], r["kernel_us"], r["call_us"], peak, *torch_us, torch_name)
         )
     lines.append("goals:")
     for what, value, goal, met in goals(rows):
         lines.append(f"  {what:70} {value:>8} ({goal})  {'ok' if met else 'MISSED'}")
     return "\n".join(lines)
+
+
+_COLUMNS = Columns(
+    Column("case", 24, left=True),
+    Column("shape", 34, left=True),
+    Column("kernel µs", 10),
+    Column("call µs", 9),
+    Column("peak", 6),
+    Column("torch kernel", 13),
+    Column("torch call", 11),
+    Column("torch", 0, left=True),
+)
 
 
 def write(rows: List[dict], out_dir: str, name: str = "kernels.json") -> pathlib.Path:
@@ -422,13 +433,19 @@ def sweep(device: str = "cuda", repeat: int = 20, log=print) -> List[dict]:
 
 def sweep_table(rows: List[dict]) -> str:
     lines = ["sweep of the balanced segment kernels (kernel µs, share of peak):"]
-    lines.append(f"{'shape':14} {'case':12} {'elements':>8} {'programs/SM':>11} {'kernel µs':>10} {'peak':>6}")
+    cols = Columns(
+        Column("shape", 14, left=True),
+        Column("case", 12, left=True),
+        Column("elements", 8),
+        Column("programs/SM", 11),
+        Column("kernel µs", 10),
+        Column("peak", 6),
+    )
+    lines.append(cols.header())
     for r in rows:
         peak = f"{r['peak_share']:.0%}" if r["peak_share"] is not None else "-"
-        lines.append(
-            f"{r['shape']:14} {r['case']:12} {r['max_elements']:>8} {r['programs_per_sm']:>11} {r['kernel_us']:>10} "
-            f"{peak:>6}"
-        )
+        cells = (r["max_elements"], r["programs_per_sm"], r["kernel_us"], peak)
+        lines.append(cols.row(r["shape"], r["case"], *cells))
     return "\n".join(lines)
 
 

@@ -10,15 +10,40 @@ from typing import List, Optional
 from .figures import grid_figures, read_grid_csv
 from .files import write_csv, write_json
 from .grid import GridReport, GridRow, missed
+from .text import Column, Columns, environment_line
 
 WORST = 15
 _DEFAULT = (
     "default: the base plane (first degree, dtype, dim) up to E x F = 2^28, one of degree/dtype/dim changed "
     "at E x F = 1k,100k,1M x 1,16,256 up to 2^26, fwd+bwd up to 2^26; --grid full runs every combination"
 )
-_HEADER = (
-    f"{'shape':<20} {'deg':>3} {'order':<8} {'reduce':<6} {'dtype':<8} {'dim':>3} {'pass':<7} "
-    f"{'scatterx':>10} {'fastest torch':<16} {'torch':>10} {'speedup':>8} {'goal':>6}"
+# a cell's line: what it runs (the case), then what it measured (the result) and its verdict
+_CASE = Columns(
+    Column("shape", 20, left=True),
+    Column("deg", 3),
+    Column("order", 8, left=True),
+    Column("reduce", 6, left=True),
+    Column("dtype", 8, left=True),
+    Column("dim", 3),
+    Column("pass", 7, left=True),
+)
+_RESULT = Columns(
+    Column("scatterx", 10),
+    Column("fastest torch", 16, left=True),
+    Column("torch", 10),
+    Column("speedup", 8),
+    Column("goal", 6),
+)
+_CELLS = Columns(*_CASE.columns, *_RESULT.columns)
+_HEADER = _CELLS.header()
+_ELEMENTS = Columns(
+    Column("op", 26, left=True),
+    Column("size", 28, left=True),
+    Column("scatterx", 10),
+    Column("peer", 22, left=True),
+    Column("peer time", 10),
+    Column("speedup", 8),
+    Column("goal", 6),
 )
 
 
@@ -37,14 +62,13 @@ def _verdict(ok: Optional[bool]) -> str:
 def cell_line(row: GridRow) -> str:
     c = row.cell
     shape = "(" + ", ".join(f"{s:,}" for s in c.shape) + ")"
-    head = f"{shape:<20} {c.degree:>3} {c.order:<8} {c.reduce:<6} {c.dtype:<8} {c.dim:>3} {c.mode:<7} "
+    case = _CASE.row(shape, c.degree, c.order, c.reduce, c.dtype, c.dim, c.mode)
     if row.skipped:
-        return head + row.skipped
-    speed = f"{row.speedup:.2f}x"
-    return (
-        head + f"{fmt_time(row.scatterx_s):>10} {row.torch_peer:<16} {fmt_time(row.torch_s):>10} "
-        f"{speed:>8} {'>=' + format(row.goal, '.1f'):>6} {_verdict(row.ok)}"
+        return f"{case} {row.skipped}"
+    result = _RESULT.row(
+        fmt_time(row.scatterx_s), row.torch_peer, fmt_time(row.torch_s), f"{row.speedup:.2f}x", f">={row.goal:.1f}"
     )
+    return f"{case} {result} {_verdict(row.ok)}"
 
 
 def _margin(row) -> float:
@@ -59,24 +83,21 @@ def table(report: GridReport) -> str:
         "speedup = fastest torch path / scatterx (medians of back-to-back calls in blocks taking turns, one run); "
         "goal "
         "(>= 2.0x from 100k edges, >= 1.0x from 1k, >= 0.8x below)",
-        _HEADER,
-        "-" * len(_HEADER),
+        *_CELLS.head(),
     ]
     lines += [cell_line(r) for r in report.rows]
     if report.elements:
         lines += [
             "",
             "element plans (an index that differs per feature):",
-            f"{'op':<26} {'size':<28} {'scatterx':>10} {'peer':<22} {'peer time':>10} {'speedup':>8} {'goal':>6}",
+            _ELEMENTS.header(),
         ]
         for r in report.elements:
             goal = "-" if r.goal is None else f">={r.goal:.1f}"
-            lines.append(
-                f"{r.op:<26} {r.size:<28} {fmt_time(r.scatterx_s):>10} {r.peer:<22} {fmt_time(r.peer_s):>10} "
-                f"{r.speedup:>7.2f}x {goal:>6} {_verdict(r.ok)}"
-            )
+            cells = (r.op, r.size, fmt_time(r.scatterx_s), r.peer, fmt_time(r.peer_s), f"{r.speedup:.2f}x", goal)
+            lines.append(f"{_ELEMENTS.row(*cells)} {_verdict(r.ok)}")
     lines += [""] + [f"note: {n}" for n in report.notes]
-    lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in report.environment.items()))
+    lines.append(environment_line(report.environment))
     lines += worst(report)
     return "\n".join(lines)
 

@@ -13,6 +13,7 @@ import torch
 
 from ..kernels.cpu import launch, openmp
 from ..kernels.cpu.launch_probe import add_one, empty
+from .text import Column, Columns
 from .timing import median_seconds
 
 #: the work sizes timed (elements; 0: the empty kernel)
@@ -62,17 +63,19 @@ def measure(threads: Sequence[int] = (1, 2), sizes: Sequence[int] = SIZES, repea
 def table(rows: List[Dict]) -> List[str]:
     """The launch rows as a table: one line per (launcher, threads), a column per size."""
     sizes = sorted({r["elements"] for r in rows})
-    names = {0: "empty"}
-    header = f"{'launcher':<8} {'threads':>7} " + " ".join(f"{names.get(s, f'{s:,}'):>10}" for s in sizes)
+    cols = Columns(
+        Column("launcher", 8, left=True),
+        Column("threads", 7),
+        *(Column("empty" if s == 0 else f"{s:,}", 10) for s in sizes),
+    )
     lines = [
         "CPU kernel launch, us per launch (median): an empty kernel, and +1 on float32 elements "
         f"(torch threads {torch.get_num_threads()}; OpenMP launch: "
         f"{'yes' if openmp.runtime() is not None else 'no, ' + openmp.why_not()})",
-        header,
-        "-" * len(header),
+        *cols.head(),
     ]
     keys = sorted({(r["threads"], r["launcher"]) for r in rows})
     for count, name in keys:
-        cells = {r["elements"]: r["us"] for r in rows if (r["threads"], r["launcher"]) == (count, name)}
-        lines.append(f"{name:<8} {count:>7} " + " ".join(f"{cells.get(s, float('nan')):>10.1f}" for s in sizes))
+        us = {r["elements"]: r["us"] for r in rows if (r["threads"], r["launcher"]) == (count, name)}
+        lines.append(cols.row(name, count, *(f"{us.get(s, float('nan')):.1f}" for s in sizes)))
     return lines

@@ -8,9 +8,9 @@ from .dropin import DROP_IN
 from .figures import bench_figures
 from .files import write_csv, write_json
 from .goals import evaluate
-from .goals import lines as goal_lines
 from .harness import DROP_IN_MODE, SCATTERX, Report, best
 from .launch import table as launch_table
+from .text import Column, Columns, environment_line, goal_lines
 
 
 def table(report: Report) -> str:
@@ -24,12 +24,7 @@ def table(report: Report) -> str:
     lines.append(
         "GB/s = bytes of src / time.  x probe = time / probe time.  peer rows: how many times scatterx is faster."
     )
-    header = (
-        f"{'reduce':<7} {'index':<8} {'pass':<8} {'implementation':<41} {'ms':>8} {'GB/s':>6} {'x probe':>8} "
-        f"{'scatterx faster':>16}"
-    )
-    lines.append(header)
-    lines.append("-" * len(header))
+    lines += _ROWS.head()
     previous = None
     for row in report.rows:
         if row.mode == DROP_IN_MODE:
@@ -40,10 +35,8 @@ def table(report: Report) -> str:
         previous = case
         speed = "" if row.scatterx_speedup is None else f"{row.scatterx_speedup:.2f}x"
         passes = "fwd" if row.mode == "forward" else "fwd+bwd"
-        lines.append(
-            f"{row.reduce:<7} {row.order:<8} {passes:<8} {row.implementation:<41} {row.ms:>8.2f} {row.gbps:>6.1f} "
-            f"{row.probe_ratio:>7.2f}x {speed:>16}"
-        )
+        cells = (f"{row.ms:.2f}", f"{row.gbps:.1f}", f"{row.probe_ratio:.2f}x", speed)
+        lines.append(_ROWS.row(row.reduce, row.order, passes, row.implementation, *cells))
     lines.append("")
     lines.append("summary: scatterx.index_scatter_reduce against the fastest other implementation")
     for reduce in c.reductions:
@@ -91,10 +84,29 @@ def table(report: Report) -> str:
         )
         lines.append("CPU goals" + note)
     lines += goal_lines(evaluate(_section(report), report))
-    env = report.environment
     lines.append("")
-    lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
+    lines.append(environment_line(report.environment))
     return "\n".join(lines)
+
+
+_ROWS = Columns(
+    Column("reduce", 7, left=True),
+    Column("index", 8, left=True),
+    Column("pass", 8, left=True),
+    Column("implementation", 41, left=True),
+    Column("ms", 8),
+    Column("GB/s", 6),
+    Column("x probe", 8),
+    Column("scatterx faster", 16),
+)
+_DROP_IN = Columns(
+    Column("function", 22, left=True),
+    Column("index", 9, left=True),
+    Column(DROP_IN + " ms", 25),
+    Column("peer ms", 10),
+    Column("speedup", 8),
+    Column("goal", 6),
+)
 
 
 def _section(report: Report) -> str:
@@ -131,8 +143,7 @@ def _dropin_table(report: Report) -> List[str]:
     peer = next((r.implementation for r in rows if r.implementation != DROP_IN), None)
     against = "torch_scatter" if peer and peer.startswith("torch_scatter") else "a torch-native equivalent"
     lines = ["", f"torch_scatter drop-in: {DROP_IN}.<function> against {against} (speedup = its time / ours)"]
-    header = f"{'function':<22} {'index':<9} {DROP_IN + ' ms':>25} {'peer ms':>10} {'speedup':>8} {'goal':>6}"
-    lines += [header, "-" * len(header)]
+    lines += _DROP_IN.head()
     for ours in rows:
         if ours.implementation != DROP_IN:
             continue
@@ -144,7 +155,7 @@ def _dropin_table(report: Report) -> List[str]:
         goal = goals.get((ours.reduce, ours.order))
         verdict = "" if goal is None or goal.ok is None else ("ok" if goal.ok else "MISSED")
         limit = "-" if goal is None else f"{goal.op}{goal.limit:g}x"
-        lines.append(f"{ours.reduce:<22} {ours.order:<9} {ours.ms:>25.2f} {ms:>10} {speed:>8} {limit:>6} {verdict}")
+        lines.append(f"{_DROP_IN.row(ours.reduce, ours.order, f'{ours.ms:.2f}', ms, speed, limit)} {verdict}")
     return lines
 
 

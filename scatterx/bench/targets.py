@@ -21,6 +21,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numba
 
+from .text import Column, Columns
+
 HOST = "host"
 CHILD = "SCATTERX_GRID_TARGET_CHILD"  # set in a target's child: it runs the grid itself, never spawns
 #: The targets ``--cpu-target`` takes: the host itself, x86-64-v3 (AVX2 + FMA: Haswell, Zen 1-3 and most CPUs
@@ -78,20 +80,21 @@ def summary(target: str, grid_json: str) -> Dict[str, object]:
 
 
 def table(rows: List[Dict[str, object]]) -> str:
-    head = f"{'target':<16} {'compiled for':<34} {'cells':>6} {'< 1.0x':>7} {'< goal':>7} {'element rows < goal':>20}"
-    lines = [
-        "the grid per CPU target (cells: index_scatter_reduce against the fastest torch path)",
-        head,
-        "-" * len(head),
-    ]
+    cols = Columns(
+        Column("target", 16, left=True),
+        Column("compiled for", 34, left=True),
+        Column("cells", 6),
+        Column("< 1.0x", 7),
+        Column("< goal", 7),
+        Column("element rows < goal", 20),
+    )
+    lines = ["the grid per CPU target (cells: index_scatter_reduce against the fastest torch path)", *cols.head()]
     for r in rows:
         if "failed" in r:
             lines.append(f"{r['target']:<16} failed: {r['failed']}")
             continue
-        lines.append(
-            f"{r['target']:<16} {r['compiled_for']:<34} {r['cells']:>6} {r['below_1x']:>7} "
-            f"{r['below_goal']:>7} {str(r['elements_below_goal']) + ' of ' + str(r['element_rows']):>20}"
-        )
+        elements = f"{r['elements_below_goal']} of {r['element_rows']}"
+        lines.append(cols.row(r["target"], r["compiled_for"], r["cells"], r["below_1x"], r["below_goal"], elements))
     return "\n".join(lines)
 
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from scatterx.bench import figures
+from scatterx.bench import figures, text
 from scatterx.cli import main
 
 pytest.importorskip("matplotlib")
@@ -46,7 +46,7 @@ def test_machine_names_the_cpu_and_its_vector_extension():
         "environment: scatterx 0.1.0, torch 2.13.0+cpu, cpu AMD EPYC, numba_cpu_target znver3 (avx2, avx, "
         "sse4.2), torch_threads 2, other processes 0% of a core"
     )
-    assert figures.environment_line_text(line)["numba_cpu_target"] == "znver3 (avx2, avx, sse4.2)"
+    assert text.read_environment_line(line)["numba_cpu_target"] == "znver3 (avx2, avx, sse4.2)"
 
 
 def test_plot_refuses_a_folder_without_results(tmp_path):

@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from typing import Callable, Dict, List
 
+from ..text import Column, Columns
+
 _CHILD = r"""
 import json, sys, time
 import torch
@@ -92,18 +94,26 @@ def first_steps(config, log: Callable = print) -> List[FirstStep]:
 def table(rows: List[FirstStep]) -> List[str]:
     lines = [
         "first training step, each in a fresh process (imports and model construction not included):",
-        f"{'model':9} {'scatterx, empty cache s':>24} {'scatterx, cached s':>19} {'PyG s':>8} "
-        f"{'2nd step sx/PyG ms':>19}",
+        *_COLUMNS.head(rule=False),
     ]
     for r in rows:
-        lines.append(
-            f"{r.model:9} {r.scatterx_cold_s:24.2f} {r.scatterx_cached_s:19.3f} {r.pyg_s:8.3f} "
-            f"{r.scatterx_step_s * 1e3:9.1f}/{r.pyg_step_s * 1e3:.1f}"
-        )
+        steps = f"{r.scatterx_step_s * 1e3:.1f}/{r.pyg_step_s * 1e3:.1f}"
+        times = (f"{r.scatterx_cold_s:.2f}", f"{r.scatterx_cached_s:.3f}", f"{r.pyg_s:.3f}")
+        lines.append(_COLUMNS.row(r.model, *times, steps))
     if len(rows) > 1:
-        total = [sum(getattr(r, f) for r in rows) for f in ("scatterx_cold_s", "scatterx_cached_s", "pyg_s")]
-        lines.append(f"{'all':9} {total[0]:24.2f} {total[1]:19.3f} {total[2]:8.3f}")
+        fields = ("scatterx_cold_s", "scatterx_cached_s", "pyg_s")
+        cold, cached, pyg = (sum(getattr(r, f) for r in rows) for f in fields)
+        lines.append(_COLUMNS.row("all", f"{cold:.2f}", f"{cached:.3f}", f"{pyg:.3f}", "").rstrip())
     return lines
+
+
+_COLUMNS = Columns(
+    Column("model", 9, left=True),
+    Column("scatterx, empty cache s", 24),
+    Column("scatterx, cached s", 19),
+    Column("PyG s", 8),
+    Column("2nd step sx/PyG ms", 19),
+)
 
 
 def as_dicts(rows: List[FirstStep]) -> List[Dict]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Dict, List
 
+from ..text import Column, Columns
+
 # the compiled switch's goal: >= 1.8x PyG compiled, and no slower than the eager switch (>= 0.95x, timing noise)
 GOAL_SPEEDUP = 1.8
 GOAL_VS_EAGER = 0.95
@@ -60,19 +62,37 @@ def table(rows: List[CompiledRow]) -> List[str]:
     lines = [
         "torch.compile(model): PyG's default path against the switch on, both compiled, and the switch eager in the "
         "same loop (epoch ms; the first epoch, the compile, apart)",
-        f"{'model':9} {'PyG compiled ms':>16} {'switch compiled ms':>19} {'speedup':>8} {'switch eager ms':>16} "
-        f"{'vs eager':>9} {'1st epoch PyG/sx s':>19} {'max rel diff':>13}",
+        *_COLUMNS.head(rule=False),
     ]
     for r in rows:
-        first = f"{r.pyg_first_s:.1f}/{r.scatterx_first_s:.1f}"
         lines.append(
-            f"{r.model:9} {r.pyg_ms:16.1f} {r.scatterx_ms:19.1f} {r.speedup:7.2f}x {r.eager_ms:16.1f} "
-            f"{r.vs_eager:8.2f}x {first:>19} {r.max_loss_rel_diff:13.1e}"
+            _COLUMNS.row(
+                r.model,
+                f"{r.pyg_ms:.1f}",
+                f"{r.scatterx_ms:.1f}",
+                f"{r.speedup:.2f}x",
+                f"{r.eager_ms:.1f}",
+                f"{r.vs_eager:.2f}x",
+                f"{r.pyg_first_s:.1f}/{r.scatterx_first_s:.1f}",
+                f"{r.max_loss_rel_diff:.1e}",
+            )
         )
     if rows:
         met = ", ".join(f"{r.model} {'met' if r.meets_goal else 'NOT met'}" for r in rows)
         lines.append(f"goal: speedup >= {GOAL_SPEEDUP:.2f}x and vs eager >= {GOAL_VS_EAGER:.2f}x: {met}")
     return lines
+
+
+_COLUMNS = Columns(
+    Column("model", 9, left=True),
+    Column("PyG compiled ms", 16),
+    Column("switch compiled ms", 19),
+    Column("speedup", 8),
+    Column("switch eager ms", 16),
+    Column("vs eager", 9),
+    Column("1st epoch PyG/sx s", 19),
+    Column("max rel diff", 13),
+)
 
 
 def as_dicts(rows: List[CompiledRow]) -> List[Dict]:

@@ -32,9 +32,9 @@ import torch.nn.functional as F
 from ... import distributed as sxd
 from ...distributed.partition_graph import METHODS as PARTITION_METHODS
 from ..goals import evaluate, limit
-from ..goals import lines as goal_lines
 from ..harness import environment
 from ..measures import DistCase, max_rel_diff
+from ..text import Column, Columns, tail
 from .full_graph import GnnConfig, build_model, make_arxiv_like
 
 #: the losses on several processes agree with the single-process losses to this relative tolerance (``goals.json``)
@@ -255,9 +255,7 @@ def table(config: GnnConfig, results: List[DistResult]) -> str:
         "epoch: median of epochs 2..N (slowest rank); sent: halo rows, all ranks, per epoch; bound: halo nodes x "
         "the widths each layer aggregates (and their gradients) x 4 B; peak: the largest rank's peak resident set, "
         "and above what it held before loading its data",
-        f"{'model':<9} {'partition':<9} {'procs':>5}  {'epoch ms':>9}  {'vs 1 proc':>9}  {'cut':>6}  {'halo':>9}  "
-        f"{'sent MB':>9}  {'bound MB':>9}  {'sent/bound':>10}  {'control KB':>10}  {'grads MB':>8}  "
-        f"{'peak MiB':>8}  {'above base':>10}  {'max rel diff':>12}",
+        *_COLUMNS.head(rule=False),
     ]
     goals = []
     for r in results:
@@ -268,10 +266,23 @@ def table(config: GnnConfig, results: List[DistResult]) -> str:
         peak = max(r.peak_rss_mib)
         above = max(p - b for p, b in zip(r.peak_rss_mib, r.base_rss_mib))
         lines.append(
-            f"{r.model:<9} {r.method:<9} {r.procs:>5}  {r.median_epoch_s * 1e3:>9.1f}  {slow:>8.2f}x  "
-            f"{r.edge_cut:>6.1%}  {r.halo:>9,}  {r.bytes_sent / 1e6:>9.2f}  {r.lower_bound / 1e6:>9.2f}  "
-            f"{ratio:>10.3f}  {r.control_bytes / 1e3:>10.1f}  {r.grad_bytes / 1e6:>8.2f}  {peak:>8.0f}  "
-            f"{above:>10.0f}  {rel:>12.1e}"
+            _COLUMNS.row(
+                r.model,
+                r.method,
+                r.procs,
+                f"{r.median_epoch_s * 1e3:.1f}",
+                f"{slow:.2f}x",
+                f"{r.edge_cut:.1%}",
+                f"{r.halo:,}",
+                f"{r.bytes_sent / 1e6:.2f}",
+                f"{r.lower_bound / 1e6:.2f}",
+                f"{ratio:.3f}",
+                f"{r.control_bytes / 1e3:.1f}",
+                f"{r.grad_bytes / 1e6:.2f}",
+                f"{peak:.0f}",
+                f"{above:.0f}",
+                f"{rel:.1e}",
+            )
         )
         if r.method != "single" and single is not None:
             one = next((b for b in results if b.model == r.model and b.method == r.method and b.procs == 1), None)
@@ -283,7 +294,23 @@ def table(config: GnnConfig, results: List[DistResult]) -> str:
                 method=r.method,
                 procs=r.procs,
             )
-    env = environment()
-    return "\n".join(
-        lines + ["goals:"] + goal_lines(goals) + ["environment: " + ", ".join(f"{k} {v}" for k, v in env.items())]
-    )
+    return "\n".join(lines + tail(goals, environment()))
+
+
+_COLUMNS = Columns(
+    Column("model", 9, left=True),
+    Column("partition", 9, left=True),
+    Column("procs", 5),
+    Column("epoch ms", 10),
+    Column("vs 1 proc", 10),
+    Column("cut", 7),
+    Column("halo", 10),
+    Column("sent MB", 10),
+    Column("bound MB", 10),
+    Column("sent/bound", 11),
+    Column("control KB", 11),
+    Column("grads MB", 9),
+    Column("peak MiB", 9),
+    Column("above base", 11),
+    Column("max rel diff", 13),
+)

@@ -36,10 +36,10 @@ import torch.nn.functional as F
 from ..figures import gnn_figure
 from ..files import write_csv, write_json
 from ..goals import evaluate, limit
-from ..goals import lines as goal_lines
 from ..graphs import make_community_graph
 from ..harness import environment
 from ..measures import GnnCase
+from ..text import Column, Columns, tail
 from . import cold as gnn_cold
 from . import compiled as gnn_compiled
 from .onnx_inference import onnx_inference
@@ -408,8 +408,7 @@ def table(report: GnnReport) -> str:
         f"{report.config.threads} thread(s)",
         "epoch time: median of epochs 2..N; first epoch (JIT, scatterx's CSR build) apart",
         "peak MiB: one training step's peak resident-set growth, PyG / scatterx (n/a: not measured)",
-        f"{'model':9} {'PyG default ms':>15} {'scatterx ms':>12} {'speedup':>8} {'1st epoch PyG/sx ms':>20} "
-        f"{'peak MiB PyG/sx':>16} {'final loss PyG':>15} {'final loss sx':>14} {'max rel diff':>13}",
+        *_COLUMNS.head(rule=False),
     ]
     for r in report.results:
         first = f"{r.epoch_s['pyg'][0] * 1e3:.0f}/{r.epoch_s['scatterx'][0] * 1e3:.0f}"
@@ -418,9 +417,17 @@ def table(report: GnnReport) -> str:
         else:
             memory = f"{r.peak_bytes['pyg'] / 2**20:.0f}/{r.peak_bytes['scatterx'] / 2**20:.0f}"
         lines.append(
-            f"{r.model:9} {r.median('pyg') * 1e3:15.1f} {r.median('scatterx') * 1e3:12.1f} {r.speedup:7.2f}x "
-            f"{first:>20} {memory:>16} {r.loss['pyg'][-1]:15.6f} {r.loss['scatterx'][-1]:14.6f} "
-            f"{r.max_loss_rel_diff:13.1e}"
+            _COLUMNS.row(
+                r.model,
+                f"{r.median('pyg') * 1e3:.1f}",
+                f"{r.median('scatterx') * 1e3:.1f}",
+                f"{r.speedup:.2f}x",
+                first,
+                memory,
+                f"{r.loss['pyg'][-1]:.6f}",
+                f"{r.loss['scatterx'][-1]:.6f}",
+                f"{r.max_loss_rel_diff:.1e}",
+            )
         )
     if report.csr_build_ms is not None:
         lines.append(
@@ -437,10 +444,21 @@ def table(report: GnnReport) -> str:
         lines += gnn_compiled.table(report.compiled)
     if report.cold:
         lines += gnn_cold.table(report.cold)
-    lines.append("goals:")
-    lines += goal_lines(goal_results(report))
-    lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in report.environment.items()))
+    lines += tail(goal_results(report), report.environment)
     return "\n".join(lines)
+
+
+_COLUMNS = Columns(
+    Column("model", 9, left=True),
+    Column("PyG default ms", 15),
+    Column("scatterx ms", 12),
+    Column("speedup", 8),
+    Column("1st epoch PyG/sx ms", 20),
+    Column("peak MiB PyG/sx", 16),
+    Column("final loss PyG", 15),
+    Column("final loss sx", 14),
+    Column("max rel diff", 13),
+)
 
 
 def write_files(report: GnnReport, out_dir: str) -> List[str]:

@@ -34,9 +34,9 @@ import torch.nn.functional as F
 from ... import pyg_lib
 from ..files import write_csv, write_json
 from ..goals import evaluate, limit
-from ..goals import lines as goal_lines
 from ..harness import environment
 from ..measures import MiniBatchCase
+from ..text import Column, Columns, tail
 from . import full_graph as gnn
 from .minibatch_graphs import PRODUCTS, Graph, HeteroGraph, make_mag_like, make_products_like
 
@@ -386,22 +386,42 @@ def table(report: MiniBatchReport) -> str:
         "per batch, median ms: sample = the loader's next() (sampler call + feature gather); train = forward + "
         "backward + optimizer step; epoch speedup = (sample + train PyG) / (sample + train sx); share = sample / "
         "(sample + train sx)",
-        f"{'model':12} {'nodes/edges':>15} {'sample ms':>10} {'sampler/gather':>15} {'train PyG':>10} "
-        f"{'train sx':>9} {'epoch speedup':>14} {'share':>6} {'max rel loss diff':>18} {'losses':>7}",
+        *_COLUMNS.head(rule=False),
     ]
     for r in report.rows:
         nodes = statistics.median(n for n, _ in r.sampled) if r.sampled else 0
         edges = statistics.median(e for _, e in r.sampled) if r.sampled else 0
         parts = f"{_ms(r.sampler_s):.1f}/{_ms(r.gather_s):.1f}"
         lines.append(
-            f"{r.model:12} {f'{nodes:,.0f}/{edges:,.0f}':>15} {r.sample_ms:10.1f} {parts:>15} "
-            f"{r.train_ms('pyg'):10.1f} {r.train_ms('scatterx'):9.1f} {r.speedup:13.2f}x {r.sample_share:6.0%} "
-            f"{r.max_loss_rel_diff:18.1e} {'ok' if r.losses_agree else 'DIFFER':>7}"
+            _COLUMNS.row(
+                r.model,
+                f"{nodes:,.0f}/{edges:,.0f}",
+                f"{r.sample_ms:.1f}",
+                parts,
+                f"{r.train_ms('pyg'):.1f}",
+                f"{r.train_ms('scatterx'):.1f}",
+                f"{r.speedup:.2f}x",
+                f"{r.sample_share:.0%}",
+                f"{r.max_loss_rel_diff:.1e}",
+                "ok" if r.losses_agree else "DIFFER",
+            )
         )
-    lines.append("goals:")
-    lines += goal_lines(goal_results(report))
-    lines.append("environment: " + ", ".join(f"{k} {v}" for k, v in report.environment.items()))
+    lines += tail(goal_results(report), report.environment)
     return "\n".join(lines)
+
+
+_COLUMNS = Columns(
+    Column("model", 12, left=True),
+    Column("nodes/edges", 15),
+    Column("sample ms", 10),
+    Column("sampler/gather", 15),
+    Column("train PyG", 10),
+    Column("train sx", 9),
+    Column("epoch speedup", 14),
+    Column("share", 6),
+    Column("max rel loss diff", 18),
+    Column("losses", 7),
+)
 
 
 def write_files(report: MiniBatchReport, out_dir: str) -> List[str]:
