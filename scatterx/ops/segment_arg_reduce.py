@@ -127,21 +127,21 @@ segment_arg_reduce_op = define_op("segment_arg_reduce", _forward, _fake)
 
 
 def _setup_context(ctx, inputs, output):
-    src, _ptr, _perm, base, _reduce, dim, _finite_start, fill = inputs
+    src, ptr, _perm, base, _reduce, dim, _finite_start, fill = inputs
     ctx.given_shape = tuple(src.shape)
     src = src.view(1) if src.dim() == 0 else src
     ctx.dim = dim % src.dim()
     ctx.n = src.size(ctx.dim)
     ctx.has_base = base is not None
-    ctx.keeps_start = fill == "none"
+    ctx.fill = fill
     ctx.mark_non_differentiable(output[1])
-    ctx.save_for_backward(output[1])
+    ctx.save_for_backward(output[1], ptr)
 
 
 def _autograd_backward(ctx, grad, grad_arg):
     """The gradient goes to the selected row (torch_scatter's rule): one ``scatter_add`` into a buffer with a spare
     row for "nothing selected" (``arg == n``). Made of torch ops, so it is differentiated again by autograd."""
-    (arg,) = ctx.saved_tensors
+    arg, ptr = ctx.saved_tensors
     grad_src = grad_base = None
     if ctx.needs_input_grad[0]:
         shape = list(grad.shape)
@@ -149,9 +149,21 @@ def _autograd_backward(ctx, grad, grad_arg):
         grad_src = grad.new_zeros(shape).scatter_add(ctx.dim, arg, grad).narrow(ctx.dim, 0, ctx.n)
         grad_src = grad_src.reshape(ctx.given_shape)
     if ctx.has_base and ctx.needs_input_grad[3]:
-        kept = arg == ctx.n if ctx.keeps_start else torch.zeros_like(arg, dtype=torch.bool)
-        grad_base = torch.where(kept, grad, torch.zeros_like(grad))
+        grad_base = torch.where(_keeps_start(ctx.fill, arg, ctx.n, ptr, ctx.dim), grad, torch.zeros_like(grad))
     return grad_src, None, None, grad_base, None, None, None, None
+
+
+def _keeps_start(fill: str, arg: Tensor, n: int, ptr: Tensor, dim: int) -> Tensor:
+    """Where the output holds the start value (``base``'s): nothing selected (``arg == n``), unless ``fill`` wrote
+    0 there -- everywhere nothing was selected ("unselected"), or in the segments with no member ("empty")."""
+    unselected = arg == n
+    if fill == "none":
+        return unselected
+    if fill == "empty":
+        shape = [1] * arg.dim()
+        shape[dim] = -1
+        return unselected & (ptr[1:] > ptr[:-1]).view(shape)
+    return torch.zeros_like(unselected)
 
 
 segment_arg_reduce_differentiable = register_autograd(

@@ -127,13 +127,19 @@ def _autograd_backward(ctx, grad):
     share = torch.exp(shifted - torch.log(total + eps).gather(d, ids))
     if ctx.flavour == "logsumexp":
         share = torch.nan_to_num(share, nan=0.0, posinf=0.0)
-    if eps != 0.0:  # the member that is top: eps / (S + eps) more
-        selected = _along(rows, d, x) == arg.gather(d, ids)
-        share = share + torch.where(selected, (eps / (total + eps)).gather(d, ids), torch.zeros_like(share))
-    g = (grad.index_select(d, segment) * share).to(src.dtype)
+    g = grad.index_select(d, segment) * share
     if perm is not None:
-        g = torch.zeros_like(src).index_add(d, rows, g)
-    return g.reshape(ctx.given_shape), None, None, None, None, None
+        g = torch.zeros_like(src, dtype=g.dtype).index_add(d, rows, g)
+    if eps != 0.0:
+        # the row that is top: eps / (S + eps) more, once -- also where ``perm`` names it at several positions of
+        # its segment (``arg`` is a row; ``src.size(d)`` where nothing was selected, a spare row dropped here)
+        shape = list(top.shape)
+        shape[d] = src.size(d) + 1
+        extra = grad * (eps / (total + eps))
+        g = g + torch.zeros(shape, dtype=extra.dtype, device=g.device).scatter_add(d, arg, extra).narrow(
+            d, 0, src.size(d)
+        )
+    return g.to(src.dtype).reshape(ctx.given_shape), None, None, None, None, None
 
 
 segment_logsumexp_differentiable = register_autograd(segment_logsumexp_op, _forward, _autograd_backward, _setup_context)

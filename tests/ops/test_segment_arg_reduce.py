@@ -94,6 +94,16 @@ def test_gradients_go_to_the_selected_member_and_to_kept_base():
     values.backward(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64))
     assert src.grad.tolist() == [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
     assert base.grad.tolist() == [[0.0, 2.0], [3.0, 4.0]]
+    # each fill: base's gradient where its value is the output's (nothing selected in a segment with members
+    # keeps it under "none" and "empty"; "unselected" writes 0 there, and every fill writes 0 in an empty segment)
+    ptr = torch.tensor([0, 3, 3])
+    for fill, kept in [("none", [[0.0, 2.0], [3.0, 4.0]]), ("empty", [[0.0, 2.0], [0.0, 0.0]]), ("unselected", 0)]:
+        base.grad = None
+        values, _ = segment_arg_reduce(src, ptr, "max", base=base, fill=fill)
+        values.backward(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64))
+        assert base.grad.tolist() == (kept or [[0.0, 0.0], [0.0, 0.0]]), fill
+        kept_values = lambda b, fill=fill: segment_arg_reduce(src.detach(), ptr, "max", base=b, fill=fill)[0]  # noqa: E731
+        assert torch.autograd.gradcheck(kept_values, (base.detach().requires_grad_(),))
     x = (torch.randperm(12, generator=torch.Generator().manual_seed(1)).double() / 3).view(4, 3).requires_grad_()
     assert torch.autograd.gradcheck(lambda t: segment_arg_reduce(t, torch.tensor([0, 1, 4]), "min")[0], (x,))
     assert torch.autograd.gradgradcheck(lambda t: segment_arg_reduce(t, torch.tensor([0, 1, 4]), "min")[0], (x,))

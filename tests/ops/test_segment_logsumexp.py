@@ -69,6 +69,9 @@ def test_opcheck_gradients_and_compile():
         dict(perm=perm, flavour="log_softmax"),
         dict(perm=perm, flavour="log_softmax", eps=0.5),
         dict(flavour="log_softmax", eps=0.0),
+        # a perm naming a row at several positions of a segment (the top row's extra share goes to it once)
+        dict(perm=torch.tensor([3, 3, 1, 6, 6, 6, 0]), eps=0.5),
+        dict(perm=torch.tensor([3, 3, 1, 6, 6, 6, 0]), flavour="log_softmax", eps=0.5),
     ):
         assert torch.autograd.gradcheck(lambda t, kw=kw: segment_logsumexp(t, ptr, **kw), (src,))
         assert torch.autograd.gradgradcheck(lambda t, kw=kw: segment_logsumexp(t, ptr, **kw), (src,))
