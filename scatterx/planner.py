@@ -911,8 +911,19 @@ def _run(p: Plan, rows: torch.Tensor, data, updates, reduce, include_self, torch
 
 
 def _assign(p: Plan, rows: torch.Tensor, src, base):
-    """Last write wins: the last ``u`` row of each data row (an amax of positions, on scatterx's kernel), then one
-    collision-free copy. Differentiable through ``index_select`` / ``index_copy``."""
+    """Last write wins: the last ``u`` row of each data row written, then one collision-free copy. Differentiable
+    through ``index_select`` / ``index_copy``.
+
+    In eager calls the last rows come from a stable sort of the ``n`` rows (the last of each run of equal rows), in
+    memory of the updates' size: a few updates into a large tensor allocate nothing of the data's size. Traced
+    (where the number of distinct rows is no shape), from an amax of positions on scatterx's kernel into a table of
+    one entry per data row. Both give the same rows in the same order; a row out of range takes the kernel's path,
+    whose check raises."""
+    if not torch.compiler.is_compiling() and rows.numel() and int(rows.min()) >= 0 and int(rows.max()) < p.S:
+        sorted_rows, order = torch.sort(rows.to(torch.int64), stable=True)
+        last = torch.ones_like(sorted_rows, dtype=torch.bool)
+        last[:-1] = sorted_rows[1:] != sorted_rows[:-1]
+        return base.index_copy(1, sorted_rows[last], src.index_select(1, order[last]))
     positions = torch.arange(p.n, dtype=torch.int64, device=src.device)
     initial = torch.full((p.S,), -1, dtype=torch.int64, device=src.device)
     last = index_scatter_reduce_from(0, rows, positions, "amax", None, initial)

@@ -494,3 +494,29 @@ def test_a_plan_evicted_by_another_thread_meanwhile_is_no_error(monkeypatch):
     for key in range(5):
         planner._RECIPES.put(key, key)
     assert list(planner._RECIPES) == [3, 4]
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_assign_sorts_the_updates_in_eager_calls_and_gives_the_traced_path_s_rows(monkeypatch, index_dtype):
+    """The last write of each row, from a stable sort of the updates' rows (nothing of the data's size allocated),
+    equals the traced path's amax of positions into a table of one entry per data row, bit for bit."""
+    g = torch.Generator().manual_seed(3)
+    rows = torch.randint(0, 50, (200, 1), generator=g, dtype=index_dtype)  # many rows written several times
+    m = XMap.nd(rows, (50, 3))
+    data = torch.randn(50, 3, generator=g, dtype=torch.float64)
+    updates = torch.randn(200, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    kernel_calls = []
+    real = planner.index_scatter_reduce_from
+    monkeypatch.setattr(planner, "index_scatter_reduce_from", lambda *a, **k: kernel_calls.append(a) or real(*a, **k))
+    eager = planner.scatter(m, data, updates, "assign")
+    assert not kernel_calls
+    with monkeypatch.context() as traced:
+        traced.setattr(torch.compiler, "is_compiling", lambda: True)
+        through_table = planner.scatter(m, data, updates, "assign")
+    assert kernel_calls and torch.equal(eager, through_table)
+    assert torch.equal(eager, reference.x_scatter(m, data, updates.detach(), "assign"))
+    (grad,) = torch.autograd.grad(eager.sum(), updates)
+    last = {int(r): u for u, r in enumerate(rows.view(-1))}  # a row's gradient goes to its last write only
+    assert grad.sum(1).tolist() == [3.0 if last[int(r)] == u else 0.0 for u, r in enumerate(rows.view(-1))]
+    with pytest.raises(IndexError):  # a row out of range: the kernel's path and its check
+        planner.scatter(XMap.nd(torch.tensor([[0], [50]]), (50, 3)), data, data[:2], "assign")
