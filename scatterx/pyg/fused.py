@@ -178,8 +178,8 @@ def weighted_propagate(conv, edge_index, size, kwargs, weight_name: str) -> Opti
     CSR adjacency, or None when the call is not the plain case (PyG's propagate then runs, and raises its own
     errors), or ``HANDED_BACK`` where only the rule declines."""
     x = kwargs.get("x")
-    if isinstance(x, Tensor):
-        x_j, x_i = x, x
+    if isinstance(x, Tensor):  # the message reads x_j only: PyG checks no target rows of it against ``size``
+        x_j, x_i = x, None
     elif isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], Tensor):
         x_j, x_i = x
     else:

@@ -765,6 +765,25 @@ def test_bipartite_gat_and_graphconv_with_size_match_pyg():
         assert_same(*both_paths(run))
 
 
+@pytest.mark.parametrize("layer", ["gcn", "graph"])
+def test_propagate_of_one_x_with_a_rectangular_size_matches_pyg(layer):
+    """``propagate(edge_index, x=x, size=(sources, targets))`` with one tensor ``x``: the message reads its source
+    rows only, so PyG checks no target rows against ``size`` (the fused path checked ``x`` against both)."""
+    g = torch.Generator().manual_seed(5)
+    edge_index = torch.stack([torch.randint(0, 9, (30,), generator=g), torch.randint(0, 4, (30,), generator=g)])
+    x = torch.randn(9, 6, generator=g, dtype=torch.float64).requires_grad_()
+    weight = torch.rand(30, generator=g, dtype=torch.float64).requires_grad_()
+    conv = (GCNConv(6, 6, normalize=False) if layer == "gcn" else GraphConv(6, 6)).double()
+    for kwargs in ({"edge_weight": weight}, {"edge_weight": None}):
+
+        def run(kwargs=kwargs):
+            out = conv.propagate(edge_index, x=x, size=(9, 4), **kwargs)
+            assert out.shape == (4, 6)
+            return value_and_grads(lambda: out, x, weight)
+
+        assert_same(*both_paths(run))
+
+
 def test_weighted_layer_gradient_penalty_matches_pyg():
     g, edge_index = awkward_graph(6)
     torch.manual_seed(0)
