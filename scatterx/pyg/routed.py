@@ -178,8 +178,9 @@ def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
 
     While the switch is on (:func:`enable`), this is ``torch_geometric.utils.segment`` throughout PyG and runs
     scatterx's segment kernel (deterministic: no atomics), which checks ``ptr``. Calls scatterx does not take (a
-    dtype or device it does not support, a ``ptr`` with more than one dim that is not 1) run PyG's own function, as
-    does every call while the switch is off or under ``torch.jit.script``; PyG's function does not check ``ptr``.
+    dtype or device it does not support, an integer ``src``, a ``ptr`` with more than one dim that is not 1) run
+    PyG's own function, as does every call while the switch is off or under ``torch.jit.script``; PyG's function
+    does not check ``ptr``, and raises for an integer ``src``.
     Empty segments are 0.
 
     Args:
@@ -214,7 +215,8 @@ def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
     _check_types("segment", {"src": src, "ptr": ptr}, indices=("ptr",))
     flat = _flat_ptr(ptr) if isinstance(ptr, Tensor) and is_enabled() else None
     if reduce in REDUCE and flat is not None and runs_here(src, flat[0]) and flat[1] < src.dim():
-        if _pays(src, flat[1], REDUCE[reduce]):
+        # an integer src is PyG's at every size: torch's segment_reduce, which PyG calls, takes none (it raises)
+        if src.is_floating_point() and _pays(src, flat[1], REDUCE[reduce]):
             return segment_reduce(src, flat[0], REDUCE[reduce], flat[1])
         _check_ptr(src, flat[0], flat[1])  # handed back
     return ORIGINAL["segment"](src, ptr, reduce)

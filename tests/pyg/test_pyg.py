@@ -182,6 +182,29 @@ def test_segment_matches_pyg(lengths, reduce, features, seed):
     assert_same(*both_paths(run))
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_segment_of_integers_is_pyg_s_at_every_size(dtype, monkeypatch):
+    """torch's segment_reduce, which PyG's ``segment`` calls, takes no integer ``src``: the switch hands such a call
+    back at every size (it gave a result above the size rule, a mean truncated to an integer, and PyG's error
+    below it)."""
+    src, ptr = torch.arange(10, dtype=dtype).view(5, 2), torch.tensor([0, 2, 5])
+    pyg_error = None
+    try:
+        pyg_utils.segment(src, ptr, "mean")
+    except Exception as error:  # (a PyG or torch that takes it some day: then both sides must agree)
+        pyg_error = type(error)
+    kernel_calls = []
+    monkeypatch.setattr(routed, "segment_reduce", lambda *a, **k: kernel_calls.append(a))
+    with sxpyg.enabled():
+        for reduce in ("sum", "mean"):
+            if pyg_error is None:
+                assert_same(pyg_utils.segment(src, ptr, reduce), ORIGINAL["segment"](src, ptr, reduce))
+            else:
+                with pytest.raises(pyg_error):
+                    pyg_utils.segment(src, ptr, reduce)
+    assert not kernel_calls
+
+
 @settings(max_examples=40)
 @given(graphs(), st.booleans(), st.sampled_from([0, 1]))
 def test_softmax_matches_pyg(graph, use_ptr, dim):
