@@ -279,7 +279,8 @@ def gather(
     m = XMap.along_dim(index, input.shape, dim, op="gather")
     if out is None:
         return planner.gather(m, input).view(shape)
-    if out.shape == shape:
-        return planner.gather(m, input, out=out)
+    if out.shape == shape:  # (viewed as the map's shape: a 0-d index is a map of one element)
+        planner.gather(m, input, out=out.view(m.shape))
+        return out
     with planner.reusing_outputs():
         return write_out(out, planner.gather(m, input).view(shape))

@@ -160,6 +160,14 @@ ZERO_D_AND_EMPTY = {
     "scatter_reduce empty index": lambda f: f.scatter_reduce(
         torch.zeros(3, 3), 0, torch.zeros(0, dtype=torch.uint8), torch.zeros(2, 3, 4), "amax"
     ),
+    "gather 0-d into out": lambda f: f.gather(torch.tensor(2.0), 0, torch.tensor(0), out=torch.tensor(0.0)),
+    "gather 0-d index into out": lambda f: f.gather(torch.arange(3.0), 0, torch.tensor(2), out=torch.tensor(0.0)),
+    "scatter_reduce 0-d into out": lambda f: f.scatter_reduce(
+        torch.tensor(3.0), 0, torch.tensor(0), torch.tensor(5.0), "sum", out=torch.tensor(0.0)
+    ),
+    "scatter 0-d into out": lambda f: f.scatter(
+        torch.arange(3.0), 0, torch.tensor(1), torch.tensor([7.0]), out=torch.zeros(3)
+    ),
 }
 
 
