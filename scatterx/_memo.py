@@ -127,6 +127,10 @@ class TensorMemo(Memo):
         self.put(key, (weakref.ref(t, forget), t._version, result))
         return result
 
+    def forget(self, t: torch.Tensor, what: str) -> None:
+        """Drop what ``once(t, what, ...)`` kept, if anything."""
+        self._entries.pop((id(t), what), None)
+
 
 def memos() -> Dict[str, Memo]:
     """Every memo made so far in this process, by name (a copy)."""

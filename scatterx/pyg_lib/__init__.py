@@ -51,6 +51,8 @@ __all__ = ["__version__", "install", "is_installed", "ops", "partition", "sample
 _DROP_IN = DropIn("pyg_lib", __name__, {"ops": ops, "partition": partition, "sampler": sampler}, real_wins=True)
 #: (module, attribute, value before) for every change install() made to an already imported PyG
 _patched: List[Tuple[Any, str, Any]] = []
+#: the PyG sampler classes whose pickling ``install`` took over (``_follow_samplers_into_workers``)
+_pickled: List[type] = []
 
 
 def is_installed() -> bool:
@@ -125,6 +127,9 @@ def uninstall() -> None:
     for owner, attribute, value in reversed(_patched):
         setattr(owner, attribute, value)
     _patched.clear()
+    for cls in _pickled:  # a sampler copied or pickled from now on must not install the drop-in again
+        copyreg.dispatch_table.pop(cls, None)
+    _pickled.clear()
     _DROP_IN.uninstall()
 
 
@@ -139,6 +144,7 @@ def _follow_samplers_into_workers() -> None:
     for cls in vars(pyg_sampler).values():
         if isinstance(cls, type) and issubclass(cls, pyg_sampler.BaseSampler):
             copyreg.pickle(cls, _reduce_sampler)
+            _pickled.append(cls)
 
 
 def _gather_features_onto_huge_pages() -> None:
@@ -161,6 +167,7 @@ def _gather_features_onto_huge_pages() -> None:
             and value.device.type == "cpu"
             and value.layout == torch.strided
             and value.dim() > 0
+            and not (value.requires_grad and torch.is_grad_enabled())  # (no ``out=`` under autograd)
             and torch.utils.data.get_worker_info() is None
         ):
             index = index.to(torch.int64)

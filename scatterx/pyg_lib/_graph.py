@@ -85,6 +85,11 @@ def check_range(t: Tensor, bound: Optional[int], name: str, what: str, keep: boo
         return int(x.min()), int(x.max())
 
     low, high = once(t, "extremes", compute) if keep else compute(t)
+    if keep and (low < 0 or (bound is not None and high >= bound)):
+        # a failed check is not kept, and is made again on the tensor as it is now: the kept extremes may be
+        # from before a write torch's version counter did not see (a NumPy view's)
+        _KEPT.forget(t, "extremes")
+        low, high = compute(t)
     if low < 0:
         at = int((t < 0).nonzero()[0, 0])
         raise IndexError(f"'{name}' holds a negative entry: {name}[{at}] = {int(t[at])}")

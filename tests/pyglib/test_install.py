@@ -1,6 +1,8 @@
 """``scatterx.pyg_lib.install()``: PyG's loaders that need pyg-lib run on a fresh interpreter (the way a user
 starts), PyG imported first still gets the drop-in, and ``uninstall()`` puts everything back."""
 
+import copy
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -95,8 +97,20 @@ def test_pyg_imported_first_gets_the_drop_in_and_uninstall_restores_it():
         assert loader_utils.index_select is not gather
         assert torch.equal(loader_utils.index_select(x, index), x[index])
         assert torch.equal(loader_utils.index_select(x, index, dim=-2), x[index])
+        # features that require grad (learnt, or computed upstream): gathered as PyG does, differentiably
+        learnt = x.clone().requires_grad_()
+        gathered = loader_utils.index_select(learnt, index)
+        assert gathered.grad_fn is not None and torch.equal(gathered, x[index])
+        # a sampler pickled or copied after uninstall() must not install the drop-in again
+        from torch_geometric.data import Data
+        from torch_geometric.sampler import NeighborSampler
+
+        sampler = NeighborSampler(Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2), num_neighbors=[1])
     finally:
         scatterx.pyg_lib.uninstall()
     assert (pyg_typing.WITH_PYG_LIB, pyg_typing.WITH_SOFTMAX, pyg_softmax.pyg_lib) == before
     assert loader_utils.index_select is gather
+    assert "pyg_lib" not in sys.modules and not scatterx.pyg_lib.is_installed()
+    copy.deepcopy(sampler)
+    pickle.loads(pickle.dumps(sampler))
     assert "pyg_lib" not in sys.modules and not scatterx.pyg_lib.is_installed()

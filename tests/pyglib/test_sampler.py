@@ -91,9 +91,12 @@ def test_uniform_choice_by_chi_square():
     assert ok, (counts, stat, bound)
 
 
+# the scales: weights whose sum overflows float64, and subnormal ones (whose keys log(u) / w were all -inf)
+@pytest.mark.parametrize("scale", [1.0, 1e307, 1e-311])
 @pytest.mark.parametrize("replace", [False, True])
-def test_weighted_choice_by_chi_square(replace):
-    weights = torch.tensor([1.0, 2.0, 3.0, 4.0, 0.0, 10.0])
+def test_weighted_choice_by_chi_square(replace, scale):
+    relative = torch.tensor([1.0, 2.0, 3.0, 4.0, 0.0, 10.0], dtype=torch.float64)
+    weights = relative * scale
     colptr = torch.tensor([0, 6] + [6] * 6)
     row = torch.arange(1, 7)
     torch.manual_seed(2)
@@ -104,7 +107,7 @@ def test_weighted_choice_by_chi_square(replace):
     assert counts[4] == 0  # weight 0: never drawn
     nonzero = [i for i in range(6) if weights[i] > 0]
     ok, stat, bound = _chi2_ok(
-        [counts[i] for i in nonzero], [5000 * float(weights[i] / weights.sum()) for i in nonzero]
+        [counts[i] for i in nonzero], [5000 * float(relative[i] / relative.sum()) for i in nonzero]
     )
     assert ok, (counts, stat, bound)
 
@@ -281,6 +284,18 @@ def test_a_write_torch_does_not_see_is_caught_before_any_out_of_range_read():
     row.numpy()[1] = 10**6  # torch's version counter does not see this
     with pytest.raises(IndexError, match="col"):
         neighbor_sample(colptr, row, torch.tensor([0]), [2, 2], csc=True)
+
+
+def test_a_failed_check_is_not_kept():
+    """The extremes of a graph's array are kept after a check that passes; one that fails is made again on the next
+    call, so an array repaired by a write torch does not see is taken (its kept extremes were the bad ones)."""
+    colptr, row = torch.tensor([0, 2, 2]), torch.tensor([1, 1])
+    row.numpy()[0] = 7
+    with pytest.raises(IndexError, match="col"):
+        neighbor_sample(colptr, row, torch.tensor([0]), [-1], csc=True)
+    row.numpy()[0] = 1
+    edge = neighbor_sample(colptr, row, torch.tensor([0]), [-1], csc=True)[3]
+    assert edge.tolist() == [0, 1]
 
 
 KEY = ("a", "r", "b")

@@ -144,10 +144,12 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, se
                 for j in range(k):
                     out[o + j] = a + j
             elif weighted and replace:  # the inverse of the cumulative weights, by bisection
+                # (weights relative to the largest: a sum of weights near 1e308 would overflow to inf)
+                scale = _largest(weight, a, pop)
                 cumulative = np.empty(pop, np.float64)
                 total = 0.0
                 for j in range(pop):
-                    total += weight[a + j]
+                    total += weight[a + j] / scale
                     cumulative[j] = total
                 if not total > 0:
                     nbad += 1
@@ -166,9 +168,11 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, se
                         x -= 1
                     out[o + j] = a + x
             elif weighted:  # the k largest keys log(u) / w (weighted sampling without replacement)
+                # (weights relative to the largest: log(u) / w of a subnormal w is -inf, every key tied)
+                scale = _largest(weight, a, pop)
                 keys = np.empty(pop, np.float64)
                 for j in range(pop):
-                    w = weight[a + j]
+                    w = weight[a + j] / scale
                     u = unit(bits(h, j))
                     keys[j] = np.log(u) / w if w > 0 else -np.inf
                 order = np.argsort(-keys, kind="mergesort")
@@ -300,3 +304,12 @@ draw = Kernel(draw_kernel)
 insert = Kernel(insert_kernel)
 relabel = Kernel(relabel_kernel)
 induced = Kernel(induced_kernel)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _largest(weight, a, pop):
+    """The largest of ``weight[a : a + pop]``, or 1.0 where none is positive (the weights are finite and >= 0)."""
+    top = 0.0
+    for j in range(pop):
+        top = max(top, weight[a + j])
+    return top if top > 0 else 1.0
