@@ -208,7 +208,9 @@ def _logsumexp(
     top = scatter_max(src, full, dim, start, dim_size=dim_size)[0]
     shifted = src - top.gather(dim, full)
     shifted = shifted.masked_fill(torch.isnan(shifted), float("-inf"))
-    base = None if out is None else (out - top).exp()
+    # out's share: none where no member is finite (top -inf: such a row keeps out's value), masked before the exp,
+    # whose gradient there would be 0 * inf
+    base = None if out is None else torch.where(top.isfinite(), out - top, float("-inf")).exp()
     total = scatter_sum(shifted.exp(), full, dim, None, dim_size)
     if base is not None:
         total = total + base

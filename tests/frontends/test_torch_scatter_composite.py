@@ -74,6 +74,18 @@ def test_logsumexp_out_keeps_out_where_not_finite():
     out = torch.tensor([-10.0, -10.0])
     ts.scatter_logsumexp(torch.tensor([-1.0, -50.0]), torch.tensor([0, 0]), out=out)
     torch.testing.assert_close(out, torch.tensor([-0.9999, -10.0]), atol=1e-4, rtol=0)
+    # and its gradient there is 1 (its own value), also in a row whose only member is -inf, and out's share of
+    # the rows with members is its softmax weight
+    src = torch.tensor([0.5, 1.0, -float("inf")], dtype=torch.float64, requires_grad=True)
+    base = torch.tensor([0.3, 0.7, 0.2], dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 0, 2])
+    ts.scatter_logsumexp(src, index, 0, out=base.clone()).sum().backward()
+    share = (0.3 - torch.tensor([0.5, 1.0, 0.3], dtype=torch.float64).logsumexp(0)).exp()
+    torch.testing.assert_close(base.grad, torch.stack([share, torch.tensor(1.0).double(), torch.tensor(1.0).double()]))
+    finite = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda x, b: ts.scatter_logsumexp(x, index, 0, out=b.clone()), (finite, base.detach().requires_grad_())
+    )
 
 
 def test_integer_src_is_refused():
