@@ -331,7 +331,8 @@ def _backward_kernels(
 
 
 def _backward_fake(grad, src, index, result, base, dim, reduce, sorted, include_self, torch_ties):
-    return torch.empty_like(src), (torch.empty_like(base) if base is not None else grad.new_empty(0))
+    # contiguous, as the kernels' gradients are (``empty_like`` would keep a transposed src's strides)
+    return src.new_empty(src.shape), (base.new_empty(base.shape) if base is not None else grad.new_empty(0))
 
 
 index_scatter_reduce_backward_op = define_op("index_scatter_reduce_backward", _backward_kernels, _backward_fake)

@@ -148,7 +148,7 @@ def _forward(
 
 
 def _fake(src, index, ptr, dim, num_segments, sorted):
-    return torch.empty_like(src)
+    return src.new_empty(src.shape)  # contiguous, as the kernels' result is (empty_like keeps a transposed src's)
 
 
 segment_softmax_op = define_op("segment_softmax", _forward, _fake)
@@ -163,7 +163,7 @@ def _backward_kernels(
 
 
 def _backward_fake(out, grad, index, ptr, dim, num_segments, sorted):
-    return torch.empty_like(out)
+    return out.new_empty(out.shape)
 
 
 segment_softmax_backward_op = define_op("segment_softmax_backward", _backward_kernels, _backward_fake)

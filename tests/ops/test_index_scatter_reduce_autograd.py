@@ -203,6 +203,14 @@ def test_opcheck(reduce):
             torch.ops.scatterx.index_scatter_reduce_backward,
             (torch.randn_like(result), src.detach(), index, result, base, 1, reduce, True, True, False),
         )
+        # a transposed src and base: the fake gradients are contiguous, as the kernels' (a compiled backward
+        # asserted the strides of empty_like's)
+        src_t, base_t = (t.detach().transpose(0, -1).contiguous().transpose(0, -1) for t in (src, base))
+        result = op(src_t, index, 1, reduce, True, 4, base_t, True, False).detach()
+        torch.library.opcheck(
+            torch.ops.scatterx.index_scatter_reduce_backward,
+            (torch.randn_like(result), src_t, index, result, base_t, 1, reduce, True, True, False),
+        )
 
 
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax"])

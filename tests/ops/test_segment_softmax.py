@@ -140,6 +140,9 @@ def test_opcheck():
     ptr = torch.tensor([0, 2, 2, 6])
     torch.library.opcheck(torch.ops.scatterx.segment_softmax.default, (src, index, None, 0, 3, False))
     torch.library.opcheck(torch.ops.scatterx.segment_softmax.default, (src, None, ptr, 0, 3, False))
+    # a transposed src: the fake result is contiguous, as the kernels' (a compiled call asserted empty_like's strides)
+    src_t = src.detach().t().contiguous().t()
+    torch.library.opcheck(torch.ops.scatterx.segment_softmax.default, (src_t, index, None, 0, 3, False))
     out = scatterx.segment_softmax(src, index).detach()
     torch.library.opcheck(
         torch.ops.scatterx.segment_softmax_backward.default, (out, torch.randn_like(out), index, None, 0, 3, False)
