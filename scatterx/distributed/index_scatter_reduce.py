@@ -102,7 +102,11 @@ def index_scatter_reduce(
         red = resolve(reduce)
     except ValueError as error:
         red, problem = None, error
-    problem = problem or _check(index, src, partition, sorted, world)
+    if problem is None:
+        try:
+            problem = _check(index, src, partition, sorted, world)
+        except Exception as error:  # a check torch itself refuses (a meta tensor's values): agreed on, not raised here
+            problem = error
     signature = (
         "index_scatter_reduce",
         red.name if red else reduce,
@@ -131,6 +135,8 @@ def _check(index, src, partition, sorted, world) -> Optional[Exception]:
             return ValueError(f"the plan was built for {index.world} ranks, the group has {world}")
         entries = index.num_entries
     elif isinstance(index, torch.Tensor):
+        if index.dtype not in (torch.int32, torch.int64):  # (before the order check below reads it)
+            return TypeError(f"index must be int32 or int64, got {index.dtype}")
         entries = index.numel()
         if sorted and index.dim() == 1 and entries > 1 and not bool((index[1:] >= index[:-1]).all()):
             return ValueError("sorted=True promises a non-decreasing index, and this one is not")

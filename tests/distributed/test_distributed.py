@@ -183,6 +183,15 @@ def check_bad_input_raises_everywhere(rank, world):
             "non-decreasing",
             lambda: sxd.index_scatter_reduce(index, src, partition=part, sorted=True),
         ),
+        (
+            # (the order check read it first, raising torch's error on that rank alone: the others waited)
+            "a complex index, sorted=True",
+            TypeError,
+            rf"rank {world - 1}: index must be int32 or int64",
+            lambda: sxd.index_scatter_reduce(
+                index.sort().values.to(torch.complex64 if last else torch.int64), src, partition=part, sorted=True
+            ),
+        ),
     ]
     if world > 1:
         cases.append(
