@@ -919,7 +919,7 @@ def _assign(p: Plan, rows: torch.Tensor, src, base):
     (where the number of distinct rows is no shape), from an amax of positions on scatterx's kernel into a table of
     one entry per data row. Both give the same rows in the same order; a row out of range takes the kernel's path,
     whose check raises."""
-    if not torch.compiler.is_compiling() and rows.numel() and int(rows.min()) >= 0 and int(rows.max()) < p.S:
+    if not torch.compiler.is_compiling() and rows.numel() and _in_range(rows, p.S):
         sorted_rows, order = torch.sort(rows.to(torch.int64), stable=True)
         last = torch.ones_like(sorted_rows, dtype=torch.bool)
         last[:-1] = sorted_rows[1:] != sorted_rows[:-1]
@@ -929,6 +929,12 @@ def _assign(p: Plan, rows: torch.Tensor, src, base):
     last = index_scatter_reduce_from(0, rows, positions, "amax", None, initial)
     targets = torch.nonzero(last >= 0).view(-1)
     return base.index_copy(1, targets, src.index_select(1, last[targets]))
+
+
+def _in_range(rows: torch.Tensor, size: int) -> bool:
+    """Every entry of ``rows`` in ``[0, size)``: one pass for both ends (one host sync on a GPU)."""
+    low, high = torch.aminmax(rows)
+    return int(low) >= 0 and int(high) < size
 
 
 def _element_kernels(data: torch.Tensor, *others: torch.Tensor) -> bool:
