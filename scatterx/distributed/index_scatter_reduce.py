@@ -25,7 +25,7 @@ from typing import Optional, Union
 
 import torch
 
-from .._reductions import SUPPORTED_DTYPES, resolve
+from .._reductions import SUPPORTED_DTYPES, accumulator_dtype, resolve
 from ..backends._common import is_tie
 from ..ops import index_scatter_reduce as core
 from ..ops._backward import _product_of_others
@@ -171,16 +171,20 @@ def _pull_per_entry(plan: ExchangePlan, owned: torch.Tensor) -> torch.Tensor:
 
 
 class _ShardedScatterReduce(torch.autograd.Function):
+    # Half types are reduced, sent and combined in float32 and rounded once at the end, as the core op accumulates
+    # them: a rank's partial sum rounded to float16 before it travels can overflow where the whole sum does not
+    # (40000 + 30000 on one rank, -60000 on another). Twice the traffic of the half type, for the same result.
     @staticmethod
     def forward(ctx, src, plan, red):
         name = _SUM if red.divide_by_count else red.name
-        out = _reduce_to_owners(plan, src, name)
+        out = _reduce_to_owners(plan, src.to(accumulator_dtype(src.dtype)), name)
         if red.divide_by_count:
             count = _per_row(plan.degree.clamp(min=1), out)
             if out.is_floating_point():
                 out = out / count.to(out.dtype)
             else:  # floor division, as the core op; in src's integer type (int64 counts would promote it)
                 out = torch.div(out, count, rounding_mode="floor").to(out.dtype)
+        out = out.to(src.dtype)
         ctx.plan, ctx.red = plan, red
         if not red.linear:
             ctx.save_for_backward(src, out)
@@ -190,20 +194,22 @@ class _ShardedScatterReduce(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         plan, red = ctx.plan, ctx.red
-        grad = grad.contiguous()
+        grad_dtype = grad.dtype
+        grad = grad.contiguous().to(accumulator_dtype(grad_dtype))
         if red.linear:
             if red.divide_by_count:
                 grad = grad / _per_row(plan.degree.clamp(min=1), grad).to(grad.dtype)
-            return _pull_per_entry(plan, grad), None, None
+            return _pull_per_entry(plan, grad.to(grad_dtype)), None, None
         src, out = ctx.saved_tensors
         if red.selects:
             tied = is_tie(src, _pull_per_entry(plan, out))  # equal, or both NaN: the kernels' rule
             ties = _reduce_to_owners(plan, tied.to(grad.dtype), _SUM).clamp(min=1)
-            return tied * _pull_per_entry(plan, grad / ties), None, None
+            return (tied * _pull_per_entry(plan, grad / ties)).to(grad_dtype), None, None
         # prod: each rank's product of non-zero members and its count of zeros, combined on the owner
+        src = src.to(grad.dtype)
         zero = src == 0
         nonzero_product = _reduce_to_owners(plan, torch.where(zero, torch.ones_like(src), src), red.name)
         zeros = _reduce_to_owners(plan, zero.to(grad.dtype), _SUM)
-        packed = torch.stack([grad, zeros, nonzero_product.to(grad.dtype)], dim=1)
+        packed = torch.stack([grad, zeros, nonzero_product], dim=1)
         back = _pull_per_entry(plan, packed)
-        return _product_of_others(src, zero, back[:, 1], back[:, 2], back[:, 0]), None, None
+        return _product_of_others(src, zero, back[:, 1], back[:, 2], back[:, 0]).to(grad_dtype), None, None

@@ -90,7 +90,29 @@ def check_index_scatter_reduce(rank, world, seeds):
                     failures.append(f"{case}: not bitwise deterministic (with a plan)")
                 if dtype is torch.float64:
                     failures += _gradient_failures(case, rank, part, indices, sources, reduce, seed)
+    failures += _half_partial_failures(rank, world)
     assert not failures, f"rank {rank} of {world}:\n" + "\n".join(failures)
+
+
+def _half_partial_failures(rank, world):
+    """float16 rows whose partial sum on rank 0 (40000 + 30000) is above float16's largest value, the whole sum
+    (with -60000 from each other rank) within it: accumulated in float32 as the single-process op does."""
+    part = sxd.NodePartition.even(2, world)
+    indices = [torch.tensor([1, 1, 0]) for _ in range(world)]
+    sources = [torch.tensor([40000.0, 30000.0, 1.0] if r == 0 else [-30000.0, -30000.0, 2.0]) for r in range(world)]
+    failures = []
+    for reduce in ("sum", "mean"):
+        half = [s.half() for s in sources]
+        want = scatterx.index_scatter_reduce(0, torch.cat(indices), torch.cat(half), reduce, False, dim_size=2)
+        mine = half[rank].clone().requires_grad_()
+        got = sxd.index_scatter_reduce(indices[rank], mine, reduce, partition=part)
+        start, stop = part.range(rank)
+        if not torch.equal(got, want[start:stop]):
+            failures.append(f"float16 {reduce} with a partial sum above float16's range: {got} != {want[start:stop]}")
+        got.backward(torch.ones_like(got))
+        if not torch.isfinite(mine.grad).all():
+            failures.append(f"float16 {reduce}: gradient {mine.grad}")
+    return failures
 
 
 def _gradient_failures(case, rank, part, indices, sources, reduce, seed):
