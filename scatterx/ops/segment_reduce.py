@@ -150,9 +150,9 @@ def index_to_ptr(index: torch.Tensor, dim_size: int) -> torch.Tensor:
         tensor([0, 2, 2, 3, 3])
     """
     index, dim_size = check_index_and_size(index, dim_size, "dim_size")
-    return backend_for(index).index_to_ptr(
-        index, dim_size, unsorted_hint="index_to_ptr needs a sorted (non-decreasing) index; sort it first"
-    )
+    if torch.compiler.is_compiling():  # one op in the graph: its checks read the index's values when it runs
+        return index_to_ptr_op(index, dim_size)
+    return _index_to_ptr(index, dim_size)
 
 
 def ptr_to_index(ptr: torch.Tensor) -> torch.Tensor:
@@ -177,6 +177,18 @@ def ptr_to_index(ptr: torch.Tensor) -> torch.Tensor:
     """
     check_tensor(ptr, "ptr")
     ptr = check_integer_vector(ptr, "ptr", ptr)
+    if torch.compiler.is_compiling():  # one op in the graph, of a length read from ptr when it runs
+        return ptr_to_index_op(ptr)
+    return _ptr_to_index(ptr)
+
+
+def _index_to_ptr(index: Tensor, dim_size: int) -> Tensor:
+    return backend_for(index).index_to_ptr(
+        index, dim_size, unsorted_hint="index_to_ptr needs a sorted (non-decreasing) index; sort it first"
+    )
+
+
+def _ptr_to_index(ptr: Tensor) -> Tensor:
     if ptr.numel() == 0 or int(ptr[0]) != 0:
         raise ValueError(f"ptr must start at 0, got {ptr[:1].tolist()}")
     counts = ptr[1:] - ptr[:-1]
@@ -184,3 +196,24 @@ def ptr_to_index(ptr: torch.Tensor) -> torch.Tensor:
         i = int(torch.nonzero(counts < 0)[0]) + 1
         raise ValueError(f"ptr must be non-decreasing: ptr[{i}]={int(ptr[i])} < ptr[{i - 1}]={int(ptr[i - 1])}")
     return torch.repeat_interleave(torch.arange(counts.numel(), device=ptr.device), counts.to(torch.int64))
+
+
+# The conversions as ops, for ``torch.compile`` and ``torch.export``: their checks read the values, and
+# ptr_to_index's length is ptr's last entry, which a traced graph cannot know. Opaque ops on every device (no
+# kernel of theirs is worth showing to Inductor); eager calls skip the op's dispatch.
+index_to_ptr_op = torch.library.custom_op(
+    "scatterx::index_to_ptr", _index_to_ptr, mutates_args=(), schema="(Tensor index, SymInt dim_size) -> Tensor"
+)
+ptr_to_index_op = torch.library.custom_op(
+    "scatterx::ptr_to_index", _ptr_to_index, mutates_args=(), schema="(Tensor ptr) -> Tensor"
+)
+
+
+@index_to_ptr_op.register_fake
+def _index_to_ptr_fake(index: Tensor, dim_size: int) -> Tensor:
+    return index.new_empty(dim_size + 1, dtype=torch.int64)
+
+
+@ptr_to_index_op.register_fake
+def _ptr_to_index_fake(ptr: Tensor) -> Tensor:
+    return ptr.new_empty(torch.library.get_ctx().new_dynamic_size(), dtype=torch.int64)

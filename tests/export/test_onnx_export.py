@@ -220,7 +220,7 @@ def test_segment_and_gather_segment_reduce(dtype, tmp_path):
 
 def test_message_passing_ops(tmp_path):
     """weighted gather_segment_reduce (per edge, per head), sddmm (add, mul, dot), gatv2_logits, segment_softmax by
-    index and by ptr (dim -1 too), csr_order and csr_transpose."""
+    index and by ptr (dim -1 too), csr_order and csr_transpose, ptr_to_index and index_to_ptr."""
     x = values((6, 2, 3), torch.float32, 10)
     y = values((5, 2, 3), torch.float32, 11)
     index = repeated_index(7, 8, 12)  # sources 0..5
@@ -237,6 +237,7 @@ def test_message_passing_ops(tmp_path):
         outs.append(scatterx.segment_softmax(logits, index, num_segments=8))
         outs.append(scatterx.segment_softmax(logits.t(), index, dim=-1, num_segments=8))
         outs += list(scatterx.csr_transpose(ptr, index, 6))
+        outs += [scatterx.ptr_to_index(ptr), scatterx.index_to_ptr(index.sort().values, 9)]
         return tuple(outs)
 
     inputs = [x, y, PTR, index, w_edge, w_head, att, logits]

@@ -55,6 +55,28 @@ def test_index_to_ptr_hand_written(backend):
         assert scatterx.ptr_to_index(backend.put(torch.tensor([0, 2, 2, 3]))).tolist() == [0, 0, 2]
 
 
+def test_index_to_ptr_and_ptr_to_index_compile_fullgraph():
+    """Each is one op in a compiled graph (``scatterx::index_to_ptr``, ``scatterx::ptr_to_index``, with fakes that
+    opcheck holds): its checks read the values when the graph runs, and ptr_to_index's length is data-dependent."""
+    index, ptr = torch.tensor([0, 0, 2, 4]), torch.tensor([0, 2, 2, 3, 5])
+    torch.library.opcheck(torch.ops.scatterx.index_to_ptr.default, (index, 5))
+    torch.library.opcheck(torch.ops.scatterx.ptr_to_index.default, (ptr,))
+
+    def step(index, ptr):
+        return scatterx.index_to_ptr(index, 5), scatterx.ptr_to_index(ptr)
+
+    compiled = torch.compile(step, fullgraph=True, dynamic=True, backend="aot_eager")
+    for args in ((index, ptr), (torch.tensor([1, 3, 3], dtype=torch.int32), torch.tensor([0, 0, 4]))):
+        for got, want in zip(compiled(*args), step(*args)):
+            assert torch.equal(got, want)
+    with pytest.raises(ValueError, match="sorted"):
+        compiled(torch.tensor([2, 1, 1]), ptr)
+    with pytest.raises(IndexError):
+        compiled(torch.tensor([0, 5, 5]), ptr)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        compiled(index, torch.tensor([0, 3, 2]))
+
+
 @pytest.mark.parametrize("reduce", REDUCES)
 def test_segment_reduce_is_the_sorted_path_of_index_scatter_reduce(reduce):
     g = torch.Generator().manual_seed(1)
