@@ -21,11 +21,12 @@ reduced in float32 and rounded once, as the eager kernels do (onnxruntime has no
 reductions). The ops' checks (index range, ptr shape) are not in the graph: onnxruntime's
 scatters and gathers raise on an index out of range, as the eager ops do.
 
-**Layout.** One module per op, named after it (``segment_reduce.py`` translates ``scatterx::segment_reduce``), each
-function marked ``@translation`` (``@aten_translation`` for torch's own ops); ``_graph.py`` holds the registry and
-what they share (``_reduce_rows``, ``_ptr_to_index``). Importing this package imports every module here, so a new
-op's translation is a new module and no list (``tests/export/test_onnx_export.py::test_the_table_covers_every_op``
-wants every forward op in ``TRANSLATIONS``).
+**Layout.** One module per op, named after it (``segment_reduce.py`` translates ``scatterx::segment_reduce``, and
+the conversions ``index_to_ptr``/``ptr_to_index`` that live beside it in ``scatterx/ops/``), each function marked
+``@translation`` (``@aten_translation`` for torch's own ops); ``_graph.py`` holds the registry and what they share
+(``_reduce_rows``, ``_ptr_to_index``). Importing this package imports every module here, so a new op's translation
+is a new module and no list (``tests/export/test_onnx_export.py::test_the_table_covers_every_op`` wants every
+forward op in ``TRANSLATIONS``); its cases run in onnxruntime in ``tests/export/test_onnx_<op>.py``.
 """
 
 from __future__ import annotations
