@@ -41,5 +41,6 @@ def _reduce_rows(rows: torch.Tensor, name: str, dtype: torch.dtype) -> torch.Ten
     if name == "mean":
         if dtype.is_floating_point:
             return rows.sum(0) / rows.size(0)
-        return torch.div(rows.sum(0), rows.size(0), rounding_mode="floor")
+        # the sum wraps in the values' own type before the divide, as torch's integer mean does
+        return torch.div(rows.sum(0).to(dtype).to(rows.dtype), rows.size(0), rounding_mode="floor")
     raise AssertionError(name)

@@ -236,6 +236,17 @@ def test_integer_mean_rounds_down_like_torch(backend):
     assert got.tolist() == torch_mean.tolist()
 
 
+def test_integer_mean_divides_the_wrapped_sum_like_torch(backend):
+    """An int32 sum past 2^31 wraps before the divide, as torch's mean does (and the reference, the oracle of the
+    random tests)."""
+    src = torch.tensor([2**31 - 1, 2**31 - 1, 5, -7], dtype=torch.int32)
+    index = torch.tensor([0, 0, 1, 1])
+    got = call(backend, 0, index, src, "mean")
+    want = torch.zeros(2, dtype=torch.int32).scatter_reduce(0, index, src, "mean", include_self=False)
+    assert got.tolist() == want.tolist() == [-1, -1]
+    assert reference.index_scatter_reduce(0, index, src, "mean").tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("reduce", ["amax", "amin"])
 @pytest.mark.parametrize("sorted", [True, False])
 def test_amax_amin_propagate_nan(backend, reduce, sorted):
