@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 import os
-from typing import Optional, Type, Union
+from typing import Optional, Type, Union, cast
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
@@ -180,8 +180,10 @@ _MARK_SIZE_LIKE = tuple(int(part) for part in torch.__version__.split("+")[0].sp
 def traced_size(top: torch.Tensor) -> int:
     """``top + 1``, the size an output takes from its index's largest entry ``top`` (a 0-d tensor), while
     torch.compile traces: a data-dependent size, bounded for the checks that read it (>= 0; no dim holds 2**48
-    rows). The kernels check every entry of the index against it when the compiled call runs."""
-    value = int(top)
+    rows). The kernels check every entry of the index against it when the compiled call runs. (``item()``, not
+    ``int()``: torch.export's non-strict tracing, its default, makes ``int`` of a data-dependent value a guard it
+    cannot evaluate.)"""
+    value = cast(int, top.item())
     if _MARK_SIZE_LIKE:
         torch._check_is_size(value)
     else:

@@ -173,6 +173,25 @@ def test_dynamic_numbers_of_nodes_and_edges(tmp_path):
         torch.testing.assert_close(torch.from_numpy(got), model(x, source, target).detach(), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_torch_export_with_a_size_read_from_the_index(strict):
+    """No ``dim_size`` / ``num_segments``: the size is data-dependent, in torch.export's non-strict tracing (its
+    default) too, and the program run on an index with another largest entry gives eager's result."""
+
+    class Both(torch.nn.Module):
+        def forward(self, index, src):
+            summed = scatterx.index_scatter_reduce(0, index, src, "sum", sorted=False)
+            return summed, scatterx.segment_softmax(src, index)
+
+    dims = ({0: torch.export.Dim.AUTO}, {0: torch.export.Dim.AUTO})
+    program = torch.export.export(
+        Both(), (torch.tensor([0, 3, 3, 1]), torch.rand(4)), strict=strict, dynamic_shapes=dims
+    )
+    other = (torch.tensor([0, 1, 1, 0, 5]), torch.rand(5))
+    for got, want in zip(program.module()(*other), Both()(*other)):
+        torch.testing.assert_close(got, want)
+
+
 def test_torch_export_and_aoti(tmp_path):
     """torch.export with dynamic sizes keeps the ops (exact fakes, no graph break); the exported program runs at
     another size; AOTInductor compiles it on the CPU (the custom ops run through the dispatcher, so the package
