@@ -36,6 +36,30 @@ def test_message_passing_ops(tmp_path):
     assert_outputs(run_onnx(Wrap(every), inputs, tmp_path / "m.onnx"), every(*inputs))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_message_passing_ops_in_half_types(dtype, tmp_path):
+    """sddmm, gatv2_logits and the weighted reduction of half types compute in float32 and round once, as eagerly
+    (onnxruntime has no bfloat16 Add or Mul: the model did not load)."""
+    # float32 in and out of the graph (NumPy, which feeds onnxruntime, has no bfloat16), half types inside it
+    x, y = values((6, 2, 3), dtype, 50).float(), values((5, 2, 3), dtype, 51).float()
+    index = repeated_index(7, 8, 52)  # sources 0..5
+    w_head, att = values((7, 2), dtype, 53).float(), values((2, 3), dtype, 54).float()
+
+    def every(x, y, ptr, index, w_head, att):
+        x, y, w_head, att = (t.to(dtype) for t in (x, y, w_head, att))
+        outs = [scatterx.sddmm(ptr, index, x, y, o) for o in ("add", "mul", "dot")]
+        outs.append(scatterx.gatv2_logits(ptr, index, x, y, att, 0.2))
+        outs += [scatterx.gather_segment_reduce(x, ptr, index, r, weight=w_head) for r in ("sum", "amax")]
+        return tuple(out.float() for out in outs)
+
+    inputs = [x, y, PTR, index, w_head, att]
+    got = run_onnx(Wrap(every), inputs, tmp_path / "m.onnx", optimize=False)
+    want = every(*inputs)
+    tolerance = 1e-2 if dtype == torch.float16 else 2e-2  # a unit in the last place: float32 sums in another order
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=tolerance, rtol=tolerance)
+
+
 def test_the_frameworks_frontends_export(tmp_path):
     """The planner's slice and element scatters and gathers, through the PyTorch, ONNX, TensorFlow and Paddle
     frontends (traced, they read no index value: the element plan and the ops' own range checks)."""
