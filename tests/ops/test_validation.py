@@ -385,6 +385,37 @@ def test_negated_views_are_read_and_written_as_their_values(reduce):
     )
 
 
+def _negated(t):
+    """``t``'s values as a contiguous view with torch's negative bit (its memory holds their negatives; ``.imag``
+    of a conjugate has one too, but a strided one, which the ops' ``contiguous()`` resolves by copying)."""
+    view = torch._neg_view(-t)
+    assert view.is_neg() and view.is_contiguous() and torch.equal(view.resolve_neg(), t)
+    return view
+
+
+_PTR, _INDEX = torch.tensor([0, 2, 6]), torch.tensor([0, 0, 1, 1, 2, 2])
+NEGATED_CALLS = {
+    "segment_reduce": lambda x: scatterx.segment_reduce(x, _PTR, "amax"),
+    "gather_segment_reduce": lambda x: scatterx.gather_segment_reduce(x, _PTR, _INDEX, "sum", weight=x[:, 0]),
+    "segment_softmax": lambda x: scatterx.segment_softmax(x, _INDEX),
+    "sddmm": lambda x: scatterx.sddmm(_PTR, _INDEX, x.view(6, 1, 3), x.view(6, 1, 3)[:2], "dot"),
+    "gatv2_logits": lambda x: scatterx.gatv2_logits(_PTR, _INDEX, x.view(6, 1, 3), x.view(6, 1, 3)[:2], x[:1], 0.2),
+    "scatter_reduce": lambda x: scatterx.scatter_reduce(x, 0, _INDEX.view(-1, 1).expand(6, 3), x.flip(0), "prod"),
+    "torch_scatter.scatter_max": lambda x: scatterx.torch_scatter.scatter_max(x, _INDEX, 0)[0],
+    "torch_scatter.scatter(out=)": lambda x: scatterx.torch_scatter.scatter(x.flip(0), _INDEX, 0, out=x[:3].clone()),
+}
+
+
+@pytest.mark.parametrize("name", NEGATED_CALLS)
+def test_every_op_reads_negated_views_as_their_values(name):
+    """As the core op (above): the other ops' kernels read memory too, so a negated view is read resolved."""
+    import scatterx.torch_scatter  # noqa: F401  (binds scatterx.torch_scatter for the calls)
+
+    x = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    call = NEGATED_CALLS[name]
+    torch.testing.assert_close(call(_negated(x)), call(x))
+
+
 # ----------------------------------------------------------------------------------------------- huge sizes
 @pytest.mark.parametrize("value", [2**31, 2**40])
 @pytest.mark.parametrize("sorted", [True, False])

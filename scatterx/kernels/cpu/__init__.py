@@ -17,7 +17,11 @@ _STORAGE = {torch.float16: F16, torch.bfloat16: BF16}
 
 
 def numpy_view(t: torch.Tensor):
-    """Zero-copy NumPy view of a contiguous CPU tensor; half types are viewed as int16 bits."""
+    """Zero-copy NumPy view of a contiguous CPU tensor; half types are viewed as int16 bits. A view with torch's
+    negative bit (``x.conj().imag``), whose memory holds its values' negatives, is read through a resolved copy:
+    the backends write only into tensors they allocated, or into a user's ``out`` through torch's ``copy_``."""
+    if t.is_neg():
+        t = t.resolve_neg()
     if t.dtype in _STORAGE:
         t = t.view(torch.int16)
     return (t.detach() if t.requires_grad else t).numpy()  # (detach makes a tensor: docs/decisions/small-calls.md)
