@@ -393,27 +393,28 @@ def _negated(t):
     return view
 
 
-_PTR, _INDEX = torch.tensor([0, 2, 6]), torch.tensor([0, 0, 1, 1, 2, 2])
 NEGATED_CALLS = {
-    "segment_reduce": lambda x: scatterx.segment_reduce(x, _PTR, "amax"),
-    "gather_segment_reduce": lambda x: scatterx.gather_segment_reduce(x, _PTR, _INDEX, "sum", weight=x[:, 0]),
-    "segment_softmax": lambda x: scatterx.segment_softmax(x, _INDEX),
-    "sddmm": lambda x: scatterx.sddmm(_PTR, _INDEX, x.view(6, 1, 3), x.view(6, 1, 3)[:2], "dot"),
-    "gatv2_logits": lambda x: scatterx.gatv2_logits(_PTR, _INDEX, x.view(6, 1, 3), x.view(6, 1, 3)[:2], x[:1], 0.2),
-    "scatter_reduce": lambda x: scatterx.scatter_reduce(x, 0, _INDEX.view(-1, 1).expand(6, 3), x.flip(0), "prod"),
-    "torch_scatter.scatter_max": lambda x: scatterx.torch_scatter.scatter_max(x, _INDEX, 0)[0],
-    "torch_scatter.scatter(out=)": lambda x: scatterx.torch_scatter.scatter(x.flip(0), _INDEX, 0, out=x[:3].clone()),
+    "segment_reduce": lambda x, p, i: scatterx.segment_reduce(x, p, "amax"),
+    "gather_segment_reduce": lambda x, p, i: scatterx.gather_segment_reduce(x, p, i, "sum", weight=x[:, 0]),
+    "segment_softmax": lambda x, p, i: scatterx.segment_softmax(x, i),
+    "sddmm": lambda x, p, i: scatterx.sddmm(p, i, x.view(6, 1, 3), x.view(6, 1, 3)[:2], "dot"),
+    "gatv2_logits": lambda x, p, i: scatterx.gatv2_logits(p, i, x.view(6, 1, 3), x.view(6, 1, 3)[:2], x[:1], 0.2),
+    "scatter_reduce": lambda x, p, i: scatterx.scatter_reduce(x, 0, i.view(-1, 1).expand(6, 3), x.flip(0), "prod"),
+    "torch_scatter.scatter_max": lambda x, p, i: scatterx.torch_scatter.scatter_max(x, i, 0)[0],
+    "torch_scatter.scatter(out=)": lambda x, p, i: scatterx.torch_scatter.scatter(x.flip(0), i, 0, out=x[:3].clone()),
 }
 
 
 @pytest.mark.parametrize("name", NEGATED_CALLS)
-def test_every_op_reads_negated_views_as_their_values(name):
+def test_every_op_reads_negated_views_as_their_values(name, backend):
     """As the core op (above): the other ops' kernels read memory too, so a negated view is read resolved."""
     import scatterx.torch_scatter  # noqa: F401  (binds scatterx.torch_scatter for the calls)
 
-    x = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    x = backend.put(torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5)))
+    ptr, index = backend.put(torch.tensor([0, 2, 6])), backend.put(torch.tensor([0, 0, 1, 1, 2, 2]))
     call = NEGATED_CALLS[name]
-    torch.testing.assert_close(call(_negated(x)), call(x))
+    with backend:
+        torch.testing.assert_close(call(_negated(x), ptr, index), call(x, ptr, index))
 
 
 # ----------------------------------------------------------------------------------------------- huge sizes

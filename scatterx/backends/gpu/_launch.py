@@ -144,7 +144,12 @@ def launch(kernel, grid, args: Dict[str, object], **constexprs) -> None:
     (docs/decisions/gpu-segment-kernel.md, "The host's share")."""
     if _recorded is not None:
         _recorded.add(Variant.of(kernel, {k: type_of(v) for k, v in args.items()}, constexprs).key)
-    values = [int(v) if v.__class__ is bool else v for v in args.values()]  # flags as int32 (``FLAG``)
+    # flags as int32 (``FLAG``); a tensor with torch's negative bit (``x.conj().imag``) holds its values' negatives
+    # in memory, which the kernel reads: resolved into a copy (the backend writes only into tensors it allocated)
+    values = [
+        int(v) if v.__class__ is bool else v.resolve_neg() if isinstance(v, torch.Tensor) and v.is_neg() else v
+        for v in args.values()
+    ]
     first = values[0]
     if type(first) is torch.Tensor and not torch.compiler.is_compiling() and not _dispatch_modes():
         kernel[grid](*values, **constexprs)
