@@ -214,7 +214,10 @@ def _logsumexp(
     total = scatter_sum(shifted.exp(), full, dim, None, dim_size)
     if base is not None:
         total = total + base
-    result = total.add(eps).log().add(top)
+    # a row with no member above -inf (an empty one) is -inf: its log is of a constant 1, for a gradient of the
+    # gradient that stays 0 there (the log of eps = 0 was -inf, and its derivative inf times a zero)
+    nothing = top == float("-inf")
+    result = torch.where(nothing, float("-inf"), torch.where(nothing, 1.0, total.add(eps)).log().add(top))
     if out is None:
         return result.nan_to_num(neginf=0.0)
     return out.copy_(torch.where(result.isfinite(), result, out))  # non-finite rows keep out's value

@@ -88,6 +88,18 @@ def test_logsumexp_out_keeps_out_where_not_finite():
     )
 
 
+@pytest.mark.parametrize("eps", [0.0, 1e-12])
+def test_logsumexp_gradient_of_the_gradient_is_zero_in_empty_rows(eps):
+    """An index that varies along the rows (the general path) with an empty row: the derivative of ``src``'s
+    gradient by the output gradient is 0 there, as on the 1-D path (with eps=0 the log of 0 made it NaN)."""
+    src = torch.tensor([[0.3, -1.2], [0.5, 0.9]], dtype=torch.float64, requires_grad=True)
+    out = ts.scatter_logsumexp(src, torch.tensor([[0, 1], [0, 0]]), 0, dim_size=3, eps=eps)
+    grad_out = torch.ones_like(out, requires_grad=True)
+    (grad,) = torch.autograd.grad(out, src, grad_out, create_graph=True)
+    (twice,) = torch.autograd.grad(grad.sum(), grad_out)
+    assert twice.tolist() == [[1.0, 1.0], [0.0, 1.0], [0.0, 0.0]]
+
+
 def test_integer_src_is_refused():
     for fn in (ts.scatter_softmax, ts.scatter_log_softmax, ts.scatter_logsumexp):
         with pytest.raises(ValueError):
