@@ -1,12 +1,15 @@
 """Gradients of torch.ops.scatterx.index_scatter_reduce: gradcheck, torch's own scatter_reduce as a second oracle
 (ties, zeros), the exact rules by hand, opcheck, torch.compile; the GPU backend's gradients against the CPU's."""
 
+import contextlib
+
 import pytest
 import torch
 from conftest import ON_GPU, Backend, _backend
 from torch.autograd import gradcheck, gradgradcheck
 
 import scatterx
+from scatterx.backends.cpu import routes
 
 op = torch.ops.scatterx.index_scatter_reduce
 REDUCES = ["sum", "mean", "prod", "amax", "amin"]
@@ -292,6 +295,21 @@ def test_gradient_flows_into_out_when_out_is_not_a_leaf():
     scatterx.index_scatter_reduce(0, index, src, "sum", out=out, include_self=False)
     out.sum().backward()
     assert src.grad.tolist() == [1.0, 1.0] and base.grad.tolist() == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("route", [None, "segments", "gather", "slices"])
+def test_a_write_into_out_is_seen_by_autograd(route):
+    """``out`` written in place (the kernel's own write, through NumPy, on every route that takes ``out``) bumps
+    its version counter as torch's in-place ops do: a backward that saved ``out``'s old values then raises, where
+    it used the new ones and gave a wrong gradient."""
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = torch.ones(3)
+    y = x * out  # saves out for x's gradient
+    with contextlib.nullcontext() if route is None else routes.force(route):
+        scatterx.index_scatter_reduce(0, torch.tensor([0, 1, 2]), torch.full((3,), 10.0), "sum", out=out)
+    assert out._version == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
 
 
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax"])

@@ -54,8 +54,13 @@ def target(out: torch.Tensor, *inputs: Optional[torch.Tensor]) -> torch.Tensor:
 
 
 def finish(out: torch.Tensor, written: torch.Tensor) -> torch.Tensor:
+    """``out`` holding what the kernel wrote into ``written`` (``target``'s buffer). A kernel's write into ``out``
+    itself goes through NumPy, which torch does not see: its version counter is bumped here, as an in-place torch op
+    bumps it, so that autograd refuses a backward that saved ``out``'s old values rather than using the new ones."""
     if written is not out:
         out.copy_(written)
+    else:
+        torch.autograd.graph.increment_version(out)
     return out
 
 
