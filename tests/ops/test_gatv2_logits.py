@@ -151,6 +151,35 @@ def test_rows_without_edges_get_zero_gradient(backend):
     assert a_.grad[1].tolist() == [[0.0, 0.0]] and b_.grad[1].tolist() == [[0.0, 0.0]]
 
 
+def test_the_gradients_do_not_depend_on_the_thread_count():
+    """att's gradient sums one partial per work item: its bits, and the others', are the same on 1, 2 and 3
+    threads (the work items were chunks per thread, and so were the partials)."""
+    from scatterx.backends.cpu import routes
+
+    g = torch.Generator().manual_seed(0)
+    sources, targets, edges = 300, 200, 3000
+    ptr = scatterx.index_to_ptr(torch.randint(0, targets, (edges,), generator=g).sort().values, targets)
+    index = torch.randint(0, sources, (edges,), generator=g)
+    a, b = torch.randn(sources, 2, 8, generator=g), torch.randn(targets, 2, 8, generator=g)
+    att, grad = torch.randn(2, 8, generator=g), torch.randn(edges, 2, generator=g)
+
+    def gradients(threads):
+        torch.set_num_threads(threads)
+        leaves = [t.clone().requires_grad_() for t in (a, b, att)]
+        logits = scatterx.gatv2_logits(ptr, index, *leaves, 0.2)
+        return torch.autograd.grad(logits, leaves, grad)
+
+    before = torch.get_num_threads()
+    try:
+        with routes.tuned(parallel_min_elements=1):  # parallel at this size
+            one, *others = [gradients(threads) for threads in (1, 2, 3)]
+    finally:
+        torch.set_num_threads(before)
+    for other in others:
+        for x, y in zip(one, other):
+            assert torch.equal(x.view(torch.int32), y.view(torch.int32))
+
+
 def test_opcheck():
     ptr, index = torch.tensor([0, 2, 5]), torch.tensor([4, 0, 1, 1, 3])
     a = torch.randn(5, 2, 3, dtype=torch.float64, requires_grad=True)

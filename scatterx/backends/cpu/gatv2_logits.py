@@ -7,6 +7,7 @@ import torch
 from ...kernels.cpu import NATIVE, launch, numpy_view, storage_code
 from ...kernels.cpu.gatv2_logits import gatv2_grad as grad_kernel
 from ...kernels.cpu.gatv2_logits import gatv2_logits as logits_kernel
+from ...kernels.cpu.segments import balanced_bounds
 from .._outputs import empty
 from . import routes
 from ._arguments import chunks, index64
@@ -51,6 +52,8 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
     acc_dtype = torch.float32 if storage_code(seg.dtype) != NATIVE else seg.dtype
     ptr_np = ptr.to(torch.int64).contiguous().numpy()
     bounds, threads = chunks(ptr_np, 1, index.numel(), heads * channels, routes.tuning())
+    if want_att:  # att's gradient adds one partial per work item: items that depend on no thread count, same bits
+        bounds = balanced_bounds(ptr_np, max(1, min(len(ptr_np) - 1, ATT_CHUNKS)))
     parts = torch.zeros((max(len(bounds) - 1, 0) if want_att else 1, heads, channels), dtype=acc_dtype)
     if out.numel() > 0:
         routes.record("gatv2_grad")
@@ -72,4 +75,12 @@ def gatv2_grad(seg, other, att, ptr, index, grad, slope: float, want_att: bool):
             want_att=bool(want_att),
             storage=storage_code(seg.dtype),
         )
-    return out, parts.sum(0).to(seg.dtype)
+    # the partials added in item order (NumPy's sum along the first axis: row by row, on one thread; torch's may
+    # split a short reduction over its threads)
+    return out, torch.from_numpy(parts.numpy().sum(0)).to(seg.dtype)
+
+
+#: The work items of ``gatv2_grad`` when it computes att's gradient: at most this many chunks of segments, on any
+#: number of threads, so that the partials and their sum are the same on every machine (results are bit for bit
+#: the same across thread counts); enough to balance 16 threads at ``chunks_per_thread`` 4.
+ATT_CHUNKS = 64
