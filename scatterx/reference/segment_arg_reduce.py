@@ -36,13 +36,14 @@ def segment_arg_reduce(src, ptr, reduce="amax", dim=0, perm=None, base=None, fin
     flat_values, flat_args = values.view(S, inner), args.view(S, inner)
     members = moved.reshape(n, inner)
     begin = base.movedim(dim, 0).reshape(S, inner).to(moved.dtype) if base is not None else None
+    value = float if src.dtype.is_floating_point else int  # (an int64 through a float is rounded: 2^63 - 1 wraps)
     for s in range(S):
         lo, hi = int(ptr[s]), int(ptr[s + 1])
         for j in range(members.size(1)):
-            best = float(begin[s, j]) if begin is not None else start
+            best = value(begin[s, j]) if begin is not None else start
             which = n
             for i in range(lo, hi):
-                x = float(members[rows[i], j]) if src.dtype.is_floating_point else int(members[rows[i], j])
+                x = value(members[rows[i], j])
                 if (x > best) if reduce == "amax" else (x < best):
                     best, which = x, rows[i]
             if (fill == "unselected" and which == n) or (fill == "empty" and hi == lo):

@@ -74,6 +74,21 @@ def test_first_tie_wins_and_nan_is_never_selected():
     assert values.tolist() == [0.0] and arg.tolist() == [2]
 
 
+def test_int64_extremes_of_base_are_kept_exactly(backend):
+    """A base of int64's largest value, unbeaten, is kept bit for bit by the op and by the reference (which read it
+    through a float: 2^63 - 1 became 2^63 and wrapped to the smallest)."""
+    src, ptr = torch.tensor([1, 2], dtype=torch.int64), torch.tensor([0, 2])
+    for top in (torch.iinfo(torch.int64).max, torch.iinfo(torch.int64).min):
+        reduce = "amax" if top > 0 else "amin"
+        base = torch.tensor([top])
+        with backend:
+            values, arg = segment_arg_reduce(
+                backend.put(src), backend.put(ptr), reduce, base=backend.put(base), fill="none"
+            )
+        want = reference.segment_arg_reduce(src, ptr, reduce, base=base, fill="none")
+        assert values.tolist() == want[0].tolist() == [top] and arg.tolist() == want[1].tolist() == [2]
+
+
 def test_opcheck():
     g = torch.Generator().manual_seed(0)
     src = torch.randn(5, 3, generator=g, requires_grad=True)
