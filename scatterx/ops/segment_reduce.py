@@ -149,8 +149,8 @@ def index_to_ptr(index: torch.Tensor, dim_size: int) -> torch.Tensor:
         >>> index_to_ptr(torch.tensor([0, 0, 2]), 4)
         tensor([0, 2, 2, 3, 3])
     """
-    index, dim_size = check_index_and_size(index, dim_size, "dim_size")
     if torch.compiler.is_compiling():  # one op in the graph: its checks read the index's values when it runs
+        index, dim_size = check_index_and_size(index, dim_size, "dim_size")  # (and these raise while tracing)
         return index_to_ptr_op(index, dim_size)
     return _index_to_ptr(index, dim_size)
 
@@ -175,20 +175,22 @@ def ptr_to_index(ptr: torch.Tensor) -> torch.Tensor:
         >>> ptr_to_index(torch.tensor([0, 2, 2, 3]))
         tensor([0, 0, 2])
     """
-    check_tensor(ptr, "ptr")
-    ptr = check_integer_vector(ptr, "ptr", ptr)
     if torch.compiler.is_compiling():  # one op in the graph, of a length read from ptr when it runs
-        return ptr_to_index_op(ptr)
+        return ptr_to_index_op(check_integer_vector(check_tensor(ptr, "ptr"), "ptr", ptr))
     return _ptr_to_index(ptr)
 
 
 def _index_to_ptr(index: Tensor, dim_size: int) -> Tensor:
+    """The conversion with its checks (the op runs it, and may be called directly)."""
+    index, dim_size = check_index_and_size(index, dim_size, "dim_size")
     return backend_for(index).index_to_ptr(
         index, dim_size, unsorted_hint="index_to_ptr needs a sorted (non-decreasing) index; sort it first"
     )
 
 
 def _ptr_to_index(ptr: Tensor) -> Tensor:
+    """The conversion with its checks (the op runs it, and may be called directly)."""
+    ptr = check_integer_vector(check_tensor(ptr, "ptr"), "ptr", ptr)
     if ptr.numel() == 0 or int(ptr[0]) != 0:
         raise ValueError(f"ptr must start at 0, got {ptr[:1].tolist()}")
     counts = ptr[1:] - ptr[:-1]

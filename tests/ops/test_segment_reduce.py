@@ -75,6 +75,15 @@ def test_index_to_ptr_and_ptr_to_index_compile_fullgraph():
         compiled(torch.tensor([0, 5, 5]), ptr)
     with pytest.raises(ValueError, match="non-decreasing"):
         compiled(index, torch.tensor([0, 3, 2]))
+    # the ops called directly check their arguments too (a float index read as bits, a 2-D one Numba's error)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        torch.ops.scatterx.index_to_ptr(torch.tensor([0.0, 1.0]), 3)
+    with pytest.raises(ValueError, match="1-D"):
+        torch.ops.scatterx.index_to_ptr(torch.tensor([[0, 1]]), 3)
+    with pytest.raises(ValueError, match="dim_size"):
+        torch.ops.scatterx.index_to_ptr(torch.tensor([0, 1]), -1)
+    with pytest.raises(ValueError, match="1-D"):
+        torch.ops.scatterx.ptr_to_index(torch.tensor([[0, 1]]))
 
 
 @pytest.mark.parametrize("reduce", REDUCES)
