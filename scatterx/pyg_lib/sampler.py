@@ -419,6 +419,9 @@ def hetero_sample(
                 assert st is not None
                 parts.append(st)
             elif node_times is not None:
+                if t not in sizes:  # no offsets give the type's size: its times' length bounds the seeds' ids
+                    what = f"times of node type {t!r}"
+                    check_range(seed_dict[t], node_times.shape[0], f"seed_dict[{t!r}]", what, keep=False)
                 parts.append(node_times[keys])
             else:
                 raise ValueError(f"temporal sampling needs a time for the seeds of type {t!r} (seed_time_dict)")

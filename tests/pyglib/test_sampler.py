@@ -112,6 +112,22 @@ def test_weighted_choice_by_chi_square(replace, scale):
     assert ok, (counts, stat, bound)
 
 
+@pytest.mark.parametrize("weights", [[0.0, 1e-310, 1.0], [0.0, 1e-10, 1e300], [1e-300, 0.0, 1e300, 0.0]])
+def test_weights_far_apart_are_drawn_before_the_weights_of_0(weights):
+    """Without replacement every positive weight comes before any weight of 0, however small it is against the
+    others (its key ``log(u) / w`` alone would be -inf, tied with theirs)."""
+    weights = torch.tensor(weights, dtype=torch.float64)
+    positive = int((weights > 0).sum())
+    colptr = torch.tensor([0, len(weights)] + [len(weights)] * len(weights))
+    row = torch.arange(1, len(weights) + 1)
+    torch.manual_seed(4)
+    _, out_col, _, edge, _, _ = neighbor_sample(
+        colptr, row, torch.zeros(200, dtype=torch.long), [positive], edge_weight=weights, csc=True
+    )
+    for s in range(200):
+        assert sorted(edge[out_col == s].tolist()) == [i for i in range(len(weights)) if weights[i] > 0]
+
+
 def test_weighted_sampling_without_replacement_never_repeats():
     weights = torch.rand(40, generator=torch.Generator().manual_seed(3)) + 0.01
     colptr = torch.tensor([0, 40] + [40] * 40)
@@ -325,6 +341,16 @@ KEY = ("a", "r", "b")
             "seed_dict.*32 bits",
         ),
         (dict(seed_dict={"a": torch.tensor([0], dtype=torch.int32)}), TypeError, "seed_dict"),
+        # ... and one past its node times, where those give the seeds' times
+        (
+            dict(
+                seed_dict={"a": torch.tensor([0]), "b": torch.tensor([5])},
+                node_time_dict={"a": torch.tensor([0, 0]), "b": torch.tensor([0, 0])},
+                disjoint=True,
+            ),
+            IndexError,
+            "seed_dict.*times of node type 'b'",
+        ),
     ],
 )
 def test_hetero_bad_input_raises(kwargs, error, match):

@@ -168,14 +168,13 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, se
                         x -= 1
                     out[o + j] = a + x
             elif weighted:  # the k largest keys log(u) / w (weighted sampling without replacement)
-                # (weights relative to the largest: log(u) / w of a subnormal w is -inf, every key tied)
-                scale = _largest(weight, a, pop)
+                # taken as the k smallest log(-log(u)) - log(w), the same order: log(u) / w itself is -inf for a
+                # w small against the others (a subnormal one, or weights 1e308 apart), tied with the weights of 0
                 keys = np.empty(pop, np.float64)
                 for j in range(pop):
-                    w = weight[a + j] / scale
-                    u = unit(bits(h, j))
-                    keys[j] = np.log(u) / w if w > 0 else -np.inf
-                order = np.argsort(-keys, kind="mergesort")
+                    w = weight[a + j]
+                    keys[j] = np.log(-np.log(unit(bits(h, j)))) - np.log(w) if w > 0 else np.inf
+                order = np.argsort(keys, kind="mergesort")
                 for j in range(k):
                     out[o + j] = a + order[j]
             elif replace:
