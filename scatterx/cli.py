@@ -450,9 +450,36 @@ def _require_cuda(command: str = "scatterx bench --device cuda") -> None:
         raise SystemExit(f"{command}: triton is not installed (pip install triton)")
 
 
+def _check_bench_numbers(args) -> None:
+    """Plain ``bench``'s sizes and counts, before anything runs (``--grid`` checks its own)."""
+    low = {"edges": 1, "nodes": 1, "features": 1, "threads": 1, "warmup": 0, "repeat": 1}
+    bad = [
+        f"--{name} must be >= {least}, got {getattr(args, name)}"
+        for name, least in low.items()
+        if getattr(args, name) is not None and getattr(args, name) < least
+    ]
+    if bad:
+        raise SystemExit("scatterx bench: " + "; ".join(bad))
+
+
+def _prepare_out_dir(command: str, path: str) -> None:
+    """Make the output folder before the work (minutes of it, for most commands), and say plainly why it cannot
+    be made or written to: a path through a file, a file in its place, no permission."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise SystemExit(f"scatterx {command}: cannot make the output folder {path!r}: {error.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise SystemExit(f"scatterx {command}: cannot write to the output folder {path!r}")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    if args.command == "bench" and not args.grid:
+        _check_bench_numbers(args)
+    if getattr(args, "out_dir", None) is not None:
+        _prepare_out_dir(args.command, args.out_dir)
     if args.command == "bench" and args.grid:
         _bench_grid(args, argv)
     elif args.command == "bench":

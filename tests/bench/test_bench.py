@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import scatterx
+from scatterx import cli
 from scatterx.bench import Config, goals, make_graph, run
 from scatterx.bench.harness import REDUCTIONS
 from scatterx.cli import main
@@ -72,6 +73,37 @@ def test_cli_bench_writes_table_csv_json_and_figures(tmp_path, capsys):
 def test_cli_rejects_unknown_reduction():
     with pytest.raises(SystemExit, match="--reductions"):
         main(["bench", "--reductions", "sum,median"])
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--threads", "0"], "--threads must be >= 1"),
+        (["--edges", "0", "--nodes", "-3"], "--edges must be >= 1, got 0; --nodes must be >= 1"),
+        (["--features", "-1"], "--features"),
+        (["--repeat", "0"], "--repeat"),
+        (["--warmup", "-1"], "--warmup"),
+    ],
+)
+def test_cli_bench_rejects_sizes_and_counts_before_it_runs(argv, match, monkeypatch):
+    monkeypatch.setattr(cli, "run", lambda *a, **k: pytest.fail("the benchmark ran"))
+    with pytest.raises(SystemExit, match=match):
+        main(["bench", *argv])
+
+
+@pytest.mark.parametrize("command", [["bench"], ["bench-gnn"], ["partition", "--world", "2"]])
+def test_an_output_folder_that_cannot_be_made_is_refused_before_the_work(command, tmp_path, monkeypatch):
+    """A path through a file, or a file in the folder's place: a usage error naming the folder, before minutes of
+    benchmark or partitioning (which then had nowhere to go)."""
+    monkeypatch.setattr(cli, "run", lambda *a, **k: pytest.fail("the benchmark ran"))
+    monkeypatch.setattr(cli.gnn, "GnnConfig", None)  # (bench-gnn and partition would start here)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for path in (a_file / "sub", a_file):
+        where = [str(path)] if command[0] == "partition" else ["--out-dir", str(path)]
+        argv = [*command[:1], "cora", *command[1:]] if command[0] == "partition" else command
+        with pytest.raises(SystemExit, match="output folder"):
+            main([*argv, *where])
 
 
 def test_wrong_result_aborts_the_benchmark(monkeypatch):
