@@ -32,7 +32,9 @@ class GraphPartition:
         method: ``"even"`` or ``"metis"``.
 
     Raises:
-        : Nothing of its own (a plain record).
+        TypeError: ``order`` is not an integer tensor.
+        ValueError: ``order`` is not a permutation of ``range(partition.num_nodes)`` (a rank would own a node
+            twice, another none).
 
     Example:
         >>> gp = GraphPartition(NodePartition([0, 1, 3]), torch.tensor([2, 0, 1]), "metis")
@@ -46,6 +48,15 @@ class GraphPartition:
     partition: NodePartition
     order: torch.Tensor
     method: str
+
+    def __post_init__(self) -> None:
+        order, n = self.order, self.partition.num_nodes
+        if not isinstance(order, torch.Tensor) or order.dtype.is_floating_point or order.dtype == torch.bool:
+            raise TypeError(f"order must be an integer tensor, got {getattr(order, 'dtype', order)!r}")
+        # (an id out of range lands on 0 or n: a count that is not 1 either way)
+        counts = torch.bincount(order.to(torch.int64).clamp(0, n), minlength=n + 1) if order.dim() == 1 else None
+        if order.shape != (n,) or counts is None or bool((counts[:n] != 1).any()):
+            raise ValueError(f"order must be a permutation of range({n}) (the partition's nodes)")
 
     def new_ids(self) -> torch.Tensor:
         """int64 ``(num_nodes,)``: the new id of each of the caller's node ids (``order``'s inverse)."""
@@ -99,20 +110,13 @@ def partition_graph(
         NodePartition([0, 3, 6])
     """
     num_nodes, world_size = _int(num_nodes, "num_nodes"), _int(world_size, "world_size")
-    if not isinstance(edge_index, torch.Tensor) or edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
-        raise TypeError(f"edge_index must be an integer tensor, got {getattr(edge_index, 'dtype', edge_index)!r}")
-    if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"edge_index must be [2, E], got shape {tuple(edge_index.shape)}")
     if num_nodes < 0 or world_size < 1:
         raise ValueError(f"need num_nodes >= 0 and world_size >= 1, got {num_nodes} and {world_size}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if balance not in BALANCES:
         raise ValueError(f"balance must be one of {', '.join(BALANCES)}, got {balance!r}")
-    if edge_index.numel():
-        low, high = (int(v) for v in torch.aminmax(edge_index))
-        if low < 0 or high >= num_nodes:
-            raise IndexError(f"edge_index holds {low if low < 0 else high}, out of range for {num_nodes} nodes")
+    check_edge_index(edge_index, num_nodes)
     if method == "even" or world_size == 1 or num_nodes <= world_size:  # no choice for METIS to make
         return GraphPartition(
             NodePartition.even(num_nodes, world_size), torch.arange(num_nodes), method if world_size == 1 else "even"
@@ -124,6 +128,18 @@ def partition_graph(
     for c in counts:
         bounds.append(bounds[-1] + c)
     return GraphPartition(NodePartition(bounds), order, method)
+
+
+def check_edge_index(edge_index: torch.Tensor, num_nodes: int) -> None:
+    """An integer ``[2, E]`` tensor of ids in ``[0, num_nodes)``: TypeError, ValueError or IndexError."""
+    if not isinstance(edge_index, torch.Tensor) or edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
+        raise TypeError(f"edge_index must be an integer tensor, got {getattr(edge_index, 'dtype', edge_index)!r}")
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"edge_index must be [2, E], got shape {tuple(edge_index.shape)}")
+    if edge_index.numel():
+        low, high = (int(v) for v in torch.aminmax(edge_index))
+        if low < 0 or high >= num_nodes:
+            raise IndexError(f"edge_index holds {low if low < 0 else high}, out of range for {num_nodes} nodes")
 
 
 def _membership(edge_index: torch.Tensor, num_nodes: int, parts: int, seed: int, by_work: bool) -> torch.Tensor:
@@ -147,7 +163,9 @@ class CutStats:
         edges: per rank, the edges into its nodes.
 
     Raises:
-        : Nothing of its own (a plain record).
+        TypeError: ``order`` is not an integer tensor.
+        ValueError: ``order`` is not a permutation of ``range(partition.num_nodes)`` (a rank would own a node
+            twice, another none).
 
     Example:
         >>> s = CutStats(num_edges=4, edge_cut=1, halo=[1, 0], nodes=[2, 2], edges=[2, 2])

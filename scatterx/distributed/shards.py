@@ -20,7 +20,12 @@ import torch.distributed as dist
 
 from .graph import ShardedGraph
 from .node_partition import NodePartition
-from .partition_graph import GraphPartition, cut_stats, partition_graph  # noqa: F401  (partition_graph: the examples)
+from .partition_graph import (  # noqa: F401  (partition_graph: the examples)
+    GraphPartition,
+    check_edge_index,
+    cut_stats,
+    partition_graph,
+)
 from .plan import agree, rank_and_world
 
 FORMAT = 1
@@ -59,7 +64,10 @@ def save_shards(
         ``num_nodes``, ``num_edges``, ``edge_cut``, ``halo`` per rank, and the global count of each mask's nodes.
 
     Raises:
-        ValueError: ``x``, ``y`` or a mask does not have one row per node, or a per-edge tensor one row per edge.
+        TypeError: ``edge_index`` is not an integer tensor, or a mask not a boolean one.
+        ValueError: ``edge_index`` is not ``[2, E]``; ``x``, ``y`` or a mask does not have one row per node, or a
+            per-edge tensor one row per edge.
+        IndexError: an id of ``edge_index`` is out of range.
 
     Example:
         >>> import tempfile
@@ -75,6 +83,10 @@ def save_shards(
     part, order = graph_partition.partition, graph_partition.order
     n = part.num_nodes
     masks, edge_attrs = dict(masks or {}), dict(edge_attrs or {})
+    check_edge_index(edge_index, n)  # (nothing is written before these checks)
+    for label, m in masks.items():
+        if m.dtype != torch.bool:
+            raise TypeError(f"the mask {label!r} must be a boolean tensor, got {m.dtype}")
     for label, t in [("x", x), ("y", y), *masks.items()]:
         if t is not None and (t.dim() == 0 or t.size(0) != n):
             raise ValueError(f"{label} must have one row per node ({n}), got shape {tuple(t.shape)}")

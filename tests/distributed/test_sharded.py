@@ -231,6 +231,33 @@ def test_bad_input_raises_on_every_rank(tmp_path):
     run_ranks(check_bad_input, 2, good, other, missing, corrupt)
 
 
+@pytest.mark.parametrize(
+    "edge_index,error,match",
+    [
+        (torch.tensor([[-1], [0]]), IndexError, "holds -1"),  # (it was read as node 3)
+        (torch.tensor([[0.7, 2.9], [1.5, 3.99]]), TypeError, "integer"),  # (truncated)
+        (torch.tensor([[True], [False]]), TypeError, "integer"),
+        (torch.tensor([[0, 1], [1, 2], [2, 3]]), ValueError, r"\[2, E\]"),  # (failed only at load_shard)
+    ],
+)
+def test_save_shards_checks_the_edges_before_it_writes(tmp_path, edge_index, error, match):
+    gp = partition_graph(torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), 4, 2)
+    with pytest.raises(error, match=match):
+        sxd.save_shards(str(tmp_path / "out"), gp, edge_index, x=torch.zeros(4, 1))
+    with pytest.raises(TypeError, match="mask 'train_mask' must be a boolean"):
+        sxd.save_shards(str(tmp_path / "out"), gp, torch.zeros(2, 0, dtype=torch.long), x=torch.zeros(4, 1),
+                        masks={"train_mask": torch.ones(4)})  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("order", [[3, 3, 1, 0], [0, 1, 2], [0, 1, 2, 4], [[0, 1, 2, 3]], [0.0, 1.0, 2.0, 3.0]])
+def test_a_partition_s_order_must_be_a_permutation_of_its_nodes(order):
+    """``order[new_id]`` is a node's id: a repeated or missing one left a rank's ids unset (memory read as ids)."""
+    with pytest.raises((ValueError, TypeError), match="order must be"):
+        sxd.GraphPartition(sxd.NodePartition([0, 2, 4]), torch.tensor(order), "even")
+    sxd.GraphPartition(sxd.NodePartition([0, 2, 4]), torch.tensor([3, 2, 1, 0]), "even")  # a permutation
+
+
 def test_partitions_relabel_to_contiguous_ranges_and_count_their_cut():
     data = graph()
     for method in ("even", "metis"):
