@@ -287,8 +287,10 @@ def _unsorted_segment(data, segment_ids, num_segments, reduce: str) -> torch.Ten
     ids = segment_ids.reshape(-1)
     rows = data.reshape((ids.numel(),) + tuple(data.shape[r:]))
     if torch.compiler.is_compiling():
-        # traced, no value is read: negative ids go to one extra segment, cut off after
-        ids = torch.where(ids < 0, torch.full_like(ids, num_segments), ids)
+        # traced, no value is read: negative ids go to one extra segment, cut off after; an id from num_segments on
+        # moves up one, past that segment, so that the scatter's range check still refuses it (IndexError, its
+        # message counting the extra segment)
+        ids = torch.where(ids < 0, torch.full_like(ids, num_segments), torch.where(ids >= num_segments, ids + 1, ids))
         shape = (num_segments + 1,) + tuple(data.shape[r:])
         base = torch.full(shape, _start(data.dtype, reduce), dtype=data.dtype, device=data.device)
         m = XMap.slices(ids, shape, 0)

@@ -182,8 +182,9 @@ def traced_size(top: torch.Tensor) -> int:
     torch.compile traces: a data-dependent size, bounded for the checks that read it (>= 0; no dim holds 2**48
     rows). The kernels check every entry of the index against it when the compiled call runs. (``item()``, not
     ``int()``: torch.export's non-strict tracing, its default, makes ``int`` of a data-dependent value a guard it
-    cannot evaluate.)"""
-    value = cast(int, top.item())
+    cannot evaluate.) A negative ``top`` (every entry negative) is read as 0: the size's ``>= 0`` would otherwise
+    fail as a RuntimeError of the compiled graph before the kernel's check raises its IndexError for the entry."""
+    value = cast(int, top.clamp(min=0).item())
     if _MARK_SIZE_LIKE:
         torch._check_is_size(value)
     else:

@@ -92,6 +92,22 @@ def test_tensorflow_argument_errors():
     assert tf.unsorted_segment_sum(data, ids, np.int64(3)).tolist() == [1.0, 2.0, 0.0]  # as TensorFlow takes it
 
 
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "prod"])
+def test_tensorflow_unsorted_segments_compiled_drop_negative_ids_and_refuse_ids_past_the_segments(reduce):
+    """Compiled, negative ids go to an extra segment cut off after: an id equal to ``num_segments`` must not land
+    there too (it was dropped, the result returned without an error)."""
+    fn = getattr(scatterx.tf, f"unsorted_segment_{reduce}")
+    compiled = torch.compile(lambda d, i: fn(d, i, 2), fullgraph=True, backend="aot_eager")
+    data = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    good = torch.tensor([0, -1, 1, 0])
+    torch.testing.assert_close(compiled(data, good), fn(data, good, 2))
+    for bad in (torch.tensor([0, 1, 2, 0]), torch.tensor([0, 1, 5, -3])):
+        with pytest.raises(IndexError, match="out of range"):
+            fn(data, bad, 2)
+        with pytest.raises(IndexError, match="out of range"):
+            compiled(data, bad)
+
+
 def test_paddle_argument_errors():
     pd = scatterx.paddle
     x, index, updates = torch.zeros(3, 2), torch.tensor([2, 0]), torch.ones(2, 2)

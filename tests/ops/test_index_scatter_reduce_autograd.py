@@ -268,6 +268,9 @@ def test_compiles_fullgraph_without_dim_size(sorted):
         torch.testing.assert_close(traced, eager)
     with pytest.raises(IndexError, match="negative"), torch._dynamo.config.patch(capture_scalar_outputs=True):
         compiled(x, torch.cat([index[:-1], torch.tensor([-1])]) if not sorted else index - 1)
+    # every entry negative: the size read from the index must not fail first (a RuntimeError of the graph's own)
+    with pytest.raises(IndexError, match="negative"), torch._dynamo.config.patch(capture_scalar_outputs=True):
+        compiled(x, -1 - index.flip(0) if sorted else -1 - index)
 
 
 @pytest.mark.parametrize("reduce", REDUCES)
