@@ -64,7 +64,11 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     ``sizes``: an int, or a list with one size per entry of ``index``'s last dim (ND indices). IndexError for
     anything outside. An index of a narrower type than a size is widened to int64 first: an int32 ``-1`` into a
     dim of 2^31 elements or more counts from its end, and ``-size`` is not an int32."""
-    largest = sizes if isinstance(sizes, int) else max(sizes, default=0)
+    largest = sizes
+    if isinstance(sizes, (list, tuple)):  # (torch.sym_max: sizes are symbolic while torch.compile traces)
+        largest = 0
+        for size in sizes:
+            largest = torch.sym_max(largest, size)
     if index.dtype in _NARROW_INTEGERS and largest > torch.iinfo(index.dtype).max:
         index = index.to(torch.int64)
     if torch.compiler.is_compiling():  # traced: no value is read; wrap every entry (the ops check the range)

@@ -215,3 +215,24 @@ def test_elements_of_data_empty_after_the_axis_or_a_carried_dim():
     for reduction in ("none", "add", "max"):
         out = sxo.scatter_elements(data, torch.zeros(0, 0, dtype=long), torch.zeros(0, 0), axis=1, reduction=reduction)
         assert out.shape == (1, 0) and out is not data
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_compiled_calls_match_eager_with_static_and_dynamic_shapes(dynamic):
+    """``torch.compile(fullgraph=True)``, shapes static and symbolic (the ND ops' per-coordinate sizes were a list
+    of symbolic ints, which the size check read with a builtin ``max`` that Dynamo does not trace): eager's results,
+    at two sizes through one compiled function."""
+    torch._dynamo.reset()
+    calls = [
+        lambda d, i, u: sxo.gather_nd(d, i[:, :1]),
+        lambda d, i, u: sxo.scatter_nd(d, i[:, :1], u, "add"),
+        lambda d, i, u: sxo.gather_elements(d, i.expand(-1, d.size(1)), axis=0),
+        lambda d, i, u: sxo.scatter_elements(d, i.expand(-1, d.size(1)), u, axis=0, reduction="max"),
+    ]
+    for call in calls:
+        compiled = torch.compile(call, fullgraph=True, dynamic=dynamic, backend="aot_eager")
+        for rows in (5, 8):
+            data = torch.randn(rows, 3, generator=torch.Generator().manual_seed(rows))
+            index = torch.tensor([[0], [rows - 1], [-1]])
+            updates = torch.randn(3, 3, generator=torch.Generator().manual_seed(rows + 1))
+            torch.testing.assert_close(compiled(data, index, updates), call(data, index, updates))
