@@ -163,9 +163,7 @@ class CutStats:
         edges: per rank, the edges into its nodes.
 
     Raises:
-        TypeError: ``order`` is not an integer tensor.
-        ValueError: ``order`` is not a permutation of ``range(partition.num_nodes)`` (a rank would own a node
-            twice, another none).
+        : Nothing of its own (a plain record).
 
     Example:
         >>> s = CutStats(num_edges=4, edge_cut=1, halo=[1, 0], nodes=[2, 2], edges=[2, 2])
