@@ -168,13 +168,21 @@ def draw_kernel(counter, lo, offsets, replace, every, weight, weighted, base, se
                         x -= 1
                     out[o + j] = a + x
             elif weighted:  # the k largest keys log(u) / w (weighted sampling without replacement)
-                # taken as the k smallest log(-log(u)) - log(w), the same order: log(u) / w itself is -inf for a
-                # w small against the others (a subnormal one, or weights 1e308 apart), tied with the weights of 0
+                # (weights relative to the largest, so that a sum of them cannot overflow)
+                scale = _largest(weight, a, pop)
                 keys = np.empty(pop, np.float64)
+                overflow = False
                 for j in range(pop):
-                    w = weight[a + j]
-                    keys[j] = np.log(-np.log(unit(bits(h, j)))) - np.log(w) if w > 0 else np.inf
-                order = np.argsort(keys, kind="mergesort")
+                    w = weight[a + j] / scale
+                    keys[j] = np.log(unit(bits(h, j))) / w if w > 0 else -np.inf
+                    overflow |= w > 0 and keys[j] == -np.inf
+                if overflow:  # a w so small against the largest (1e-308) that log(u) / w is -inf, tied with the
+                    # weights of 0: the same order from -(log(-log(u)) - log(w)), finite for every w > 0 (two logs
+                    # an edge, so only here)
+                    for j in range(pop):
+                        w = weight[a + j]
+                        keys[j] = np.log(w) - np.log(-np.log(unit(bits(h, j)))) if w > 0 else -np.inf
+                order = np.argsort(-keys, kind="mergesort")
                 for j in range(k):
                     out[o + j] = a + order[j]
             elif replace:
