@@ -16,6 +16,13 @@ and reduces in trees too, and which the kernels allow, since a combine must be a
 combine may be (Triton's contract), so calling it on slices computes what per-element calls do.
 ``tests/kernels/test_triton_interpreter.py`` holds the two against Triton's own on every combine the kernels use.
 
+It also patches ``triton.language`` once per launch, not once per call of a ``@triton.jit`` helper as well. Triton's
+interpreter re-patches the language (``inspect.getmembers`` over ``tl``, ``tl.tensor``, ``tl.math``: ~2 ms) at every
+call of a device function, inside a launch that has patched the very same modules already -- a third of an
+interpreted softmax's time. ``install()`` skips that second patch when the launch in progress covers the helper's
+modules (it changes nothing: the members are already the interpreter's, and the launch restores them at its end),
+and patches as before otherwise.
+
 A test of Triton's interpreter only; the package never patches Triton.
 """
 
@@ -77,14 +84,66 @@ def _reduce(self, original, input):
     return ret[0] if len(ret) == 1 else tuple(ret)
 
 
+class _Unpatched:
+    """What a device function's call gets instead of patching again the modules its launch has patched."""
+
+    def restore(self) -> None:
+        pass
+
+
+class _Patched:
+    """The ``triton.language`` modules patched since the launch in progress began (None: no launch)."""
+
+    langs: "set[int] | None" = None
+
+
+@functools.cache
+def _langs(fn, tl_modules) -> frozenset:
+    """The ``triton.language`` modules that ``fn`` sees (those Triton's ``_patch_lang`` patches for it)."""
+    return frozenset(id(value) for value in fn.__globals__.values() if any(value is m for m in tl_modules))
+
+
+def _patch_lang(original, tl_modules, fn):
+    langs = _langs(fn, tl_modules)
+    if _Patched.langs is not None and langs <= _Patched.langs:
+        return _Unpatched()  # a device function's call, its modules patched by this launch already
+    scope = original(fn)  # the launch's own patch, or a device function's of a module not patched yet
+    if _Patched.langs is not None:
+        _Patched.langs |= langs
+    return scope
+
+
+def _launch(self, original, *args, **kwargs):
+    outer, _Patched.langs = _Patched.langs, set()
+    try:
+        return original(self, *args, **kwargs)
+    finally:
+        _Patched.langs = outer
+
+
+def _patch_once_per_launch(interpreter) -> bool:
+    """Install ``_patch_lang`` above where this Triton restores its patches at the end of a launch (a scope with
+    ``restore``: Triton 3.2 and later); older ones patch for good, and keep their own."""
+    executor = getattr(interpreter, "GridExecutor", None)
+    if not hasattr(interpreter, "_LangPatchScope") or executor is None or not callable(interpreter._patch_lang):
+        return False
+    import triton.language as tl
+
+    interpreter._patch_lang = functools.partial(_patch_lang, interpreter._patch_lang, (tl, tl.core))
+    executor.__call__ = functools.partialmethod(_launch, executor.__call__)
+    return True
+
+
 @functools.cache
 def install() -> bool:
-    """Replace the interpreter's element-by-element scan and reduction (once per process); False where this
-    Triton's interpreter does not have them (it then runs as it is)."""
+    """Replace the interpreter's element-by-element scan and reduction, and its language patch per device
+    function call (once per process); False where this Triton's interpreter does not have the scan and reduction
+    (it then runs as it is)."""
     try:
         from triton.runtime import interpreter
     except ImportError:
         return False
+    _patch_once_per_launch(interpreter)
     scans, reduces = getattr(interpreter, "ScanOps", None), getattr(interpreter, "ReduceOps", None)
     if scans is None or reduces is None or not hasattr(scans, "generic_scan") or not hasattr(reduces, "generic_reduce"):
         return False

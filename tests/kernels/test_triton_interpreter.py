@@ -3,7 +3,10 @@ at a time give, bit for bit, what Triton's own interpreter gives element by elem
 kernels use (the segmented scans of ``kernels/gpu/_balance.py``, ``reduce_rows`` of ``kernels/gpu/_codegen.py``),
 on values whose sums and products are exact in any grouping, with NaNs (of two signs), infinities and signed
 zeros, where max and min must keep the first of equals: bit for bit, but for which NaN a sum or product of NaNs is.
+And its language patch once per launch: each function's modules patched once, the same results.
 """
+
+import functools
 
 import numpy as np
 import pytest
@@ -80,3 +83,36 @@ def test_row_at_a_time_scans_and_reductions_equal_tritons_element_by_element(red
         any_nan = reduce in ("sum", "prod")
         for a, b in zip(fast, slow):
             assert torch.equal(_bits(a, any_nan), _bits(b, any_nan)), (reduce, e, f, a, b)
+
+
+def test_a_launch_patches_the_language_once_for_all_its_device_function_calls(monkeypatch):
+    from triton.runtime import interpreter
+
+    triton_interpreter.install()
+    if not isinstance(interpreter._patch_lang, functools.partial):
+        pytest.skip("this Triton's interpreter patches the language for good, once is all it costs")
+    tritons = interpreter._patch_lang.args[0]
+    calls: list[str] = []
+
+    def counted(fn):
+        calls.append(fn.__name__)
+        return tritons(fn)
+
+    x = _tile(np.random.default_rng(3), torch.float32, 16, 8)
+    starts = (torch.arange(16 * 8).reshape(16, 8) % 5 == 0).to(torch.int8)
+    results = {}
+    once = functools.partial(triton_interpreter._patch_lang, counted, (tl, tl.core))
+    for name, patch in [("per call", counted), ("per launch", once)]:
+        calls.clear()
+        with monkeypatch.context() as m:
+            m.setattr(interpreter, "_patch_lang", patch)
+            results[name] = _run(x, starts, 0)
+            _run(x, starts, 0)  # (a second launch patches again: the first restored everything at its end)
+        results[name + " calls"] = list(calls)
+    per_launch = results["per launch calls"]
+    assert per_launch[0] == "_tile_kernel" and per_launch.count("_tile_kernel") == 2
+    first = per_launch[: per_launch.index("_tile_kernel", 1)]
+    assert len(first) == len(set(first)), "a function's modules were patched twice in one launch"
+    assert len(results["per call calls"]) > len(per_launch)  # (Triton's own: the device functions' calls as well)
+    for a, b in zip(results["per call"], results["per launch"]):
+        assert torch.equal(_bits(a), _bits(b))
