@@ -18,7 +18,7 @@ import torch
 
 from . import planner
 from ._reductions import SUPPORTED_DTYPES
-from .ops._checks import INDEX_DTYPES, as_dim, check_tensor
+from .ops._checks import INDEX_DTYPES, as_dim, check_tensor, constant_dim
 from .planner import XMap
 
 
@@ -53,7 +53,7 @@ def normalize_axis(axis, ndim: int, name: str = "axis") -> int:
     axis = as_dim(axis, name)
     if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise IndexError(f"{name}={axis} is out of range for a tensor with {ndim} dimension(s)")
-    return axis % max(ndim, 1)
+    return constant_dim(axis % max(ndim, 1), max(ndim, 1))
 
 
 _NARROW_INTEGERS = (torch.int8, torch.int16, torch.int32, torch.uint8)
@@ -157,6 +157,10 @@ def scalar_or_tensor(value, like: torch.Tensor, name: str) -> torch.Tensor:
         return value
     if isinstance(value, (bool, int, float)):
         dtype = like.dtype
+        if torch.compiler.is_compiling():
+            # traced with dynamic shapes a number argument is symbolic, and Python cannot compare its value: it is
+            # converted as torch converts a scalar argument (unchecked: a float too large becomes inf)
+            return torch.full((), value, dtype=dtype, device=like.device)
         if not isinstance(value, bool) and dtype != torch.bool and not dtype.is_complex:
             if dtype.is_floating_point:
                 fits = not math.isfinite(value) or abs(value) <= torch.finfo(dtype).max

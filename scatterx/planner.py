@@ -539,8 +539,9 @@ def check_coordinates(m: XMap, name: str = "index") -> None:
     """Check that every coordinate of ``m``'s index is inside its data dim (no negative ones).
 
     :func:`scatter` and :func:`gather` run it before anything is written. Traced (``torch.export``,
-    ``torch.compile``) no value can be read and nothing is checked here: the ops check the flat offsets instead
-    (in range of the data, though a coordinate outside its own dim may then land on another element).
+    ``torch.compile``) no value can be read and nothing is checked here: the flat offsets of a row with a coordinate
+    outside its dim are put past the data, and the ops' range check refuses them (an IndexError without the
+    coordinate's position).
 
     Args:
         m: the map.
@@ -798,6 +799,16 @@ def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
             shape[mid_u.index(s)] = m.shape[s]
             # (a stride is 0 where a later data dim is empty: no arange with a step of 0)
             rows.add_((torch.arange(m.shape[s], device=m.index.device) * strides[t]).view(shape))
+    if torch.compiler.is_compiling() and m.coords:
+        # traced, no coordinate was checked (check_coordinates reads values): a row with a coordinate outside its
+        # own dim would land on another element in range, so it is sent one past the block, where the op's range
+        # check refuses it (IndexError)
+        bad = None
+        for j, t in enumerate(m.coords):
+            c = _u_order(m.coordinate(j), m.lookup, mid_u)
+            outside = (c < 0) | (c >= m.data_shape[t])
+            bad = outside if bad is None else bad | outside
+        rows = torch.where(bad.expand(mid_shape), acc, rows)
     return rows.view(-1)
 
 
@@ -899,8 +910,9 @@ def _run(p: Plan, rows: torch.Tensor, data, updates, reduce, include_self, torch
     """Run ``p`` on the slice path, with ``rows``: the plan's, or the flat offsets built for an element plan."""
     src = updates.reshape(p.outer, p.n, p.inner)
     base = data.reshape(p.outer, p.S, p.inner)
-    if p.n == 0:  # no row, so no index entry: nothing to reduce or check
-        return data.clone()
+    if p.n == 0 and not (updates.requires_grad and torch.is_grad_enabled()):
+        return data.clone()  # no row, so no index entry: nothing to reduce or check (with a gradient wanted, the op
+        # runs: the result stays in updates' graph, whose gradient is empty)
     # rows with no element (an empty outer or inner dim) still go to the op, whose pass over them checks each one:
     # a row out of range raises as it would with elements to move
     if reduce == "assign":

@@ -96,7 +96,20 @@ def normalize_dim(dim, ndim: int, error: Type[TypeError] = TypeError, zero_d_as_
     dims = max(ndim, 1) if zero_d_as_1d else ndim
     if not -dims <= dim < dims:
         raise IndexError(f"dim {dim} is out of range for src with {ndim} dimension(s) (expected [{-dims}, {dims - 1}])")
-    return dim % dims
+    return constant_dim(dim % dims, dims)
+
+
+def constant_dim(dim, dims: int) -> int:
+    """``dim`` (in ``[0, dims)``) as a plain int. Traced with dynamic shapes, an int argument (a dim, an axis) is
+    symbolic, and the plans made from it in Python (sorting dims, picking strides) cannot take it: as torch's own
+    ops do, the graph is specialised on its value (compared with each dim: a guard), and a call with another dim
+    compiles again."""
+    if not torch.compiler.is_compiling():
+        return dim
+    for d in range(dims):
+        if dim == d:
+            return d
+    return dim
 
 
 def check_integer_vector(t, name: str, like: torch.Tensor, allow_scalar: bool = False) -> torch.Tensor:

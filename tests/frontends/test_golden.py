@@ -108,6 +108,87 @@ def test_tensorflow_unsorted_segments_compiled_drop_negative_ids_and_refuse_ids_
             compiled(data, bad)
 
 
+_COMPILED_OUT_OF_DIM = {
+    # (the call, a bad index, a good one): a coordinate past its own dim but inside the data (row 1, column 3 of a
+    # 4 x 3 tensor is flat offset 6); the traced path checked flat offsets only, and these read or wrote the next
+    # row's element, or counted a negative coordinate from the end
+    "tf.tensor_scatter_nd_add": (
+        lambda x, i: scatterx.tf.tensor_scatter_nd_add(x, i, torch.ones(1)),
+        [[1, 3]],
+        [[1, 2]],
+    ),
+    "tf.tensor_scatter_nd_update": (
+        lambda x, i: scatterx.tf.tensor_scatter_nd_update(x, i, torch.ones(1)),
+        [[1, 3]],
+        [[3, 0]],
+    ),
+    "tf.gather_nd": (scatterx.tf.gather_nd, [[1, 3]], [[1, 2]]),
+    "tf.gather_nd, a negative coordinate": (scatterx.tf.gather_nd, [[1, -1]], [[0, 2]]),
+    "tf.gather_nd, batch_dims=1": (
+        lambda x, i: scatterx.tf.gather_nd(x, i, batch_dims=1),
+        [[0], [3], [1], [2]],
+        [[0], [2], [1], [2]],
+    ),
+    "paddle.put_along_axis": (
+        lambda x, i: scatterx.paddle.put_along_axis(x, i, 1.0, 1),
+        [[0], [3], [1], [2]],
+        [[0], [2], [1], [2]],
+    ),
+}
+
+
+@pytest.mark.parametrize("call", list(_COMPILED_OUT_OF_DIM))
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_compiled_nd_calls_refuse_a_coordinate_outside_its_dim(call, dynamic):
+    fn, bad, good = _COMPILED_OUT_OF_DIM[call]
+    compiled = torch.compile(fn, fullgraph=True, dynamic=dynamic, backend="aot_eager")
+    x = torch.arange(12.0).reshape(4, 3)
+    before = x.clone()
+    with pytest.raises(IndexError):
+        fn(x, torch.tensor(bad))
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor(bad))
+    assert torch.equal(x, before)
+    torch.testing.assert_close(compiled(x, torch.tensor(good)), fn(x, torch.tensor(good)))
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_paddle_compiles_with_dynamic_shapes_and_an_axis_argument(overwrite):
+    """With ``dynamic=True`` an int argument is symbolic: the axis is made a constant of the graph (it failed to
+    trace, sorting dims by a symbolic key), and another axis compiles again."""
+    pd = scatterx.paddle
+    scatter = torch.compile(pd.scatter, fullgraph=True, dynamic=True, backend="aot_eager")
+    put = torch.compile(pd.put_along_axis, fullgraph=True, dynamic=True, backend="aot_eager")
+    for rows in (5, 7):
+        x = torch.randn(rows, 3, generator=torch.Generator().manual_seed(rows))
+        index, updates = torch.tensor([1, 2, 1]), torch.randn(3, 3)
+        for axis in (0, -2):
+            want = pd.scatter(x, index, updates, overwrite=overwrite, axis=axis)
+            torch.testing.assert_close(scatter(x, index, updates, overwrite=overwrite, axis=axis), want)
+        across = torch.randn(rows, 3, generator=torch.Generator().manual_seed(rows + 1))  # (len(index) along axis 1)
+        want = pd.scatter(x, index, across, overwrite=overwrite, axis=1)
+        torch.testing.assert_close(scatter(x, index, across, overwrite=overwrite, axis=1), want)
+        indices = torch.tensor([[1], [2], [0], [1], [2], [0], [1]])[:rows]
+        torch.testing.assert_close(put(x, indices, 1.0, 1), pd.put_along_axis(x, indices, 1.0, 1))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "max", "min", "mean"])
+def test_tensorflow_unsorted_segments_keep_the_graph_when_no_row_is_kept(reduce):
+    """Every id negative, or no row at all: the result is still in ``data``'s graph (its gradient zeros, as
+    TensorFlow's), not a tensor without one that a ``backward`` through it refuses."""
+    fn = getattr(scatterx.tf, f"unsorted_segment_{reduce}")
+    for data, ids in [
+        (torch.ones(3, 2, dtype=torch.float64), torch.tensor([-1, -1, -2])),
+        (torch.zeros(0, 2, dtype=torch.float64), torch.zeros(0, dtype=torch.long)),
+    ]:
+        leaf = data.clone().requires_grad_()
+        out = fn(leaf, ids, 3)
+        assert out.requires_grad
+        torch.testing.assert_close(out.detach(), fn(data, ids, 3), rtol=0, atol=0)
+        out.sum().backward()
+        assert torch.equal(leaf.grad, torch.zeros_like(data))
+
+
 def test_paddle_argument_errors():
     pd = scatterx.paddle
     x, index, updates = torch.zeros(3, 2), torch.tensor([2, 0]), torch.ones(2, 2)
