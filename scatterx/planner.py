@@ -803,11 +803,10 @@ def _flat_rows(m: XMap, mid_u, mid_t) -> torch.Tensor:
         # traced, no coordinate was checked (check_coordinates reads values): a row with a coordinate outside its
         # own dim would land on another element in range, so it is sent one past the block, where the op's range
         # check refuses it (IndexError)
-        bad = None
+        bad = torch.zeros((), dtype=torch.bool, device=rows.device)
         for j, t in enumerate(m.coords):
             c = _u_order(m.coordinate(j), m.lookup, mid_u)
-            outside = (c < 0) | (c >= m.data_shape[t])
-            bad = outside if bad is None else bad | outside
+            bad = bad | (c < 0) | (c >= m.data_shape[t])
         rows = torch.where(bad.expand(mid_shape), acc, rows)
     return rows.view(-1)
 
