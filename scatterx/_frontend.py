@@ -72,8 +72,11 @@ def wrap_negative(index: torch.Tensor, sizes, name: str) -> torch.Tensor:
     if index.dtype in _NARROW_INTEGERS and largest > torch.iinfo(index.dtype).max:
         index = index.to(torch.int64)
     if torch.compiler.is_compiling():  # traced: no value is read; wrap every entry (the ops check the range)
-        per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device)
-        return torch.where(index < 0, index + per.to(index.dtype), index)
+        per = torch.as_tensor(sizes, dtype=torch.int64, device=index.device).to(index.dtype)
+        wrapped = torch.where(index < 0, index + per, index)
+        # an entry below -size is still negative: it goes past the end instead, where the op's range check refuses
+        # it (a graph whose indexing counts negative entries from the end, as Inductor's does, would wrap it again)
+        return torch.where(wrapped < 0, per, wrapped)
     if index.numel() == 0:
         return index
     # one pass for the common case, every entry already in [0, size): the extremes, per coordinate for ND indices

@@ -58,7 +58,7 @@ from ._reductions import NAMES, SUPPORTED_DTYPES, resolve
 from .backends._common import overlaps
 from .backends._outputs import empty, release_outputs, reusing_outputs
 from .ops import element_gather, element_scatter, index_scatter_reduce_from, needs_op
-from .ops._checks import INDEX_DTYPES, as_dim, check_tensor
+from .ops._checks import INDEX_DTYPES, as_dim, check_tensor, constant_dim
 
 __all__ = [
     "SCATTER_REDUCTIONS",
@@ -319,7 +319,9 @@ class XMap:
             raise ValueError(f"{prefix}indices must have rank >= 1, got a 0-d tensor")
         if not data_shape:
             raise ValueError(f"{prefix}data must have rank >= 1, got a 0-d tensor")
-        b, k = batch_dims, index.size(-1)
+        # (traced with dynamic shapes an int argument and the index's last size are symbolic: the dims they name are
+        # constants of the graph)
+        b, k = constant_dim(batch_dims, len(data_shape) + 1), constant_dim(index.size(-1), len(data_shape) + 1)
         if b >= index.dim() or b > len(data_shape):
             raise ValueError(
                 f"{prefix}batch_dims={b} must be less than the rank of indices ({index.dim()}) and at "

@@ -236,3 +236,38 @@ def test_compiled_calls_match_eager_with_static_and_dynamic_shapes(dynamic):
             index = torch.tensor([[0], [rows - 1], [-1]])
             updates = torch.randn(3, 3, generator=torch.Generator().manual_seed(rows + 1))
             torch.testing.assert_close(compiled(data, index, updates), call(data, index, updates))
+
+
+def test_compiled_nd_calls_picking_slices_trace_with_dynamic_shapes():
+    """``batch_dims`` and the index's last size name dims: traced with dynamic shapes both were symbolic, and the
+    map's dims could not be sorted (a failure to trace whenever the index picks slices, not elements)."""
+    torch._dynamo.reset()
+    gather = torch.compile(sxo.gather_nd, fullgraph=True, dynamic=True, backend="aot_eager")
+    scatter = torch.compile(sxo.scatter_nd, fullgraph=True, dynamic=True, backend="aot_eager")
+    batched = torch.compile(
+        lambda d, i: sxo.gather_nd(d, i, batch_dims=1), fullgraph=True, dynamic=True, backend="aot_eager"
+    )
+    for rows in (4, 6):
+        data = torch.randn(rows, 2, 3, generator=torch.Generator().manual_seed(rows))
+        index = torch.tensor([[1], [rows - 1], [-1]])
+        torch.testing.assert_close(gather(data, index), sxo.gather_nd(data, index))
+        pairs, updates = torch.tensor([[1, 0], [2, 1], [0, 1]]), torch.randn(3, 3)
+        torch.testing.assert_close(scatter(data, pairs, updates), sxo.scatter_nd(data, pairs, updates))
+        per_row = torch.arange(rows).remainder(2).view(rows, 1)
+        torch.testing.assert_close(batched(data, per_row), sxo.gather_nd(data, per_row, batch_dims=1))
+
+
+def test_gather_under_inductor_refuses_an_index_below_minus_the_size():
+    """The traced wrap adds the size to a negative index once; one below ``-size`` stayed negative, and Inductor's
+    indexing counted it from the end again (column 2 for -4 into 3 columns). It goes past the end now."""
+    torch._dynamo.reset()
+    gather = torch.compile(sxo.gather, fullgraph=True)
+    data = torch.arange(12.0).reshape(4, 3)
+    for bad in ([-4], [0, -6]):
+        with pytest.raises(IndexError):
+            sxo.gather(data, torch.tensor(bad), axis=1)
+        with pytest.raises((IndexError, RuntimeError)):
+            gather(data, torch.tensor(bad), axis=1)
+    torch.testing.assert_close(
+        gather(data, torch.tensor([-3, 2]), axis=1), sxo.gather(data, torch.tensor([-3, 2]), axis=1)
+    )
