@@ -162,7 +162,8 @@ def scalar_or_tensor(value, like: torch.Tensor, name: str) -> torch.Tensor:
         dtype = like.dtype
         if torch.compiler.is_compiling():
             # traced with dynamic shapes a number argument is symbolic, and Python cannot compare its value: it is
-            # converted as torch converts a scalar argument (unchecked: a float too large becomes inf)
+            # converted as torch converts a scalar argument, whose own check refuses a value the dtype cannot hold
+            # (torch's RuntimeError where eager raises the ValueError below)
             return torch.full((), value, dtype=dtype, device=like.device)
         if not isinstance(value, bool) and dtype != torch.bool and not dtype.is_complex:
             if dtype.is_floating_point:

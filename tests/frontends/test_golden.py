@@ -170,6 +170,10 @@ def test_paddle_compiles_with_dynamic_shapes_and_an_axis_argument(overwrite):
         torch.testing.assert_close(scatter(x, index, across, overwrite=overwrite, axis=1), want)
         indices = torch.tensor([[1], [2], [0], [1], [2], [0], [1]])[:rows]
         torch.testing.assert_close(put(x, indices, 1.0, 1), pd.put_along_axis(x, indices, 1.0, 1))
+    with pytest.raises(ValueError, match="without overflow"):  # a number the dtype cannot hold: refused both ways
+        pd.put_along_axis(x, indices, 1e300, 1)
+    with pytest.raises(RuntimeError, match="without overflow"):  # (traced: torch's own conversion's check)
+        put(x, indices, 1e300, 1)
 
 
 @pytest.mark.parametrize("reduce", ["sum", "prod", "max", "min", "mean"])
