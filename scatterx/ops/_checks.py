@@ -153,17 +153,18 @@ def check_size(value, name: str) -> Optional[Union[int, torch.SymInt]]:
     return value
 
 
-def check_index_and_size(index, size, size_name: str):
+def check_index_and_size(index, size, size_name: str, row_bytes: int = 8):
     """``(index, size)`` for the conversions that take an index and a number of rows (``index_to_ptr``,
     ``csr_transpose``, ``csr_order``): a 1-D int32/int64 index, and an int >= 0 (None is a TypeError here), whose
-    offsets (``size + 1`` int64) can be allocated."""
+    ``size + 1`` rows of ``row_bytes`` can be allocated (8: the offsets; 16 for a caller that also counts each
+    row's entries)."""
     check_tensor(index, "index")
     index = check_integer_vector(index, "index", index)
     size = check_size(size, size_name)
     if size is None:
         raise TypeError(f"{size_name} must be an int, got None")
     if not torch.compiler.is_compiling():  # (formatting a traced size would specialise it)
-        check_allocation(size + 1, 8, index.device, f"{size_name}={size}")
+        check_allocation(size + 1, row_bytes, index.device, f"{size_name}={size}")
     return index, size
 
 

@@ -14,6 +14,9 @@ from ..backends import backend_for
 from ._checks import check_index_and_size, check_integer_vector, check_tensor
 from ._library import define_op
 
+#: Bytes a row of ``num_rows`` costs: its offset and its count (the counting sort of ``segments``)
+_ROW_BYTES = 16
+
 
 def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """A CSR structure read the other way: for each row, the segments that read it.
@@ -48,7 +51,7 @@ def csr_transpose(ptr: torch.Tensor, index: torch.Tensor, num_rows: int) -> Tupl
         (tensor([0, 1, 1, 3]), tensor([0, 0, 1]))
     """
     check_tensor(ptr, "ptr")
-    index, num_rows = check_index_and_size(index, num_rows, "num_rows")
+    index, num_rows = check_index_and_size(index, num_rows, "num_rows", row_bytes=_ROW_BYTES)
     ptr = check_integer_vector(ptr, "ptr", index)
     if not torch.compiler.is_compiling():  # traced, the op checks it (host reads are its own)
         backend_for(index).check_ptr(ptr, index.numel(), "index.numel()")
@@ -79,7 +82,7 @@ def csr_order(index: torch.Tensor, num_rows: int) -> Tuple[torch.Tensor, torch.T
     >>> csr_order(torch.tensor([2, 0, 2]), 3)
     (tensor([0, 1, 1, 3]), tensor([1, 0, 2]))
     """
-    index, num_rows = check_index_and_size(index, num_rows, "num_rows")
+    index, num_rows = check_index_and_size(index, num_rows, "num_rows", row_bytes=_ROW_BYTES)
     return csr_order_op(index, num_rows)
 
 

@@ -261,7 +261,8 @@ class _Call:
             what = f"the output size index.max() + 1 = {self.num_segments} (no dim_size given)"
         if not torch.compiler.is_compiling():  # traced sizes may be symbolic; the check is for eager calls
             row = math.prod(self.src.shape[:dim]) * math.prod(self.src.shape[dim + 1 :])
-            row_bytes = row * self.src.element_size() + 8  # an output row and its CSR offset
+            # an output row, its CSR offset, and its count (the counting sort of an unsorted index)
+            row_bytes = row * self.src.element_size() + 16
             check_allocation(self.num_segments, row_bytes, self.src.device, what or f"dim_size={dim_size}")
 
     def run(self, out=None, base=None, include_self: bool = True) -> torch.Tensor:

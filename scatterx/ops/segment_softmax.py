@@ -125,7 +125,7 @@ def _checked(src, index, ptr, dim, num_segments, sorted):
             if given is not None
             else f"the number of groups index.max() + 1 = {num_segments} (no num_segments given)"
         )
-        check_allocation(num_segments + 1, 8, src.device, what)  # the groups' offsets
+        check_allocation(num_segments + 1, 16, src.device, what)  # the groups' offsets, and their counts
     return src, index, None, dim, num_segments
 
 

@@ -10,6 +10,7 @@ from strategies import REDUCES
 
 import scatterx
 from scatterx import reference
+from scatterx.ops import _checks as checks
 from scatterx.ops import index_scatter_reduce_from
 
 SRC = torch.arange(24, dtype=torch.float32).reshape(6, 4)
@@ -427,6 +428,26 @@ def test_an_index_value_too_large_for_memory_names_the_output_size(value, sorted
     with pytest.raises(MemoryError, match=rf"index.max\(\) \+ 1 = {value + 1}"):
         scatterx.index_scatter_reduce(0, torch.tensor([0, value]), src, sorted=sorted)
     assert torch.equal(out_before, torch.zeros(1))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda S: scatterx.segment_softmax(torch.ones(2, 3), torch.tensor([0, S - 1]), num_segments=S),
+        lambda S: scatterx.segment_softmax(torch.ones(2, 3), torch.tensor([S - 1, 0]), sorted=False),
+        lambda S: scatterx.csr_transpose(torch.tensor([0, 1]), torch.tensor([0]), S),
+        lambda S: scatterx.index_scatter_reduce(0, torch.tensor([S - 1, 0]), torch.ones(2), sorted=False),
+    ],
+    ids=["softmax_sorted", "softmax_unsorted", "csr_transpose", "index_scatter_reduce"],
+)
+def test_the_memory_check_counts_what_the_segments_cost(call, monkeypatch):
+    """Building a group's offsets from an unsorted index also counts its entries: 16 bytes a group, not the 8 of
+    the offsets alone (an estimate of 8 let a call through that the OOM killer then ended). Free memory between
+    the two estimates: a MemoryError, before anything is allocated."""
+    groups = 2**27  # (offsets alone: just over the 1 GiB from which the check asks)
+    monkeypatch.setattr(checks, "_free_bytes", lambda device: 12 * groups)
+    with pytest.raises(MemoryError, match="would need"):
+        call(groups)
 
 
 def test_huge_sizes_of_the_structure_helpers_name_their_argument():
