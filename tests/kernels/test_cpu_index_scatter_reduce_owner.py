@@ -1,5 +1,5 @@
-"""The owner kernel (``kernels/cpu/index_scatter_reduce_owner.py``) called directly: the segment kernel's bits for
-every reduction x dtype x sorted/unsorted x include_self/fill_empty x empty-target rule (counts or the
+"""The owner and lanes kernels (``kernels/cpu/index_scatter_reduce_owner.py``) called directly: the segment kernel's
+bits for every reduction x dtype x sorted/unsorted x include_self/fill_empty x empty-target rule (counts or the
 accumulator's bits), on one thread checking the index itself or on several with counts given; statuses before any
 write on a bad index; and plain loops for the slices route's ``out=``."""
 
@@ -20,8 +20,22 @@ from scatterx.kernels.cpu.index_scatter_reduce_owner import (
     NOT_SORTED,
     OK,
     OUT_OF_RANGE,
+    index_scatter_reduce_lanes,
     index_scatter_reduce_owner,
 )
+
+
+def launch_owner(src, index, counts, base, out, *, threads, lanes, marks=False, **flags):
+    """The owner kernel on ``threads`` threads, or with ``lanes`` the lanes kernel (rows of one element, groups of
+    ``LANES`` slices; no ``counts`` nor ``marks``); NumPy arrays, ``flags`` by name. The kernel's status."""
+    if lanes:
+        assert not marks
+        return launch(
+            index_scatter_reduce_lanes, None, -(-src.shape[0] // LANES), threads, src, index, base, out, **flags
+        )
+    return launch(
+        index_scatter_reduce_owner, None, src.shape[0], threads, src, index, counts, base, out, marks=marks, **flags
+    )
 
 
 def run_owner(
@@ -39,31 +53,28 @@ def run_owner(
     lanes=False,
 ):
     """The kernel into a new output (``SENTINEL``-filled): ``(status, out)``. With ``check`` the kernel counts the
-    entries itself (one thread); otherwise they are given. ``lanes``: groups of ``LANES`` slices (rows of one
-    element)."""
+    entries itself (one thread); otherwise they are given. ``lanes``: the lanes kernel (rows of one element,
+    groups of ``LANES`` slices)."""
     out = torch.full_like(base, SENTINEL)
     num_targets = base.size(1)
     counts = (
         np.empty(num_targets, np.int64) if check else np.bincount(index.numpy(), minlength=num_targets).astype(np.int64)
     )
-    status = launch(
-        index_scatter_reduce_owner,
-        None,
-        -(-src3.size(0) // LANES) if lanes else src3.size(0),
-        1 if check else threads,
+    status = launch_owner(
         numpy_view(src3.contiguous()),
         index.long().numpy(),
         counts,
         numpy_view(base),
         numpy_view(out),
+        threads=1 if check else threads,
+        lanes=lanes,
+        marks=marks,
         reduce=BY_NAME[reduce].code,
         storage=storage_code(src3.dtype),
         check=check,
         sorted=sorted,
         include_self=include_self,
         fill_empty=fill_empty,
-        marks=marks,
-        lanes=lanes,
     )
     return status, out
 
@@ -212,23 +223,19 @@ def test_into_out_matches_a_loop(index, outer, inner, name, include_self, seed):
             want[o, :, j] = _loop(src[o, : index.size, j], index, out[o, :, j], name, include_self)
     counts = np.bincount(index, minlength=num_targets).astype(np.int64)
     lanes = inner == 1 and seed % 2 == 1  # rows of one element: either mode
-    launch(
-        index_scatter_reduce_owner,
-        None,
-        -(-outer // LANES) if lanes else outer,
-        2,
+    launch_owner(
         src,
         index,
         counts,
         out if include_self else base,
         out,
+        threads=2,
+        lanes=lanes,
         reduce=BY_NAME[name].code,
         storage=NATIVE,
         check=False,
         sorted=False,
         include_self=include_self,
         fill_empty=False,
-        marks=False,
-        lanes=lanes,
     )
     np.testing.assert_allclose(out, want)

@@ -209,21 +209,36 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
         out3 = numpy_view(result).reshape(outer, num_segments, inner)
         src3 = view3(src, outer, n, inner)
     base3 = out3 if base is None else view3(base, outer, num_segments, inner)
-    # rows of one element: several slices reduced together (``lanes``), or the empty targets of one slice by their
-    # bits (no counting pass); wider rows count (the pass over every value that looks for identity bits would cost
-    # more than the counting pass saves)
+    # rows of one element: several slices reduced together (the lanes kernel), or the empty targets of one slice by
+    # their bits (no counting pass); wider rows count (the pass over every value that looks for identity bits would
+    # cost more than the counting pass saves)
     lanes = base is None and _lanes_pay(outer, inner)
     marks = inner == 1 and base is None and not lanes and red.name in owner.MARKS_EMPTY
-    while True:
-        # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
-        # (see docs/decisions/small-calls.md)
-        counter = np.array([0, -(-outer // owner.LANES) if lanes else outer], np.int64)
-        status = owner.index_scatter_reduce_owner.keyed(
+    # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
+    # (see docs/decisions/small-calls.md)
+    if lanes:
+        status = owner.index_scatter_reduce_lanes.keyed(
             owner.owner_key(src3, red.code, storage),
-            counter,
+            np.array([0, -(-outer // owner.LANES)], np.int64),
             src3,
             index_np,
-            _NO_COUNTS if marks or lanes else np.empty(num_segments, np.int64),
+            base3,
+            out3,
+            reduce=red.code,
+            storage=storage,
+            check=True,
+            sorted=sorted,
+            include_self=False,
+            fill_empty=True,
+        )
+        return result, status
+    while True:
+        status = owner.index_scatter_reduce_owner.keyed(
+            owner.owner_key(src3, red.code, storage),
+            np.array([0, outer], np.int64),
+            src3,
+            index_np,
+            _NO_COUNTS if marks else np.empty(num_segments, np.int64),
             base3,
             out3,
             reduce=red.code,
@@ -233,7 +248,6 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
             include_self=base is not None and include_self,
             fill_empty=base is None,
             marks=marks,
-            lanes=lanes,
         )
         if status != owner.AMBIGUOUS:
             return result, status
@@ -284,7 +298,7 @@ def _segments(src, index, dim, red, num_segments, out, base, include_self):
 
 
 def _lanes_pay(outer: int, inner: int) -> bool:
-    """Whether the owner kernel reduces rows of one element ``LANES`` slices at a time (its ``lanes`` mode): from
+    """Whether rows of one element are reduced ``LANES`` slices at a time (the lanes kernel, not the owner's): from
     half a group of slices on (docs/decisions/element-scatter.md)."""
     return inner == 1 and 2 * outer >= owner.LANES
 
@@ -317,25 +331,44 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
             routes.reduce_minimum(t) if inner > 1 else None,
         )
         src3 = view3(src, outer, n, inner)
-        launch(
-            owner.index_scatter_reduce_owner,
-            owner.owner_key(src3, red.code, storage_code(src.dtype)),
-            -(-outer // owner.LANES) if lanes else outer,
-            threads,
-            src3,
-            index_np,
-            counts,
-            numpy_view(initial).reshape(outer, num_segments, inner),
-            numpy_view(written).reshape(outer, num_segments, inner),
+        storage = storage_code(src.dtype)
+        initial3 = numpy_view(initial).reshape(outer, num_segments, inner)
+        written3 = numpy_view(written).reshape(outer, num_segments, inner)
+        flags = dict(
             reduce=red.code,
-            storage=storage_code(src.dtype),
+            storage=storage,
             check=False,
             sorted=False,
             include_self=bool(include_self) and (out is not None or base is not None),
             fill_empty=out is None and base is None,
-            marks=False,
-            lanes=lanes,
         )
+        key = owner.owner_key(src3, red.code, storage)
+        if lanes:
+            launch(
+                owner.index_scatter_reduce_lanes,
+                key,
+                -(-outer // owner.LANES),
+                threads,
+                src3,
+                index_np,
+                initial3,
+                written3,
+                **flags,
+            )
+        else:
+            launch(
+                owner.index_scatter_reduce_owner,
+                key,
+                outer,
+                threads,
+                src3,
+                index_np,
+                counts,
+                initial3,
+                written3,
+                marks=False,
+                **flags,
+            )
     return result if out is None else finish(out, written)
 
 

@@ -13,9 +13,12 @@ It serves three routes (``backends/cpu/routes.py``):
   random for a few bytes each, while here each item streams its slice in order into a cache-resident accumulator.
   The backend checked the index and counted its entries (``segments.histograms``).
 
-Rows of one element from half a group of slices on, on either route, take the ``lanes`` mode (``_lanes``): a work
-item is a group of ``LANES`` slices reduced together, one index read for the group; it counts its own entries
-(docs/decisions/element-scatter.md).
+Rows of one element from half a group of slices on, on either route, take the **lanes kernel**
+(``index_scatter_reduce_lanes``): a work item is a group of ``LANES`` slices reduced together, one index read for
+the group; it counts its own entries (docs/decisions/element-scatter.md). It is a kernel of its own, not a mode of
+the owner kernel, so that a first call compiles only the one it runs: nested in the owner kernel, it was a third of
+the owner kernel's compile, paid by every first call of the serial route (docs/decisions/compile-budget.md, "The
+lanes kernel on its own").
 
 **Empty targets.** A target that receives nothing is 0 in a new result (``base``'s value otherwise). The kernel
 tells them by ``counts`` -- or, for the reductions whose result has the identity's bits only if every member has
@@ -67,11 +70,10 @@ MARKS_EMPTY = frozenset(r.name for r in REDUCTIONS if r.selects or (r.linear and
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def index_scatter_reduce_owner_kernel(
-    counter, src, index, counts, base, out, reduce, storage, check, sorted, include_self, fill_empty, marks, lanes
+    counter, src, index, counts, base, out, reduce, storage, check, sorted, include_self, fill_empty, marks
 ):
     """out[o, t, :] = reduce(src[o, i, :] for i with index[i] == t) for every target t and every outer slice o
-    (the work items, ``counter[1] == outer``; with ``lanes``, groups of ``LANES`` slices, ``counter[1] ==
-    ceil(outer / LANES)``); returns a status (OK, OUT_OF_RANGE, NOT_SORTED, AMBIGUOUS).
+    (the work items, ``counter[1] == outer``); returns a status (OK, OUT_OF_RANGE, NOT_SORTED, AMBIGUOUS).
 
     src: (outer, n, inner) with n >= len(index); base, out: (outer, S, inner), same element type (``base`` read
     only with ``include_self`` or when not ``fill_empty``; native types accumulate in ``out``, so ``base`` may be
@@ -81,8 +83,7 @@ def index_scatter_reduce_owner_kernel(
     nothing is written if it fails -- for a launch on one thread only. include_self: ``base``'s value takes part
     (and counts for mean). fill_empty: targets that receive nothing are 0, else ``base``'s value. marks: empty
     targets told by their bits (``MARKS_EMPTY``, into a new result); AMBIGUOUS if a value could be mistaken.
-    lanes: rows of one element (``inner == 1``), slices reduced ``LANES`` at a time (``_lanes``); ``counts`` and
-    ``marks`` unused. reduce, storage: literal codes.
+    reduce, storage: literal codes.
     """
     inner = src.shape[2]
     num_targets = out.shape[1]
@@ -91,14 +92,11 @@ def index_scatter_reduce_owner_kernel(
         status = _check(index, num_targets, sorted)
         if status != OK:
             return status
-        if not marks and not lanes:
+        if not marks:
             for t in range(num_targets):
                 counts[t] = 0
             for i in range(m):
                 counts[index[i]] += 1
-    if lanes:
-        _lanes(counter, src, index, base, out, reduce, storage, include_self, fill_empty)
-        return OK
     while True:
         o = claim(counter)
         if o < 0:
@@ -187,20 +185,29 @@ def _scatter_runs(values, index, acc, reduce, storage):
         previous = t
 
 
-#: ``lanes``: slices reduced together, one index read for this many (a group's accumulators: a row of this many
-#: values per target, 32 bytes of float32)
+#: The lanes kernel: slices reduced together, one index read for this many (a group's accumulators: a row of this
+#: many values per target, 32 bytes of float32)
 LANES = 8
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _lanes(counter, src, index, base, out, reduce, storage, include_self, fill_empty):
-    """The owner kernel's ``lanes`` mode, rows of one element: a work item is a group of ``LANES`` outer slices,
-    reduced together position by position -- one read of ``index[i]`` for the group, and the group's values of a
-    target side by side in one scratch row (``acc[t, :]``) instead of in ``LANES`` rows far apart. The slice by
-    slice loop read the index once per slice and spent a cache line per value: 3 ns an element against 0.7 here
-    (one thread, 16 x 62,500 into 15,625; docs/decisions/element-scatter.md). Counts its own entries per target (the
-    empty targets, mean's divisor); each target's values combine in position order, from the table's identity or
-    ``base``, so the bits are the slice by slice loop's. The index is in range (checked by the caller)."""
+def index_scatter_reduce_lanes_kernel(
+    counter, src, index, base, out, reduce, storage, check, sorted, include_self, fill_empty
+):
+    """The owner kernel's routes for rows of one element (``inner == 1``) of several outer slices; returns a
+    status (OK, OUT_OF_RANGE, NOT_SORTED). The arguments are the owner kernel's, less ``counts`` and ``marks``.
+
+    A work item is a group of ``LANES`` outer slices (``counter[1] == ceil(outer / LANES)``), reduced together
+    position by position -- one read of ``index[i]`` for the group, and the group's values of a target side by
+    side in one scratch row (``acc[t, :]``) instead of in ``LANES`` rows far apart. The slice by slice loop read the
+    index once per slice and spent a cache line per value: 3 ns an element against 0.7 here (one thread, 16 x
+    62,500 into 15,625; docs/decisions/element-scatter.md). Counts its own entries per target (the empty targets,
+    mean's divisor); each target's values combine in position order, from the table's identity or ``base``, so the
+    bits are the slice by slice loop's."""
+    if check:
+        status = _check(index, out.shape[1], sorted)
+        if status != OK:
+            return status
     outer, n, _inner = src.shape
     num_targets = out.shape[1]
     m = index.shape[0]
@@ -242,6 +249,7 @@ def _lanes(counter, src, index, base, out, reduce, storage, include_self, fill_e
                 else:
                     total = received + (1 if include_self else 0)
                     out[o, t, 0] = store(storage, finalize(reduce, acc[t, lane], total))
+    return OK
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -283,10 +291,11 @@ def _ov_looks_empty(reduce, x):
 
 
 index_scatter_reduce_owner = Kernel(index_scatter_reduce_owner_kernel, literal=("reduce", "storage"))
+index_scatter_reduce_lanes = Kernel(index_scatter_reduce_lanes_kernel, literal=("reduce", "storage"))
 
 
 def owner_key(src, reduce: int, storage: int) -> tuple:
-    """The key of the owner kernel's variant for a call (``Kernel.entry``), derived from what determines it: the
-    codes and the element type (the arrays are C-contiguous (outer, rows, inner) views, the index int64,
-    ``counts`` int64). Its eight flags and codes are passed by name."""
+    """The key of the owner (or the lanes) kernel's variant for a call (``Kernel.entry``), derived from what
+    determines it: the codes and the element type (the arrays are C-contiguous (outer, rows, inner) views, the index
+    int64, ``counts`` int64). Their flags and codes are passed by name."""
     return ("owner", reduce, storage, src.dtype.num)
