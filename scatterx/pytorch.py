@@ -40,7 +40,8 @@ tensor([3., 0., 2.])
 
 from __future__ import annotations
 
-from typing import Optional, Union
+import contextlib
+from typing import Iterator, Optional, Union
 
 import torch
 
@@ -81,6 +82,19 @@ def _src_region(src: torch.Tensor, index: torch.Tensor, name: str) -> torch.Tens
     for d in range(index.dim()):
         src = src.narrow(d, 0, index.size(d))
     return src
+
+
+@contextlib.contextmanager
+def _culprit_named(m: XMap) -> Iterator[None]:
+    """A bad entry of ``index`` is reported as ``gather`` (and torch) report it: at its position in ``index``, with
+    the dimension and its size. The planner's slice path finds it in the op it runs, whose message names a position
+    among its rows and the op's ``dim_size``. (Traced, no value can be read: the op's error stands.)"""
+    try:
+        yield
+    except IndexError:
+        if not torch.compiler.is_compiling():
+            planner.check_coordinates(m)
+        raise
 
 
 def scatter_reduce(
@@ -151,10 +165,11 @@ def scatter_reduce(
         return input.clone().view(shape) if out is None else write_out(out, input.view(shape))
     m = XMap.along_dim(index, input.shape, dim, op="scatter_reduce")
     src = _src_region(src, index, "scatter_reduce")
-    if out is None:
-        return planner.scatter(m, input, src, reduce, include_self, torch_ties=True).view(shape)
-    with planner.reusing_outputs():
-        return write_out(out, planner.scatter(m, input, src, reduce, include_self).view(shape))
+    with _culprit_named(m):
+        if out is None:
+            return planner.scatter(m, input, src, reduce, include_self, torch_ties=True).view(shape)
+        with planner.reusing_outputs():
+            return write_out(out, planner.scatter(m, input, src, reduce, include_self).view(shape))
 
 
 def scatter(
@@ -227,10 +242,11 @@ def scatter(
     if empty:
         return input.clone().view(shape) if out is None else write_out(out, input.view(shape))
     m = XMap.along_dim(index, input.shape, dim, op="scatter")
-    if out is None:
-        return planner.scatter(m, input, src, mode, include_self=True).view(shape)
-    with planner.reusing_outputs():
-        return write_out(out, planner.scatter(m, input, src, mode, include_self=True).view(shape))
+    with _culprit_named(m):
+        if out is None:
+            return planner.scatter(m, input, src, mode, include_self=True).view(shape)
+        with planner.reusing_outputs():
+            return write_out(out, planner.scatter(m, input, src, mode, include_self=True).view(shape))
 
 
 def gather(

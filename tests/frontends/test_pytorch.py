@@ -309,7 +309,7 @@ def test_scatter_and_gather_gradients_equal_torch():
         (
             lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[3]]), torch.ones(1, 1), "sum"),
             IndexError,
-            "out of range",
+            r"index\[0, 0\] = 3 is out of bounds for dimension 0 with size",
         ),
         (
             lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[0, 3]]), torch.ones(1, 2), "sum"),
@@ -319,7 +319,7 @@ def test_scatter_and_gather_gradients_equal_torch():
         (
             lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([[-1]]), torch.ones(1, 1), "sum"),
             IndexError,
-            "negative",
+            r"index\[0, 0\] = -1 is out of bounds for dimension 0 with size",
         ),
         (lambda x: scatterx.scatter_reduce(x, 2, torch.tensor([[0]]), torch.ones(1, 1), "sum"), IndexError, "dim"),
         (lambda x: scatterx.scatter_reduce(x, 0, torch.tensor([0]), torch.ones(1), "sum"), ValueError, "dimension"),
@@ -385,12 +385,15 @@ def test_int32_index_with_large_flat_offsets_does_not_overflow():
 
 
 def test_a_1d_scatter_rejects_a_bad_index_before_writing():
-    # a slice plan of one-element rows: the core op's pass over the index explains it
+    # a slice plan of one-element rows: the core op's pass over the index finds it, and the message is gather's
+    # and torch's (the position in the caller's index, the dimension and its size; not the op's ``dim_size``)
     x = torch.arange(4.0)
-    with pytest.raises(IndexError, match=r"index\[1\]=4 is out of range"):
+    with pytest.raises(IndexError, match=r"^index\[1\] = 4 is out of bounds for dimension 0 with size 4$"):
         scatterx.scatter_reduce(x, 0, torch.tensor([1, 4]), torch.ones(2), "sum")
-    with pytest.raises(IndexError, match=r"index\[0\]=-1 is negative"):
+    with pytest.raises(IndexError, match=r"^index\[0\] = -1 is out of bounds for dimension 0 with size 4$"):
         scatterx.scatter(x, 0, torch.tensor([-1]), torch.ones(1))
+    with pytest.raises(IndexError, match=r"^index\[0, 0\] = 5 is out of bounds for dimension 1 with size 3$"):
+        scatterx.scatter(torch.ones(2, 3), 1, torch.tensor([[5]]), 2.0)
     assert torch.equal(x, torch.arange(4.0))
 
 
