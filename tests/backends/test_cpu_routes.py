@@ -13,6 +13,7 @@ from scatterx.backends import cpu
 from scatterx.backends.cpu import routes
 from scatterx.backends.cpu.routes import Route
 from scatterx.kernels.cpu import openmp
+from scatterx.kernels.cpu.index_scatter_reduce_owner import LANES
 
 T = routes.TUNING
 
@@ -301,6 +302,24 @@ def test_threads_for_small_work_is_one_and_each_caller_may_set_its_own_minimum()
     assert routes.threads_for(T.parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 1
     assert routes.threads_for(T.reduce_parallel_min_elements, 4, T, T.reduce_parallel_min_elements) == 4
     assert routes.threads_for(10**9, 0, T) == 1  # never fewer than one thread
+
+
+def test_lanes_take_a_whole_group_per_thread_whose_accumulators_stay_in_cache():
+    """Rows of one element take the lanes kernel only with a whole group of ``LANES`` slices per thread and the
+    group's accumulators within ``lanes_max_acc_bytes``: past either, a slice at a time was measured faster (up to
+    4x: element-scatter.md, "When lanes pay"). The result is the same bits either way."""
+    fits = T.lanes_max_acc_bytes // (LANES * 4)  # float32 targets whose group's accumulators fit
+    assert routes.lanes_pay(outer=2 * LANES, inner=1, segments=fits, itemsize=4, threads=2)
+    assert not routes.lanes_pay(outer=2 * LANES, inner=1, segments=fits + 1, itemsize=4, threads=2)
+    assert not routes.lanes_pay(outer=2 * LANES - 1, inner=1, segments=fits, itemsize=4, threads=2)
+    assert routes.lanes_pay(outer=LANES, inner=1, segments=fits, itemsize=4, threads=1)
+    assert routes.lanes_pay(outer=LANES, inner=1, segments=fits, itemsize=2, threads=1)  # half types: float32 sums
+    assert not routes.lanes_pay(outer=LANES, inner=1, segments=fits, itemsize=8, threads=1)  # float64: twice the bytes
+    assert not routes.lanes_pay(outer=LANES, inner=2, segments=fits, itemsize=4, threads=1)
+    src, index = torch.randn(LANES, 50), torch.randint(0, 7, (50,))
+    with routes.tuned(lanes_max_acc_bytes=0):
+        by_slice = scatterx.index_scatter_reduce(1, index, src, "sum", sorted=False)
+    assert torch.equal(by_slice, scatterx.index_scatter_reduce(1, index, src, "sum", sorted=False))
 
 
 def test_the_reductions_keep_a_threshold_of_their_own_only_on_the_pool(monkeypatch):

@@ -212,7 +212,9 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
     # rows of one element: several slices reduced together (the lanes kernel), or the empty targets of one slice by
     # their bits (no counting pass); wider rows count (the pass over every value that looks for identity bits would
     # cost more than the counting pass saves)
-    lanes = base is None and _lanes_pay(outer, inner)
+    lanes = base is None and routes.lanes_pay(
+        outer=outer, inner=inner, segments=num_segments, itemsize=src.element_size(), threads=1, t=routes.tuning()
+    )
     marks = inner == 1 and base is None and not lanes and red.name in owner.MARKS_EMPTY
     # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
     # (see docs/decisions/small-calls.md)
@@ -297,17 +299,19 @@ def _segments(src, index, dim, red, num_segments, out, base, include_self):
     return reduce_segments(src, dim, ptr, None, red, out, include_self, base, index, route=Route.SEGMENTS)
 
 
-def _lanes_pay(outer: int, inner: int) -> bool:
-    """Whether rows of one element are reduced ``LANES`` slices at a time (the lanes kernel, not the owner's): from
-    half a group of slices on (docs/decisions/element-scatter.md)."""
-    return inner == 1 and 2 * outer >= owner.LANES
-
-
 def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
     """The slices route: each work item owns whole outer slices of the output (``LANES`` of them together for
-    rows of one element, which count their own entries: the index is only checked here)."""
+    rows of one element where that pays, which count their own entries: the index is only checked here)."""
     outer, n, inner = shape3(src, dim)
-    lanes = _lanes_pay(outer, inner)
+    threads = routes.threads_for(
+        outer * (n + num_segments) * inner,
+        torch.get_num_threads(),
+        t,
+        routes.reduce_minimum(t) if inner > 1 else None,
+    )
+    lanes = routes.lanes_pay(
+        outer=outer, inner=inner, segments=num_segments, itemsize=src.element_size(), threads=threads, t=t
+    )
     if lanes:
         index_np, counts = index64(index), _NO_COUNTS
         if index_np.shape[0] and not index_fits(index_np, num_segments, False):
@@ -324,12 +328,6 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
         initial = written
     if outer * inner * num_segments > 0:
         routes.record(Route.SLICES)
-        threads = routes.threads_for(
-            outer * (n + num_segments) * inner,
-            torch.get_num_threads(),
-            t,
-            routes.reduce_minimum(t) if inner > 1 else None,
-        )
         src3 = view3(src, outer, n, inner)
         storage = storage_code(src.dtype)
         initial3 = numpy_view(initial).reshape(outer, num_segments, inner)

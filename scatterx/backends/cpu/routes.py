@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, NamedTuple, Optional
 
 from ...kernels.cpu import openmp
+from ...kernels.cpu.index_scatter_reduce_owner import LANES
 from .._common import forced_route, tuned_block
 
 
@@ -78,6 +79,12 @@ class Tuning:
     #: at most ``slices_max_buffer_bytes``, and at least as many outer slices as threads (unsorted-routes.md).
     slices_max_row_bytes: int = 32
     slices_max_buffer_bytes: int = 8 << 20
+    #: Rows of one element of several outer slices (either route): a work item reduces ``LANES`` slices together
+    #: (the lanes kernel: one index read for the group) while the group's accumulators, ``LANES`` per target, take
+    #: at most this many bytes and every thread has a whole group; otherwise a slice at a time -- past it the group's
+    #: rows leave L2 (3x slower at 2 MB), and with fewer groups than threads, threads idle (element-scatter.md,
+    #: "When lanes pay").
+    lanes_max_acc_bytes: int = 256 << 10
     #: Chunks of segments (work items) per thread, claimed one by one: a thread that drew a hub takes fewer, and a
     #: worker that woke late leaves at most a small chunk to wait for at the end (cpu-parallelism.md).
     chunks_per_thread: int = 16
@@ -234,6 +241,17 @@ def slices_pay(*, outer: int, inner: int, segments: int, itemsize: int, threads:
         inner * itemsize <= t.slices_max_row_bytes
         and outer >= threads
         and segments * inner * _acc_bytes(itemsize) <= t.slices_max_buffer_bytes
+    )
+
+
+def lanes_pay(*, outer: int, inner: int, segments: int, itemsize: int, threads: int, t: Tuning = TUNING) -> bool:
+    """Whether rows of one element are reduced ``LANES`` outer slices at a time (the lanes kernel) rather than a
+    slice at a time (the owner kernel), on ``threads`` threads: a whole group per thread, and the group's
+    accumulators in cache."""
+    return (
+        inner == 1
+        and outer >= LANES * max(threads, 1)
+        and segments * LANES * _acc_bytes(itemsize) <= t.lanes_max_acc_bytes
     )
 
 
