@@ -190,6 +190,36 @@ def test_a_bad_index_returns_its_status_before_writing(index, sorted, status, ma
     assert torch.equal(out, torch.full(shape, float(SENTINEL)))  # untouched
 
 
+@pytest.mark.parametrize("index", [[0, 3, 1], [0, -1, 1], [2**40, 0, 0]])
+@pytest.mark.parametrize("reduce, marks", [("sum", True), ("sum", False), ("mean", False)])
+def test_the_check_in_the_reducing_loop_writes_nothing_outside_the_output(index, reduce, marks):
+    """One slice of rows of one element at an unsorted index is checked in its reducing loop (the serial route's
+    new output, dropped on failure): a bad entry is reported, and its update is clamped into the output -- the
+    memory on either side of it is untouched."""
+    margin, targets = 4, 3
+    memory = torch.full((1, targets + 2 * margin, 1), float(SENTINEL))
+    out = memory[:, margin : margin + targets]
+    status = launch_owner(
+        numpy_view(torch.ones(1, len(index), 1)),
+        np.array(index, np.int64),
+        np.empty(targets, np.int64),
+        numpy_view(out),
+        numpy_view(out),
+        threads=1,
+        lanes=False,
+        marks=marks,
+        reduce=BY_NAME[reduce].code,
+        storage=NATIVE,
+        check=True,
+        sorted=False,
+        include_self=False,
+        fill_empty=True,
+    )
+    assert status == OUT_OF_RANGE
+    assert torch.equal(memory[:, :margin], torch.full((1, margin, 1), float(SENTINEL)))
+    assert torch.equal(memory[:, margin + targets :], torch.full((1, margin, 1), float(SENTINEL)))
+
+
 def _loop(src, rows, base, name, include_self):
     """out[t] = reduce(base[t] (include_self), src[i] for rows[i] == t, in order); untouched targets keep base."""
     out = base.copy()

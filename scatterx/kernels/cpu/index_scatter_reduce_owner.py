@@ -79,8 +79,11 @@ def index_scatter_reduce_owner_kernel(
     only with ``include_self`` or when not ``fill_empty``; native types accumulate in ``out``, so ``base`` may be
     ``out`` only with ``include_self`` or ``fill_empty``); index: int64 (m,).
     counts: int64 (S,), the entries of each target -- counted here with ``check`` (the caller passes a buffer),
-    else given; unused with ``marks``. check: the index is verified first (range; order with ``sorted``) and
-    nothing is written if it fails -- for a launch on one thread only. include_self: ``base``'s value takes part
+    else given; unused with ``marks``. check: the index is verified (range; order with ``sorted``) and a failure
+    is returned -- for a launch on one thread only, into an output nobody else holds: one outer slice of rows of one
+    element at an unsorted index is checked in its reducing loop (below), whose targets are clamped into range,
+    so such an output may hold partial sums when the status is not OK; otherwise nothing is written before the
+    check. include_self: ``base``'s value takes part
     (and counts for mean). fill_empty: targets that receive nothing are 0, else ``base``'s value. marks: empty
     targets told by their bits (``MARKS_EMPTY``, into a new result); AMBIGUOUS if a value could be mistaken.
     reduce, storage: literal codes.
@@ -88,7 +91,13 @@ def index_scatter_reduce_owner_kernel(
     inner = src.shape[2]
     num_targets = out.shape[1]
     m = index.shape[0]
-    if check:
+    # one slice of rows of one element at an unsorted index: the check (and the count) in the reducing loop, which
+    # reads the index anyway -- a separate pass over it was a fifth of the call (docs/decisions/narrow-rows.md,
+    # "The check in the loop")
+    in_loop = check and inner == 1 and not sorted and src.shape[0] == 1
+    if in_loop and num_targets == 0 and m > 0:
+        return OUT_OF_RANGE
+    if check and not in_loop:
         status = _check(index, num_targets, sorted)
         if status != OK:
             return status
@@ -125,6 +134,22 @@ def index_scatter_reduce_owner_kernel(
             # a sorted index, checked above: each target's entries are one run, whose value so far stays in a
             # register (docs/decisions/small-calls.md, "Sorted rows of one element")
             _scatter_runs(values.reshape(values.shape[0]), index, acc, reduce, storage)
+        elif in_loop:
+            flat = values.reshape(values.shape[0])
+            last = np.uint64(num_targets - 1)
+            bad = False
+            if not marks:
+                for t in range(num_targets):
+                    counts[t] = 0
+            for i in range(m):
+                t = np.uint64(index[i])  # (unsigned: a negative entry is above ``last`` too)
+                bad |= t > last
+                t = min(t, last)  # in bounds whatever the entry: the status tells
+                if not marks:
+                    counts[t] += 1
+                acc[t] = combine(reduce, acc[t], load(storage, flat[i]))
+            if bad:
+                return OUT_OF_RANGE
         elif inner == 1:  # a loop of its own, on 1-D views: the loop over one feature cost 2x at 1M rows
             flat = values.reshape(values.shape[0])
             for i in range(m):
