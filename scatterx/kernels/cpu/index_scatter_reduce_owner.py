@@ -104,8 +104,20 @@ def index_scatter_reduce_owner_kernel(
         if not marks:
             for t in range(num_targets):
                 counts[t] = 0
-            for i in range(m):
-                counts[index[i]] += 1
+            if sorted:
+                # (checked: non-decreasing) each position stores its run's count so far, kept in a register, so
+                # the last store of a run leaves the whole count: ``counts[t] += 1`` waited at every position for
+                # the store of the one before, to the same target (as ``_scatter_runs``)
+                run = 0
+                previous = -1
+                for i in range(m):
+                    t = index[i]
+                    run = run + 1 if t == previous else 1
+                    counts[np.uint64(t)] = run
+                    previous = t
+            else:
+                for i in range(m):
+                    counts[index[i]] += 1
     while True:
         o = claim(counter)
         if o < 0:
