@@ -218,38 +218,27 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
     marks = inner == 1 and base is None and not lanes and red.name in owner.MARKS_EMPTY
     # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
     # (see docs/decisions/small-calls.md)
+    key = owner.owner_key(src3, red.code, storage)
+    flags = dict(reduce=red.code, storage=storage, check=True, sorted=sorted, fill_empty=base is None)
     if lanes:
+        groups = np.array([0, -(-outer // owner.LANES)], np.int64)
         status = owner.index_scatter_reduce_lanes.keyed(
-            owner.owner_key(src3, red.code, storage),
-            np.array([0, -(-outer // owner.LANES)], np.int64),
-            src3,
-            index_np,
-            base3,
-            out3,
-            reduce=red.code,
-            storage=storage,
-            check=True,
-            sorted=sorted,
-            include_self=False,
-            fill_empty=True,
+            key, groups, src3, index_np, base3, out3, include_self=False, **flags
         )
         return result, status
     while True:
+        counts = _NO_COUNTS if marks else np.empty(num_segments, np.int64)
         status = owner.index_scatter_reduce_owner.keyed(
-            owner.owner_key(src3, red.code, storage),
+            key,
             np.array([0, outer], np.int64),
             src3,
             index_np,
-            _NO_COUNTS if marks else np.empty(num_segments, np.int64),
+            counts,
             base3,
             out3,
-            reduce=red.code,
-            storage=storage,
-            check=True,
-            sorted=sorted,
             include_self=base is not None and include_self,
-            fill_empty=base is None,
             marks=marks,
+            **flags,
         )
         if status != owner.AMBIGUOUS:
             return result, status
