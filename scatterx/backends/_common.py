@@ -17,11 +17,16 @@ import torch
 @contextlib.contextmanager
 def tuned_block(var: contextvars.ContextVar, base, changes: dict, what: str) -> Iterator:
     """Within the block, ``var`` holds the thresholds ``base`` (a frozen dataclass) with ``changes``; a TypeError
-    naming the valid fields for a field it lacks. What ``tuned`` of the CPU routes and of the PyG switch share."""
+    naming the valid fields for a field it lacks, or naming the field given a value that is not an int where it
+    holds one (else the comparison that reads it fails inside a kernel's route choice, naming nothing). What
+    ``tuned`` of the CPU and GPU routes and of the PyG switch share."""
     fields = [f.name for f in dataclasses.fields(base)]
     unknown = sorted(set(changes) - set(fields))
     if unknown:
         raise TypeError(f"unknown {what} {unknown}; {type(base).__name__} has: {', '.join(fields)}")
+    for name, value in changes.items():
+        if isinstance(getattr(base, name), int) and (not isinstance(value, int) or isinstance(value, bool)):
+            raise TypeError(f"{type(base).__name__}.{name} must be an int, got {type(value).__name__}")
     token = var.set(dataclasses.replace(base, **changes))
     try:
         yield var.get()

@@ -337,6 +337,10 @@ def test_an_unknown_route_or_threshold_is_refused_with_the_valid_names():
     why = r"unknown CPU threshold.*chunk_per_thread.*chunks_per_thread"
     with pytest.raises(TypeError, match=why), routes.tuned(chunk_per_thread=2):
         pass
+    for value in ("big", 2.5, True):  # (not a threshold: the route choice's comparison would fail naming nothing)
+        must = r"Tuning.lanes_max_acc_bytes must be an int"
+        with pytest.raises(TypeError, match=must), routes.tuned(lanes_max_acc_bytes=value):
+            pass
     assert routes.forced() is None and routes.tuning() is routes.TUNING
 
 
