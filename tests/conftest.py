@@ -20,6 +20,7 @@ _SOURCES = [
     _ROOT / "scatterx" / "kernels" / "cpu" / "_codegen.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_memory.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_random.py",
+    _ROOT / "scatterx" / "kernels" / "cpu" / "_runs.py",
 ]
 # One directory per Numba version too: the oldest supported one (tools/oldest-smoke.sh) may run beside the newest.
 _KEY = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:16]

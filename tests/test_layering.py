@@ -275,6 +275,7 @@ KERNEL_SOURCES = {
     "scatterx.kernels.cpu._codegen",
     "scatterx.kernels.cpu._memory",
     "scatterx.kernels.cpu._random",
+    "scatterx.kernels.cpu._runs",
 }
 #: modules a kernel file may import that hold no compiled code (so no edit there changes a kernel)
 NOT_COMPILED = {"scatterx.kernels.cpu._compile_lock", "scatterx.kernels.cpu.openmp"}

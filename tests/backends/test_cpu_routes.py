@@ -153,6 +153,23 @@ def test_a_forced_route_is_taken_with_the_same_bits(route):
         assert torch.equal(bits(got), bits(want)), reduce
 
 
+@pytest.mark.parametrize("route", list(Route))
+@pytest.mark.parametrize("inner", [1, 3])
+def test_an_integer_mean_divides_the_wrapped_sum_on_every_route(route, inner):
+    """An int32 sum past 2**31 wraps before the divide, as torch's mean does, on every route -- the runs route's
+    accumulator, kept in a register, once did not wrap."""
+    src = torch.tensor([2**31 - 1, 2**31 - 1, 5, -7], dtype=torch.int32).repeat_interleave(inner).view(4, inner)
+    index = torch.tensor([0, 0, 1, 1])
+    want = torch.zeros(2, inner, dtype=torch.int32).scatter_reduce(
+        0, index.view(4, 1).expand(4, inner), src, "mean", include_self=False
+    )
+    assert want.flatten().tolist() == [-1] * 2 * inner
+    with routes.force(route):
+        names, got = launched(lambda: scatterx.index_scatter_reduce(0, index, src, "mean"))
+    assert names == [route.value]
+    assert torch.equal(got, want)
+
+
 @pytest.mark.parametrize(
     "route, kwargs, why",
     [

@@ -178,6 +178,8 @@ def test_empty_targets_told_by_their_bits_or_reported_ambiguous(reduce, dtype, n
         ([0, -1, 1], False, OUT_OF_RANGE),
         ([0, 2, 1], True, NOT_SORTED),
         ([0, 1, 5], True, OUT_OF_RANGE),
+        ([-1, 0, 1], True, OUT_OF_RANGE),  # (a sorted index is checked at its ends: the first below 0)
+        ([0, 5, 1], True, OUT_OF_RANGE),  # decreasing and out of range: the bad entry is named first
     ],
 )
 @pytest.mark.parametrize("marks, lanes", [(False, False), (True, False), (False, True)])

@@ -226,6 +226,11 @@ def _ov_combine(reduce, acc, x):
         # kernel ran at twice sum's time on Zen 3). ``freeze`` hides that the value was loaded from where it is
         # stored, so the store stays unconditional (docs/decisions/selecting-combine.md).
         return lambda reduce, acc, x: step(_freeze(acc), x)  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
+    if isinstance(acc, types.Integer):
+        # in the accumulator's own type: Numba widens int32 + int32 to int64, so an accumulator kept in a register
+        # (not stored into an int32 array at each step) did not wrap, and a mean divided the unwrapped sum
+        to_acc_type = np.dtype(str(acc)).type
+        return lambda reduce, acc, x: to_acc_type(step(acc, x))
     return lambda reduce, acc, x: step(acc, x)
 
 

@@ -60,6 +60,7 @@ from ._codegen import (
     rows_buffer,
     store,
 )
+from ._runs import reduce_runs
 
 OK, OUT_OF_RANGE, NOT_SORTED, AMBIGUOUS = 0, 1, 2, 3
 
@@ -95,19 +96,23 @@ def index_scatter_reduce_owner_kernel(
     # reads the index anyway -- a separate pass over it was a fifth of the call (docs/decisions/narrow-rows.md,
     # "The check in the loop")
     in_loop = check and inner == 1 and not sorted and src.shape[0] == 1
+    # rows of one element at a sorted index (checked) into a new result: the runs route's loop writes the result
+    # itself (each run's value in a register, two runs at a time; gaps 0): no accumulators to fill, no count, no
+    # last pass (docs/decisions/small-calls.md, "Sorted rows of one element")
+    runs = check and inner == 1 and sorted and not include_self and fill_empty
     if in_loop and num_targets == 0 and m > 0:
         return OUT_OF_RANGE
     if check and not in_loop:
         status = _check(index, num_targets, sorted)
         if status != OK:
             return status
-        if not marks:
+        if not marks and not runs:
             for t in range(num_targets):
                 counts[t] = 0
             if sorted:
                 # (checked: non-decreasing) each position stores its run's count so far, kept in a register, so
                 # the last store of a run leaves the whole count: ``counts[t] += 1`` waited at every position for
-                # the store of the one before, to the same target (as ``_scatter_runs``)
+                # the store of the one before, to the same target (as the runs loop stores values)
                 run = 0
                 previous = -1
                 for i in range(m):
@@ -123,6 +128,19 @@ def index_scatter_reduce_owner_kernel(
         if o < 0:
             break
         values = src[o]
+        if runs:
+            reduce_runs(
+                values.reshape(values.shape[0]),
+                index,
+                out[o].reshape(num_targets),
+                0,
+                m,
+                0,
+                num_targets,
+                reduce,
+                storage,
+            )
+            continue
         if marks:
             ambiguous = False
             members = values.reshape(values.shape[0] * inner)
@@ -142,24 +160,28 @@ def index_scatter_reduce_owner_kernel(
             start = identity(reduce, acc)
             for k in range(num_targets * inner):
                 acc[k] = start
-        if inner == 1 and check and sorted and not include_self:
-            # a sorted index, checked above: each target's entries are one run, whose value so far stays in a
-            # register (docs/decisions/small-calls.md, "Sorted rows of one element")
-            _scatter_runs(values.reshape(values.shape[0]), index, acc, reduce, storage)
-        elif in_loop:
+        if in_loop:
             flat = values.reshape(values.shape[0])
             last = np.uint64(num_targets - 1)
             bad = False
             if not marks:
                 for t in range(num_targets):
                     counts[t] = 0
-            for i in range(m):
-                t = np.uint64(index[i])  # (unsigned: a negative entry is above ``last`` too)
-                bad |= t > last
-                t = min(t, last)  # in bounds whatever the entry: the status tells
-                if not marks:
+            # two loops, not one with a branch on ``marks`` per entry: LLVM kept the branch, 20% of a 100,000-entry
+            # sum (docs/decisions/narrow-rows.md, "The check in the loop")
+            if marks:
+                for i in range(m):
+                    t = np.uint64(index[i])  # (unsigned: a negative entry is above ``last`` too)
+                    bad |= t > last
+                    t = min(t, last)  # in bounds whatever the entry: the status tells
+                    acc[t] = combine(reduce, acc[t], load(storage, flat[i]))
+            else:
+                for i in range(m):
+                    t = np.uint64(index[i])
+                    bad |= t > last
+                    t = min(t, last)
                     counts[t] += 1
-                acc[t] = combine(reduce, acc[t], load(storage, flat[i]))
+                    acc[t] = combine(reduce, acc[t], load(storage, flat[i]))
             if bad:
                 return OUT_OF_RANGE
         elif inner == 1:  # a loop of its own, on 1-D views: the loop over one feature cost 2x at 1M rows
@@ -199,27 +221,6 @@ def index_scatter_reduce_owner_kernel(
                     for j in range(inner):
                         out[o, ut, j] = store(storage, finalize(reduce, rows[ut, j], total))
     return OK
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _scatter_runs(values, index, acc, reduce, storage):
-    """Rows of one element at a sorted index (checked) into accumulators that hold the table's identity: each
-    position combines its value into its run's value so far, kept in a register, and stores that into its
-    target, so the last store of a run leaves the whole run's value there. The loop over ``acc[t] =
-    combine(acc[t], x)`` instead waits at every position for the store of the one before to reach the load of the
-    same target (a sorted index repeats its target), several times the latency of the combine. A new run restarts
-    from the identity (a select, no branch); each target's values still combine in position order from the
-    identity, so the bits are those of that loop."""
-    if index.shape[0] == 0:
-        return
-    start = identity(reduce, acc)
-    run = start
-    previous = index[0]
-    for i in range(index.shape[0]):
-        t = index[i]
-        run = combine(reduce, run if t == previous else start, load(storage, values[i]))
-        acc[np.uint64(t)] = run
-        previous = t
 
 
 #: The lanes kernel: slices reduced together, one index read for this many (a group's accumulators: a row of this
@@ -291,18 +292,24 @@ def index_scatter_reduce_lanes_kernel(
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _check(index, num_targets, sorted):
-    """OK, or OUT_OF_RANGE / NOT_SORTED (an index that must not decrease does): one pass without stores."""
-    bad = False
-    unsorted = False
-    for i in range(index.shape[0]):
-        t = index[i]
-        bad |= (t < 0) | (t >= num_targets)
+    """OK, or OUT_OF_RANGE / NOT_SORTED (an index that must not decrease does; a bad entry is named first): loops
+    without stores that vectorise -- counts, not ``|=`` of bools, which did not (two passes over 10,000 entries
+    3.3 us, one 0.9 us)."""
+    m = index.shape[0]
     if sorted:
-        for i in range(1, index.shape[0]):
-            unsorted |= index[i] < index[i - 1]
-    if bad:
+        one = np.uint64(1)
+        decreases = 0
+        for i in range(one, np.uint64(m)):
+            decreases += index[i] < index[i - one]
+        if decreases == 0:  # non-decreasing: in range if its ends are
+            return OK if m == 0 or (index[0] >= 0 and index[m - 1] < num_targets) else OUT_OF_RANGE
+    bad = 0
+    limit = np.uint64(max(num_targets, 0))
+    for i in range(m):
+        bad += np.uint64(index[i]) >= limit  # (unsigned: a negative entry is above any limit)
+    if bad > 0:
         return OUT_OF_RANGE
-    return NOT_SORTED if unsorted else OK
+    return NOT_SORTED if sorted else OK
 
 
 def looks_empty(reduce, x):
@@ -323,8 +330,11 @@ def _ov_looks_empty(reduce, x):
         typed = np.dtype(str(x)).type(value)
         return lambda reduce, x: x == typed
     typed = np.dtype(str(x)).type(red.identity_float)
-    sign = math.copysign(1.0, red.identity_float)  # -0.0 and +0.0 compare equal: the sign tells them apart
-    return lambda reduce, x: (x == typed) & (math.copysign(1.0, x) == sign)
+    # -0.0 and +0.0 compare equal: the sign tells them apart -- in x's own type (a float64 1.0 converted every
+    # float32 x, and the pass over a slice ran at half the speed)
+    one = np.dtype(str(x)).type(1.0)
+    sign = np.dtype(str(x)).type(math.copysign(1.0, red.identity_float))
+    return lambda reduce, x: (x == typed) & (math.copysign(one, x) == sign)
 
 
 index_scatter_reduce_owner = Kernel(index_scatter_reduce_owner_kernel, literal=("reduce", "storage"))

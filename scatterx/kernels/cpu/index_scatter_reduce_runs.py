@@ -18,10 +18,10 @@ target (nor 0), the last below the next chunk's first (and ``S``). A chunk that 
 whatever the other chunks hold, and an index that passes every chunk is non-decreasing and in range. On a failure
 the caller raises and drops the new tensor (the kernel only writes a result nobody else holds).
 
-**Three ways to reduce a chunk**, by shape: one-element rows of one outer slice (``_reduce_runs``: each position
-rewrites its target with its run's value so far, no branch per run, in two interleaved streams); one-element rows of
-several outer slices with long runs (``_reduce_lanes``: eight slices at once, run by run); wider rows (the segment
-kernel's loop, run by run).
+**Three ways to reduce a chunk**, by shape: one-element rows of one outer slice (``_runs.reduce_runs``: each
+position rewrites its target with its run's value so far, no branch per run, in two interleaved streams);
+one-element rows of several outer slices with long runs (``_reduce_lanes``: eight slices at once, run by run); wider
+rows (the segment kernel's loop, run by run).
 
 **The same bits as the segment kernel.** Each run is combined in position order (one-element rows: from the
 table's identity, which the table guarantees is bit for bit the same as starting from the first row; wide rows:
@@ -50,6 +50,7 @@ from ._codegen import (
     write_row,
 )
 from ._memory import store_fence
+from ._runs import reduce_runs, run_start
 
 #: Outer slices reduced together (``_reduce_lanes``), when runs are this long on average.
 LANES = 8
@@ -97,30 +98,13 @@ def index_scatter_reduce_runs_kernel(counter, src, index, out, step, reduce, sto
             values = src.reshape(outer, src.shape[1] * inner)
             results = out.reshape(outer, num_targets * inner)
             for o in range(outer):
-                _reduce_runs(values[o], index, results[o], lo, hi, first, last, reduce, storage)
+                reduce_runs(values[o], index, results[o], lo, hi, first, last, reduce, storage)
         else:
             for o in range(0, outer, LANES):
                 _reduce_lanes(src, index, out, o, min(LANES, outer - o), lo, hi, first, last, reduce, storage)
     if stream:
         store_fence()  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
     return bad
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _run_start(index, low, p):
-    """The first position of the run holding position ``p``: the first ``q`` in ``[low, p]`` with ``index[q] >=
-    index[p]`` (binary search). On an index that is not sorted this is some position in ``[low, p]``; the
-    kernel's checks then reject the index."""
-    v = index[p]
-    lo = np.int64(low)
-    hi = np.int64(p)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if index[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -132,7 +116,7 @@ def _chunk_start(index, c, nchunks, step):
         return np.int64(0)
     if c >= nchunks:
         return np.int64(m)
-    return _run_start(index, 0, min(c * step, m - 1))
+    return run_start(index, 0, min(c * step, m - 1))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -183,64 +167,10 @@ def _reduce_rows(src, index, out, acc, o, lo, hi, first, last, direct, stream, r
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _reduce_runs(src, index, out, lo, hi, first, last, reduce, storage):
-    """One outer slice of one chunk (checked), one-element rows, without a branch per run: its targets are zeroed
-    (gaps stay 0), then every position rewrites its target with its run's value so far (the last write is the
-    whole run's), as two interleaved streams -- the chunk's halves, split at a run start. A mispredicted branch per
-    run was most of the time at a few rows per run, and each stream's accumulator is a chain of dependent
-    operations that two independent streams overlap (branching per run, branch-free and two streams measured in
-    docs/decisions/narrow-rows.md). ``src``, ``out``: the slice's rows, 1-D."""
-    for t in range(first, last):
-        out[t] = 0
-    if hi == lo:
-        return
-    start = identity(reduce, acc_buffer(storage, src, 0))
-    mid = _run_start(index, lo, (lo + hi) // 2)
-    # Each position: a new run restarts the accumulator (a select once compiled, not a branch), then the
-    # position's value is combined in and the run's value so far written to its target.
-    a, count_a, previous_a = start, 0, index[lo]
-    b, count_b, previous_b = start, 0, index[mid]
-    both = min(mid - lo, hi - mid)
-    for k in range(both):
-        i = lo + k
-        j = mid + k
-        va = index[i]
-        vb = index[j]
-        if va != previous_a:
-            a = start
-            count_a = 0
-        if vb != previous_b:
-            b = start
-            count_b = 0
-        a = combine(reduce, a, load(storage, src[i]))
-        b = combine(reduce, b, load(storage, src[j]))
-        count_a += 1
-        count_b += 1
-        out[va] = store(storage, finalize(reduce, a, count_a))
-        out[vb] = store(storage, finalize(reduce, b, count_b))
-        previous_a = va
-        previous_b = vb
-    # the longer stream's rest, alone
-    if mid - lo > hi - mid:
-        rest, end, acc, count, previous = lo + both, mid, a, count_a, previous_a
-    else:
-        rest, end, acc, count, previous = mid + both, hi, b, count_b, previous_b
-    for i in range(rest, end):
-        v = index[i]
-        if v != previous:
-            acc = start
-            count = 0
-        acc = combine(reduce, acc, load(storage, src[i]))
-        count += 1
-        out[v] = store(storage, finalize(reduce, acc, count))
-        previous = v
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def _reduce_lanes(src, index, out, o, lanes, lo, hi, first, last, reduce, storage):
     """Outer slices ``o .. o + lanes - 1`` of one chunk (checked), one-element rows, together, run by run: one
     index read per position for all of them, and their accumulators are independent chains. Pays a few branches
-    per run, shared by the lanes: faster than ``_reduce_runs`` slice by slice from about 4 positions a run (see
+    per run, shared by the lanes: faster than ``reduce_runs`` slice by slice from about 4 positions a run (see
     docs/decisions/narrow-rows.md)."""
     acc = acc_buffer(storage, src, lanes)
     start = identity(reduce, acc)
