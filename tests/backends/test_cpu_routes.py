@@ -153,6 +153,34 @@ def test_a_forced_route_is_taken_with_the_same_bits(route):
         assert torch.equal(bits(got), bits(want)), reduce
 
 
+def test_a_long_1d_unsorted_call_into_a_small_output_takes_the_small_path():
+    """Past the small size, a 1-D unsorted call still skips the general path's bookkeeping when that path would take
+    the serial route too (the output as small as a small call's); same bits as the gather route; a bad entry, or
+    an output past that size, is left to the general path."""
+    t = routes.tuning()
+    g = torch.Generator().manual_seed(5)
+    n = t.small_call_elements + 1000
+    src = torch.randn(n, generator=g)
+    index = torch.randint(0, 1000, (n,), generator=g)
+    assert not routes.small(outer=1, n=n, inner=1, segments=1000, threads=torch.get_num_threads(), t=t)
+    for reduce in ("sum", "mean", "amax"):
+        got = cpu.small_index_scatter_reduce(src, index, 0, BY_NAME[reduce], False, 1000)
+        assert got is not None
+        with routes.force(Route.GATHER):
+            want = scatterx.index_scatter_reduce(0, index, src, reduce, sorted=False, dim_size=1000)
+        assert torch.equal(bits(got), bits(want)), reduce
+    bad = index.clone()
+    bad[-1] = 1000
+    assert cpu.small_index_scatter_reduce(src, bad, 0, BY_NAME["sum"], False, 1000) is None
+    with pytest.raises(IndexError, match="index"):
+        scatterx.index_scatter_reduce(0, bad, src, "sum", sorted=False, dim_size=1000)
+    wide = t.small_call_elements + 1
+    assert cpu.small_index_scatter_reduce(src, index, 0, BY_NAME["sum"], False, wide) is None
+    with routes.recording() as log:
+        scatterx.index_scatter_reduce(0, index, src, "sum", sorted=False, dim_size=wide)
+    assert [launch.route for launch in log] == ["serial"]
+
+
 @pytest.mark.parametrize("route", list(Route))
 @pytest.mark.parametrize("inner", [1, 3])
 def test_an_integer_mean_divides_the_wrapped_sum_on_every_route(route, inner):

@@ -170,8 +170,18 @@ def small_index_scatter_reduce(
     for size in shape[:dim]:
         outer *= size
     inner = row // outer
-    if forced is None and not routes.small(
-        outer=outer, n=n, inner=inner, segments=num_segments, threads=torch.get_num_threads(), t=t
+    threads = torch.get_num_threads()
+    if (
+        forced is None
+        and not routes.small(outer=outer, n=n, inner=inner, segments=num_segments, threads=threads, t=t)
+        # the general path would take the serial route too, after ~15 us of bookkeeping: a 1-D unsorted call of a
+        # few hundred thousand entries (degree and edge-weight sums) into an output as small as a small call's
+        and not (
+            not sorted
+            and base is None
+            and routes.narrow_unsorted(outer=outer, inner=inner, threads=threads, t=t)
+            and num_segments * inner <= t.small_call_elements
+        )
     ):
         return None
     result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, base, include_self)

@@ -197,16 +197,13 @@ def choose_route(
         if into_new and runs_pay(inner=inner, m=m, segments=segments):
             return Route.RUNS
         return Route.SEGMENTS
-    if (
-        into_new
-        and outer == 1
-        and inner > 0
-        and (
-            inner * threads <= t.serial_unsorted_max_work
-            or (
-                segments * inner * _acc_bytes(itemsize) <= t.serial_unsorted_max_acc_bytes
-                and m * inner * threads <= t.serial_unsorted_max_thread_elements
-            )
+    if into_new and (
+        narrow_unsorted(outer=outer, inner=inner, threads=threads, t=t)
+        or (
+            outer == 1
+            and inner > 0
+            and segments * inner * _acc_bytes(itemsize) <= t.serial_unsorted_max_acc_bytes
+            and m * inner * threads <= t.serial_unsorted_max_thread_elements
         )
     ):
         return Route.SERIAL
@@ -223,6 +220,12 @@ def small(*, outer: int, n: int, inner: int, segments: int, threads: int, t: Tun
     if inner >= t.small_wide_row:
         limit = max(limit, limit * t.small_wide_factor // max(threads, 1))
     return row * (n + segments) <= limit
+
+
+def narrow_unsorted(*, outer: int, inner: int, threads: int, t: Tuning = TUNING) -> bool:
+    """Whether an unsorted index into a new tensor takes the serial route at any size: one outer slice of rows so
+    narrow that one thread's direct scatter beats sorting positions on every thread (narrow-rows.md)."""
+    return outer == 1 and inner > 0 and inner * threads <= t.serial_unsorted_max_work
 
 
 def runs_pay(*, inner: int, m: int, segments: int) -> bool:
