@@ -367,6 +367,27 @@ def test_lanes_take_a_whole_group_per_thread_whose_accumulators_stay_in_cache():
     assert torch.equal(by_slice, scatterx.index_scatter_reduce(1, index, src, "sum", sorted=False))
 
 
+def test_the_lanes_limit_is_half_the_l2_cache_sysfs_names(tmp_path):
+    """``lanes_max_acc_bytes`` follows the machine: half the L2 that Linux's sysfs gives (lanes paid up to 256 KB on
+    a 512 KB L2 and up to 1.5 MB on a 2 MB one), 256 KB where none is given."""
+
+    def cache(index, level, kind, size):
+        entry = tmp_path / "cpu0" / "cache" / f"index{index}"
+        entry.mkdir(parents=True)
+        for name, text in (("level", level), ("type", kind), ("size", size)):
+            (entry / name).write_text(f"{text}\n")
+
+    assert routes.l2_cache_bytes(tmp_path) is None  # no cache directory
+    cache(0, 1, "Data", "48K")
+    cache(1, 1, "Instruction", "32K")
+    assert routes.l2_cache_bytes(tmp_path) is None  # no level 2
+    cache(2, 2, "Unified", "2048K")
+    cache(3, 3, "Unified", "32M")
+    assert routes.l2_cache_bytes(tmp_path) == 2 << 20
+    l2 = routes.l2_cache_bytes()
+    assert T.lanes_max_acc_bytes == (l2 // 2 if l2 else 256 << 10)
+
+
 def test_the_reductions_keep_a_threshold_of_their_own_only_on_the_pool(monkeypatch):
     """A pool launch costs 50-150 us, one on torch's OpenMP team a few: the memory-bound reductions wait for more
     work before going parallel on the pool only."""

@@ -27,12 +27,34 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import enum
+import pathlib
 from dataclasses import dataclass
 from typing import Iterator, List, NamedTuple, Optional
 
 from ...kernels.cpu import openmp
 from ...kernels.cpu.index_scatter_reduce_owner import LANES
 from .._common import forced_route, tuned_block
+
+
+def l2_cache_bytes(cpus: pathlib.Path = pathlib.Path("/sys/devices/system/cpu")) -> Optional[int]:
+    """The size of CPU 0's level-2 cache, as Linux's sysfs gives it (``index*/size``, e.g. ``2048K``); None where
+    it does not (another OS, a container that hides it)."""
+    try:
+        for entry in sorted((cpus / "cpu0" / "cache").glob("index*")):
+            kind = (entry / "type").read_text().strip()
+            if (entry / "level").read_text().strip() == "2" and kind in ("Unified", "Data"):
+                size = (entry / "size").read_text().strip().upper()
+                scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+                return int(size.rstrip("KMG")) * scale
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+#: Where the lanes kernel's accumulators stop paying: half this CPU's L2, or 256 KB (half the L2 of the Zen 3 it was
+#: first measured on) where the L2 is not known (element-scatter.md, "When lanes pay").
+_L2 = l2_cache_bytes()
+LANES_MAX_ACC_BYTES = _L2 // 2 if _L2 else 256 << 10
 
 
 class Route(str, enum.Enum):
@@ -81,10 +103,10 @@ class Tuning:
     slices_max_buffer_bytes: int = 8 << 20
     #: Rows of one element of several outer slices (either route): a work item reduces ``LANES`` slices together
     #: (the lanes kernel: one index read for the group) while the group's accumulators, ``LANES`` per target, take
-    #: at most this many bytes and every thread has a whole group; otherwise a slice at a time -- past it the group's
-    #: rows leave L2 (3x slower at 2 MB), and with fewer groups than threads, threads idle (element-scatter.md,
-    #: "When lanes pay").
-    lanes_max_acc_bytes: int = 256 << 10
+    #: at most this many bytes -- half of this CPU's L2 -- and every thread has a whole group; otherwise a slice at a
+    #: time -- past it the group's rows leave L2 (3x slower at 2 MB on a 512 KB L2), and with fewer groups than
+    #: threads, threads idle (element-scatter.md, "When lanes pay").
+    lanes_max_acc_bytes: int = LANES_MAX_ACC_BYTES
     #: Chunks of segments (work items) per thread, claimed one by one: a thread that drew a hub takes fewer, and a
     #: worker that woke late leaves at most a small chunk to wait for at the end (cpu-parallelism.md).
     chunks_per_thread: int = 16
