@@ -1,9 +1,9 @@
 """CPU kernels (Numba). Everything here trusts its inputs: validation happens in ``scatterx.ops`` and the backend.
 
 One module per op family (named after the op, as in ``ops/`` and ``backends/cpu/``); ``_codegen.py`` turns the
-reduction table into the kernels' steps, ``_memory.py`` holds the memory intrinsics, ``launcher.py`` runs a kernel on
-several threads (on torch's OpenMP team, ``openmp.py``, or a pool of Python threads); ``launch_probe.py`` holds the
-two kernels that time a launch.
+reduction table into the kernels' steps, ``_memory.py`` holds the memory intrinsics, ``_runs.py`` the loop over a
+sorted index's runs that two kernels share, ``launcher.py`` runs a kernel on several threads (on torch's OpenMP
+team, ``openmp.py``, or a pool of Python threads); ``launch_probe.py`` holds the two kernels that time a launch.
 """
 
 from __future__ import annotations
