@@ -367,6 +367,29 @@ def test_lanes_take_a_whole_group_per_thread_whose_accumulators_stay_in_cache():
     assert torch.equal(by_slice, scatterx.index_scatter_reduce(1, index, src, "sum", sorted=False))
 
 
+@pytest.mark.parametrize("reduce, special", [("sum", -0.0), ("amax", float("-inf")), ("amin", float("inf"))])
+@pytest.mark.parametrize("with_special", [False, True])
+def test_the_slices_route_tells_empty_targets_by_their_bits_with_the_gather_route_s_bits(reduce, special, with_special):
+    """Rows of one element of a few slices into a new tensor: the slices route tells empty targets by the
+    identity's bits instead of counting entries, and counts after all when a value has those bits (a -0.0 in a
+    sum, whose target must stay -0.0, not become 0): the same bits as the gather route either way."""
+    g = torch.Generator().manual_seed(11)
+    src = torch.randn(3, 4000, generator=g)
+    index = torch.randint(0, 700, (4000,), generator=g)  # some of the 1,000 targets receive nothing
+    if with_special:
+        src[1, :50] = special
+        index[:50] = 999  # a target that receives only the identity's bits
+    with routes.force(Route.SLICES):
+        names, got = launched(lambda: scatterx.index_scatter_reduce(1, index, src, reduce, sorted=False, dim_size=1000))
+    assert names == ["slices"]
+    with routes.force(Route.GATHER):
+        want = scatterx.index_scatter_reduce(1, index, src, reduce, sorted=False, dim_size=1000)
+    assert torch.equal(bits(got), bits(want))
+    if with_special:
+        assert torch.equal(bits(got[1, 999]), bits(torch.tensor(special)))
+    assert torch.equal(bits(got[:, 998]), bits(torch.zeros(3)))  # received nothing: 0
+
+
 def test_the_lanes_limit_is_half_the_l2_cache_sysfs_names(tmp_path):
     """``lanes_max_acc_bytes`` follows the machine: half the L2 that Linux's sysfs gives (lanes paid up to 256 KB on
     a 512 KB L2 and up to 1.5 MB on a 2 MB one), 256 KB where none is given."""

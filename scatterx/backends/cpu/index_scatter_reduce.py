@@ -311,7 +311,11 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
     lanes = routes.lanes_pay(
         outer=outer, inner=inner, segments=num_segments, itemsize=src.element_size(), threads=threads, t=t
     )
-    if lanes:
+    # rows of one element into a new tensor, a reduction whose empty targets keep the identity's bits: told by
+    # them, as on the serial route, instead of a counting pass -- which took as long as a slice's own reduction
+    # (element-scatter.md, "Few slices")
+    marks = not lanes and inner == 1 and out is None and base is None and red.name in owner.MARKS_EMPTY
+    if lanes or marks:
         index_np, counts = index64(index), _NO_COUNTS
         if index_np.shape[0] and not index_fits(index_np, num_segments, False):
             raise explain_bad_index(index, num_segments, False)
@@ -353,19 +357,25 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
                 **flags,
             )
         else:
-            launch(
-                owner.index_scatter_reduce_owner,
-                key,
-                outer,
-                threads,
-                src3,
-                index_np,
-                counts,
-                initial3,
-                written3,
-                marks=False,
-                **flags,
-            )
+            while True:
+                ambiguous = launch(
+                    owner.index_scatter_reduce_owner,
+                    key,
+                    outer,
+                    threads,
+                    src3,
+                    index_np,
+                    counts,
+                    initial3,
+                    written3,
+                    marks=marks,
+                    **flags,
+                )
+                if not ambiguous:
+                    break
+                # a value with the identity's bits (a -0.0 in a sum): count the entries, and write every slice again
+                marks = False
+                index_np, counts = count_index(index, num_segments)
     return result if out is None else finish(out, written)
 
 
