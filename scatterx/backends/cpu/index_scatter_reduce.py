@@ -170,18 +170,15 @@ def small_index_scatter_reduce(
     for size in shape[:dim]:
         outer *= size
     inner = row // outer
-    threads = torch.get_num_threads()
-    if (
-        forced is None
-        and not routes.small(outer=outer, n=n, inner=inner, segments=num_segments, threads=threads, t=t)
-        # the general path would take the serial route too, after ~15 us of bookkeeping: a 1-D unsorted call of a
-        # few hundred thousand entries (degree and edge-weight sums) into an output as small as a small call's
-        and not (
-            not sorted
-            and base is None
-            and routes.narrow_unsorted(outer=outer, inner=inner, threads=threads, t=t)
-            and num_segments * inner <= t.small_call_elements
-        )
+    if forced is None and not routes.small_path(
+        sorted=sorted,
+        from_base=base is not None,
+        outer=outer,
+        n=n,
+        inner=inner,
+        segments=num_segments,
+        threads=torch.get_num_threads(),
+        t=t,
     ):
         return None
     result, status = _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, base, include_self)
@@ -225,7 +222,7 @@ def _serial_run(src, index_np, red, sorted, num_segments, outer, n, inner, dim, 
     lanes = base is None and routes.lanes_pay(
         outer=outer, inner=inner, segments=num_segments, itemsize=src.element_size(), threads=1, t=routes.tuning()
     )
-    marks = inner == 1 and base is None and not lanes and red.name in owner.MARKS_EMPTY
+    marks = not lanes and routes.marks_pay(red.name, inner=inner, into_new=base is None)
     # on the calling thread: the kernel's entry called directly, without ``launch``'s bookkeeping
     # (see docs/decisions/small-calls.md)
     key = owner.owner_key(src3, red.code, storage)
@@ -311,10 +308,9 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
     lanes = routes.lanes_pay(
         outer=outer, inner=inner, segments=num_segments, itemsize=src.element_size(), threads=threads, t=t
     )
-    # rows of one element into a new tensor, a reduction whose empty targets keep the identity's bits: told by
-    # them, as on the serial route, instead of a counting pass -- which took as long as a slice's own reduction
-    # (element-scatter.md, "Few slices")
-    marks = not lanes and inner == 1 and out is None and base is None and red.name in owner.MARKS_EMPTY
+    # empty targets told by their bits, as on the serial route, instead of a counting pass -- which took as long as
+    # a slice's own reduction (element-scatter.md, "Few slices")
+    marks = not lanes and routes.marks_pay(red.name, inner=inner, into_new=out is None and base is None)
     if lanes or marks:
         index_np, counts = index64(index), _NO_COUNTS
         if index_np.shape[0] and not index_fits(index_np, num_segments, False):
@@ -371,7 +367,7 @@ def _slices(src, index, dim, red, num_segments, out, base, include_self, t):
                     marks=marks,
                     **flags,
                 )
-                if not ambiguous:
+                if not ambiguous:  # (the work items' statuses summed: the index is checked, so only AMBIGUOUS)
                     break
                 # a value with the identity's bits (a -0.0 in a sum): count the entries, and write every slice again
                 marks = False

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, NamedTuple, Optional
 
 from ...kernels.cpu import openmp
-from ...kernels.cpu.index_scatter_reduce_owner import LANES
+from ...kernels.cpu.index_scatter_reduce_owner import LANES, MARKS_EMPTY
 from .._common import forced_route, tuned_block
 
 
@@ -244,6 +244,21 @@ def small(*, outer: int, n: int, inner: int, segments: int, threads: int, t: Tun
     return row * (n + segments) <= limit
 
 
+def small_path(
+    *, sorted: bool, from_base: bool, outer: int, n: int, inner: int, segments: int, threads: int, t: Tuning = TUNING
+) -> bool:
+    """Whether a call into a new tensor takes the serial route with the small path's few checks (the backend's
+    ``small_index_scatter_reduce``): a small call, or a narrow unsorted one of any length that the general path
+    would send to the serial route too, after ~15 us of bookkeeping, into an output no larger than a small call's
+    (larger ones keep the general path's memory check; narrow-rows.md, "The check in the loop")."""
+    return small(outer=outer, n=n, inner=inner, segments=segments, threads=threads, t=t) or (
+        not sorted
+        and not from_base
+        and narrow_unsorted(outer=outer, inner=inner, threads=threads, t=t)
+        and segments * inner <= t.small_call_elements
+    )
+
+
 def narrow_unsorted(*, outer: int, inner: int, threads: int, t: Tuning = TUNING) -> bool:
     """Whether an unsorted index into a new tensor takes the serial route at any size: one outer slice of rows so
     narrow that one thread's direct scatter beats sorting positions on every thread (narrow-rows.md)."""
@@ -278,6 +293,13 @@ def lanes_pay(*, outer: int, inner: int, segments: int, itemsize: int, threads: 
         and outer >= LANES * max(threads, 1)
         and segments * LANES * _acc_bytes(itemsize) <= t.lanes_max_acc_bytes
     )
+
+
+def marks_pay(reduce: str, *, inner: int, into_new: bool) -> bool:
+    """Whether the owner kernel tells empty targets by their bits (``marks``) instead of counting each target's
+    entries first: rows of one element into a new result, for the reductions of ``MARKS_EMPTY`` (for wider rows the
+    pass that looks for identity bits costs more than the counting pass it saves: narrow-rows.md)."""
+    return into_new and inner == 1 and reduce in MARKS_EMPTY
 
 
 def _acc_bytes(itemsize: int) -> int:
