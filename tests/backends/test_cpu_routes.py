@@ -2,6 +2,8 @@
 (taken, or refused by name), what the backend launches (``routes.recording``), every route giving the bits of the
 others, and which outputs are written with streaming (non-temporal) stores."""
 
+import itertools
+
 import pytest
 import torch
 from kernel_calls import bits
@@ -388,6 +390,37 @@ def test_the_slices_route_tells_empty_targets_by_their_bits_with_the_gather_rout
     if with_special:
         assert torch.equal(bits(got[1, 999]), bits(torch.tensor(special)))
     assert torch.equal(bits(got[:, 998]), bits(torch.zeros(3)))  # received nothing: 0
+
+
+def test_dense_order_names_the_layout_of_permuted_views_only():
+    from scatterx.backends.cpu._arguments import dense_order
+
+    x = torch.randn(4, 5, 6)
+    assert dense_order(x) is None  # contiguous
+    assert dense_order(x.permute(2, 0, 1)) == (1, 2, 0)  # memory order: dim 1 (size 4), then dim 2, then dim 0
+    assert dense_order(x.permute(2, 0, 1)[..., :3]) is None  # a gap between rows: a copy
+    assert dense_order(torch.randn(5, 1).expand(5, 3)) is None  # overlapping elements
+    assert dense_order(torch.randn(1, 5).t()) is None  # contiguous as torch sees it (a dim of size 1)
+
+
+@pytest.mark.parametrize("sorted", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_a_permuted_src_is_reduced_as_it_lies_with_the_bits_of_its_contiguous_copy(reduce, sorted):
+    """A transposed or permuted ``src`` is not copied (``dense_order``): the kernels reduce along the permuted dim and
+    the result comes back in the caller's order of dims, contiguous, bit for bit what the contiguous copy gives --
+    on both paths: the small path, and the general one's routes."""
+    g = torch.Generator().manual_seed(13)
+    for shape, n, small in (((3, 4, 5), 9, True), ((3, 20, 50), 30, True), ((3, 20, 50), 30, False)):
+        for order in itertools.permutations(range(3)):
+            src = random_values(shape, torch.float32, g, reduce).permute(order)
+            for dim in range(3):
+                index = torch.randint(0, n, (src.size(dim),), generator=g)
+                index = index.sort().values if sorted else index
+                with routes.tuned(**({} if small else dict(small_call_elements=0))):
+                    got = scatterx.index_scatter_reduce(dim, index, src, reduce, sorted, dim_size=n)
+                    want = scatterx.index_scatter_reduce(dim, index, src.contiguous(), reduce, sorted, dim_size=n)
+                assert got.is_contiguous() and got.shape == want.shape
+                assert torch.equal(bits(got), bits(want)), (order, dim)
 
 
 def test_the_lanes_limit_is_half_the_l2_cache_sysfs_names(tmp_path):

@@ -26,7 +26,7 @@ from ...kernels.cpu.segments import index_bound
 from .._common import explain_bad_index, is_tie, shape3
 from .._outputs import empty, new_result
 from . import routes
-from ._arguments import chunks, finish, index64, perm_np, streams, target, view3
+from ._arguments import chunks, dense_order, finish, index64, perm_np, streams, target, unpermuted, view3
 from .routes import Route
 from .segment_reduce import reduce_segments
 from .segments import count_index, head_sorted, index_fits, segments, sorted_ptr
@@ -59,8 +59,14 @@ def index_scatter_reduce(
     ``sorted=None``: not known -- a sorted route if the index's head is sorted, and an unsorted one if the whole
     index turns out not to be. The index is validated here (``index_checked`` is the GPU's business: its host
     read may have done it)."""
-    t = routes.tuning()
     into_new = out is None and base is None
+    order = dense_order(src) if into_new else None
+    if order is not None:  # a permuted view (a transpose): reduced as it lies, not through a copy
+        permuted = index_scatter_reduce(
+            src.permute(order), index, order.index(dim), red, sorted, num_segments, index_checked=index_checked
+        )
+        return unpermuted(permuted, order)
+    t = routes.tuning()
     from_base = out is None and base is not None
     outer, n, inner = shape3(src, dim)
     m = index.numel()
@@ -154,6 +160,13 @@ def small_index_scatter_reduce(
         return None
     if src.dtype not in _SMALL_DTYPES or index.dtype not in _INDEX_DTYPES or not (src.is_cpu and index.is_cpu):
         return None
+    if base is None and not src.is_contiguous():
+        order = dense_order(src)
+        if order is not None:  # a permuted view: reduced as it lies (``index_scatter_reduce``)
+            permuted = small_index_scatter_reduce(
+                src.permute(order), index, order.index(dim), red, sorted, num_segments
+            )
+            return None if permuted is None else unpermuted(permuted, order)
     index_np = index64(index)
     if num_segments is None:
         # sorted: the last entry is the largest -- if the promise holds, which the kernel checks before writing
