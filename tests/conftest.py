@@ -204,9 +204,10 @@ ROUTES = [
     ("gpu", "atomic"),
     ("gpu", "sort"),
 ]
-#: the routes that need a sorted index, and those that write new tensors only (no ``out=``, no base)
+#: the routes that need a sorted index, and those that write new tensors only (no ``out=``, no base; the serial
+#: route serves ``out=`` through a new tensor that it then copies in)
 SORTED_ROUTES = {"serial-sorted", "runs", "segments"}
-INTO_NEW_ROUTES = {"serial", "serial-sorted", "runs"}
+INTO_NEW_ROUTES = {"runs"}
 
 
 def route_id(param) -> str:

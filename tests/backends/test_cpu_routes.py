@@ -10,6 +10,7 @@ from kernel_calls import bits
 from strategies import REDUCES, SUPPORTED_DTYPES, random_values
 
 import scatterx
+from scatterx import reference
 from scatterx._reductions import BY_NAME
 from scatterx.backends import cpu
 from scatterx.backends.cpu import routes
@@ -49,12 +50,11 @@ def choose(
 @pytest.mark.parametrize(
     "shape, expected",
     [
-        # small calls into a new tensor: serial, whatever the order; not with out=
+        # small calls into a new tensor: serial, whatever the order
         (dict(n=100, inner=8, segments=10), Route.SERIAL),
         (dict(n=100, inner=8, segments=10, sorted=False), Route.SERIAL),
-        (dict(n=100, inner=8, segments=10, into_new=False), Route.SEGMENTS),
-        (dict(n=100, inner=8, segments=10, into_new=False, sorted=False), Route.GATHER),
-        # ... and into a new tensor computed from a base (no out=): serial too
+        # ... and into a new tensor computed from a base or from out= (then copied in): serial too
+        (dict(n=100, inner=8, segments=10, into_new=False, from_base=True), Route.SERIAL),
         (dict(n=100, inner=8, segments=10, into_new=False, from_base=True, sorted=False), Route.SERIAL),
         (dict(n=10**6, inner=8, segments=10, into_new=False, from_base=True, sorted=False), Route.GATHER),
         # wide rows are small up to a larger size, shrinking with threads
@@ -69,15 +69,21 @@ def choose(
         (dict(inner=2), Route.RUNS),
         (dict(inner=1, m=10**5, segments=2 * 10**5), Route.RUNS),
         (dict(inner=16, m=10**5, segments=2 * 10**5), Route.SEGMENTS),  # fewer positions than targets
-        (dict(inner=16, into_new=False), Route.SEGMENTS),
-        # unsorted: serial for narrow rows of one outer slice (inner x threads small), into a new tensor
+        (dict(inner=16, into_new=False, from_base=True), Route.SEGMENTS),
+        # sorted from a base: serial for rows of one element (inner x threads small), the segment kernel otherwise
+        (dict(inner=1, into_new=False, from_base=True), Route.SERIAL),
+        (dict(inner=1, into_new=False, from_base=True, threads=16), Route.SEGMENTS),
+        (dict(inner=2, into_new=False, from_base=True), Route.SEGMENTS),
+        # unsorted: serial for narrow rows of one outer slice (inner x threads small), into a new tensor or from a
+        # base
         (dict(sorted=False, inner=1), Route.SERIAL),
         (dict(sorted=False, inner=4, threads=2), Route.SERIAL),
         (
             dict(sorted=False, inner=4, threads=4),
             Route.SLICES if T.slices_max_row_bytes >= 4 * 4 and 1 >= 4 else Route.GATHER,
         ),
-        (dict(sorted=False, inner=1, into_new=False), Route.GATHER),
+        (dict(sorted=False, inner=1, into_new=False, from_base=True), Route.SERIAL),
+        (dict(sorted=False, inner=1, into_new=False, from_base=True, threads=16), Route.GATHER),
         # ... slices for tiny rows of many outer slices with a cache-sized accumulator, gather otherwise
         (dict(sorted=False, outer=64, inner=1, n=10**6, segments=10**5), Route.SLICES),
         (dict(sorted=False, outer=64, inner=1, segments=10**7), Route.GATHER),  # accumulator beyond the budget
@@ -87,7 +93,7 @@ def choose(
         (dict(sorted=False, n=10**5, inner=16, segments=10**4), Route.SERIAL),
         (dict(sorted=False, n=10**5, inner=16, segments=10**4, threads=16), Route.GATHER),
         (dict(sorted=False, n=2 * 10**4, inner=256, segments=2 * 10**3), Route.GATHER),  # a 2 MB output
-        (dict(sorted=False, n=10**4, inner=64, segments=10**3, into_new=False), Route.GATHER),
+        (dict(sorted=False, n=10**4, inner=64, segments=10**3, into_new=False, from_base=True), Route.GATHER),
         (dict(sorted=False, outer=2, inner=2, threads=4), Route.GATHER),  # fewer slices than threads
     ],
 )
@@ -204,7 +210,6 @@ def test_an_integer_mean_divides_the_wrapped_sum_on_every_route(route, inner):
     "route, kwargs, why",
     [
         (Route.RUNS, dict(out=torch.zeros(4, 2)), "'runs'.*writes a new tensor only"),
-        (Route.SERIAL, dict(out=torch.zeros(4, 2)), "'serial'.*writes a new tensor only"),
         (Route.RUNS, dict(sorted=False), "'runs'.*needs a sorted index"),
         (Route.SEGMENTS, dict(sorted=False), "'segments'.*needs a sorted index"),
     ],
@@ -390,6 +395,33 @@ def test_the_slices_route_tells_empty_targets_by_their_bits_with_the_gather_rout
     if with_special:
         assert torch.equal(bits(got[1, 999]), bits(torch.tensor(special)))
     assert torch.equal(bits(got[:, 998]), bits(torch.zeros(3)))  # received nothing: 0
+
+
+@pytest.mark.parametrize("sorted", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES)
+@pytest.mark.parametrize("include_self", [True, False])
+def test_a_narrow_call_into_out_takes_the_serial_route_through_a_new_tensor(reduce, sorted, include_self):
+    """``out=`` with rows of one element: the serial kernel computes a new tensor from ``out`` (no counting pass for
+    a reduction that does not divide, with ``include_self``) and copies it in -- the reference's values, and a
+    bad index leaves ``out`` as it was."""
+    g = torch.Generator().manual_seed(14)
+    src = random_values((50_000,), torch.float64, g, reduce)
+    index = torch.randint(0, 5_000, (50_000,), generator=g)
+    index[:100] = 4_999  # (and some targets receive nothing)
+    index = index.sort().values if sorted else index
+    out = random_values((6_000,), torch.float64, g, reduce)
+    want = reference.index_scatter_reduce(0, index, src, reduce, out=out.clone(), include_self=include_self)
+    names, got = launched(
+        lambda: scatterx.index_scatter_reduce(0, index, src, reduce, sorted, out=out, include_self=include_self)
+    )
+    assert names == ["serial"] and got is out
+    torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
+    before = out.clone()
+    bad = index.clone()
+    bad[-1] = 6_000
+    with pytest.raises(IndexError, match=r"index\[49999\]=6000 is out of range"):
+        scatterx.index_scatter_reduce(0, bad, src, reduce, sorted, out=out, include_self=include_self)
+    assert torch.equal(out, before)
 
 
 def test_dense_order_names_the_layout_of_permuted_views_only():

@@ -67,7 +67,9 @@ def index_scatter_reduce(
         )
         return unpermuted(permuted, order)
     t = routes.tuning()
-    from_base = out is None and base is not None
+    # the serial route computes ``out=`` as a new tensor from it, then copies that in: a narrow or small call
+    # gains more from the serial kernel than the copy of its output costs (small-calls.md, "Into out=")
+    from_base = base is not None or out is not None
     outer, n, inner = shape3(src, dim)
     m = index.numel()
     forced = routes.forced()
@@ -95,10 +97,16 @@ def index_scatter_reduce(
             t=t,
             from_base=from_base,
         )
-    if route is Route.SERIAL:
-        return _serial(
-            src, index64(index), index, red, bool(sorted), num_segments, outer, n, inner, dim, base, include_self
+
+    def serial(is_sorted: bool) -> torch.Tensor:
+        start = base if out is None else out
+        result = _serial(
+            src, index64(index), index, red, is_sorted, num_segments, outer, n, inner, dim, start, include_self
         )
+        return result if out is None else finish(out, result)
+
+    if route is Route.SERIAL:
+        return serial(bool(sorted))
     if route in (Route.RUNS, Route.SEGMENTS):
         result = (
             _runs(src, index, red, num_segments, outer, n, inner, dim, t)
@@ -126,9 +134,10 @@ def index_scatter_reduce(
             itemsize=src.element_size(),
             threads=torch.get_num_threads(),
             t=t,
+            from_base=from_base,
         )
         if route is Route.SERIAL:
-            return _serial(src, index64(index), index, red, False, num_segments, outer, n, inner, dim)
+            return serial(False)
     if route is Route.SLICES:
         return _slices(src, index, dim, red, num_segments, out, base, include_self, t)
     ptr, perm = segments(index, num_segments, False)

@@ -80,7 +80,7 @@ def index_scatter_reduce_owner_kernel(
     only with ``include_self`` or when not ``fill_empty``; native types accumulate in ``out``, so ``base`` may be
     ``out`` only with ``include_self`` or ``fill_empty``); index: int64 (m,).
     counts: int64 (S,), the entries of each target -- counted here with ``check`` (the caller passes a buffer),
-    else given; unused with ``marks``. check: the index is verified (range; order with ``sorted``) and a failure
+    else given; unused with ``marks``, and with ``include_self`` for a reduction that does not divide. check: the index is verified (range; order with ``sorted``) and a failure
     is returned -- for a launch on one thread only, into an output nobody else holds: one outer slice of rows of one
     element at an unsorted index is checked in its reducing loop (below), whose targets are clamped into range,
     so such an output may hold partial sums when the status is not OK; otherwise nothing is written before the
@@ -100,13 +100,19 @@ def index_scatter_reduce_owner_kernel(
     # itself (each run's value in a register, two runs at a time; gaps 0): no accumulators to fill, no count, no
     # last pass (docs/decisions/small-calls.md, "Sorted rows of one element")
     runs = check and inner == 1 and sorted and not include_self and fill_empty
+    # starting from ``base``'s values, a reduction that does not divide needs no count: a target that receives
+    # nothing keeps its start, which is ``base``'s value, and the others their accumulators as they are (the ``out=``
+    # of torch_scatter's ``scatter``, ``index_add_``'s accumulation: docs/decisions/small-calls.md, "Into out=")
+    counted = not (include_self and not divides(reduce))
+    # the entries counted per target: for the divisor and the empty targets, unless told by bits or not needed
+    tally = counted and not marks
     if in_loop and num_targets == 0 and m > 0:
         return OUT_OF_RANGE
     if check and not in_loop:
         status = _check(index, num_targets, sorted)
         if status != OK:
             return status
-        if not marks and not runs:
+        if tally and not runs:
             for t in range(num_targets):
                 counts[t] = 0
             if sorted:
@@ -164,12 +170,12 @@ def index_scatter_reduce_owner_kernel(
             flat = values.reshape(values.shape[0])
             last = np.uint64(num_targets - 1)
             bad = False
-            if not marks:
+            if tally:
                 for t in range(num_targets):
                     counts[t] = 0
-            # two loops, not one with a branch on ``marks`` per entry: LLVM kept the branch, 20% of a 100,000-entry
+            # two loops, not one with a branch on ``tally`` per entry: LLVM kept the branch, 20% of a 100,000-entry
             # sum (docs/decisions/narrow-rows.md, "The check in the loop")
-            if marks:
+            if not tally:
                 for i in range(m):
                     t = np.uint64(index[i])  # (unsigned: a negative entry is above ``last`` too)
                     bad |= t > last
@@ -202,6 +208,13 @@ def index_scatter_reduce_owner_kernel(
             for k in range(num_targets * inner):
                 a = acc[k]
                 results[k] = 0 if looks_empty(reduce, a) else store(storage, a)
+            continue
+        if not counted:  # every target's value is its accumulator, which native types keep in ``out`` itself
+            if not in_place(storage, False):
+                rows = acc.reshape(num_targets, inner)
+                for t in range(num_targets):
+                    for j in range(inner):
+                        out[o, t, j] = store(storage, rows[t, j])
             continue
         # a row at a time, indexed in place: a view of a row per target (``out[o, t]``, a slice of ``acc``) costs
         # two atomic updates of the array's reference count, and those were most of this loop (small-calls.md)
@@ -310,6 +323,18 @@ def _check(index, num_targets, sorted):
     if bad > 0:
         return OUT_OF_RANGE
     return NOT_SORTED if sorted else OK
+
+
+def divides(reduce):
+    """Whether the reduction's result divides by its count of members (mean)."""
+
+
+@overload(divides, jit_options=STEP_OPTIONS)
+def _ov_divides(reduce):
+    if not isinstance(reduce, types.IntegerLiteral):
+        return None
+    flag = BY_CODE[reduce.literal_value].divide_by_count
+    return lambda reduce: flag
 
 
 def looks_empty(reduce, x):
