@@ -5,8 +5,8 @@ A route depends on the call's shape only, never on index values (except ``sorted
 index head first and falls back to an unsorted route if the sorted one rejects it):
 
 ==============  =======================================================================================
-``SERIAL``      one thread, no offsets (``index_scatter_reduce_owner``): small calls (into a new tensor, or a
-                new one from ``base``), and unsorted narrow rows into a new tensor
+``SERIAL``      one thread, no offsets (``index_scatter_reduce_owner``): small calls and narrow rows, into a
+                new tensor, a new one from ``base``, or ``out=`` (a new one from it, copied in)
 ``RUNS``        sorted index into a new tensor, one pass, no offsets (``index_scatter_reduce_runs``)
 ``SEGMENTS``    sorted index: CSR offsets, then the segment kernel (``segment_reduce``)
 ``GATHER``      any index: a counting sort, then the segment kernel reading rows through the permutation

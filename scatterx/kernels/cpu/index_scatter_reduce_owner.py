@@ -80,11 +80,11 @@ def index_scatter_reduce_owner_kernel(
     only with ``include_self`` or when not ``fill_empty``; native types accumulate in ``out``, so ``base`` may be
     ``out`` only with ``include_self`` or ``fill_empty``); index: int64 (m,).
     counts: int64 (S,), the entries of each target -- counted here with ``check`` (the caller passes a buffer),
-    else given; unused with ``marks``, and with ``include_self`` for a reduction that does not divide. check: the index is verified (range; order with ``sorted``) and a failure
-    is returned -- for a launch on one thread only, into an output nobody else holds: one outer slice of rows of one
-    element at an unsorted index is checked in its reducing loop (below), whose targets are clamped into range,
-    so such an output may hold partial sums when the status is not OK; otherwise nothing is written before the
-    check. include_self: ``base``'s value takes part
+    else given; unused with ``marks``, and with ``include_self`` for a reduction that does not divide. check: the
+    index is verified (range; order with ``sorted``) and a failure is returned -- for a launch on one thread only,
+    into an output nobody else holds: one outer slice of rows of one element at an unsorted index is checked in its
+    reducing loop (below), whose targets are clamped into range, so such an output may hold partial sums when the
+    status is not OK; otherwise nothing is written before the check. include_self: ``base``'s value takes part
     (and counts for mean). fill_empty: targets that receive nothing are 0, else ``base``'s value. marks: empty
     targets told by their bits (``MARKS_EMPTY``, into a new result); AMBIGUOUS if a value could be mistaken.
     reduce, storage: literal codes.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ._codegen import Kernel, accumulator, claim, combine, finalize, in_place, load, rows_buffer, write_row
+from ._codegen import Kernel, accumulator, claim, combine, finalize, in_place, load, rows_buffer, store, write_row
 from ._memory import prefetch_row, store_fence
 
 
@@ -52,6 +52,31 @@ def segment_reduce_kernel(
             break
         o = item // nchunks
         c = item - o * nchunks
+        if inner == 1:
+            # rows of one element: each segment's value in a register, stored once -- through its row in memory,
+            # every row waited for the store of the one before (2x the time at 100,000 rows in 10,000 segments;
+            # docs/decisions/segment-kernel.md, "Rows of one element")
+            for s in range(bounds[c], bounds[c + 1]):
+                lo = ptr[s]
+                hi = ptr[s + 1]
+                if lo == hi:
+                    out[o, s, 0] = 0 if fill_empty else base[o, s, 0]
+                    continue
+                start = lo
+                if include_self:
+                    a = load(storage, base[o, s, 0])
+                else:
+                    a = load(storage, src[o, perm[lo] if gather else lo, 0])
+                    start = lo + 1
+                for i in range(start, hi):
+                    r = i
+                    if gather:
+                        if i + lookahead < m:
+                            prefetch_row(src, o, perm[i + lookahead])  # type: ignore[call-arg]  # @intrinsic: Numba passes typingctx
+                        r = perm[i]
+                    a = combine(reduce, a, load(storage, src[o, r, 0]))
+                out[o, s, 0] = store(storage, finalize(reduce, a, hi - lo + (1 if include_self else 0)))
+            continue
         acc = accumulator(storage, out[o], scratch, direct)
         for s in range(bounds[c], bounds[c + 1]):
             lo = ptr[s]
