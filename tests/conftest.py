@@ -18,6 +18,7 @@ _ROOT = pathlib.Path(__file__).resolve().parent.parent
 _SOURCES = [
     _ROOT / "scatterx" / "_reductions.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_codegen.py",
+    _ROOT / "scatterx" / "kernels" / "cpu" / "_exp.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_memory.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_random.py",
     _ROOT / "scatterx" / "kernels" / "cpu" / "_runs.py",

@@ -273,6 +273,7 @@ def test_every_op_has_its_backend_modules_and_tests():
 KERNEL_SOURCES = {
     "scatterx._reductions",
     "scatterx.kernels.cpu._codegen",
+    "scatterx.kernels.cpu._exp",
     "scatterx.kernels.cpu._memory",
     "scatterx.kernels.cpu._random",
     "scatterx.kernels.cpu._runs",

@@ -4,7 +4,8 @@ permutation.
 
 It serves three routes (``backends/cpu/routes.py``):
 
-- **serial**: a small call, or an unsorted index with narrow rows into a new tensor, on the calling thread alone.
+- **serial**: a small call, or narrow rows, into a new tensor (or one from ``base``: ``out=`` too), on the calling
+  thread alone.
   For a call of a few thousand elements the other routes' fixed costs dominate (offsets, chunks, waking threads).
   The kernel then checks the index itself first (``check``: range, and order when ``sorted``), before writing
   anything, and counts the entries of each target;
@@ -35,6 +36,10 @@ identity (which the table guarantees is bit for bit the same as starting from th
 ``include_self``, with the same ``combine``, ``finalize`` (mean's divide by ``rows + include_self``) and float32
 accumulation of half types rounded once on store. So the route, chosen by shape, never changes a result;
 ``tests/kernels/test_cpu_index_scatter_reduce_owner.py`` checks it bitwise.
+
+Why this module is long: the owner kernel's routes (serial, slices; checked, counted, told by bits) and the lanes
+kernel share their steps and their rules for empty targets, and the check and the steps that only they use
+(``looks_empty``, ``divides``) sit beside them; apart, each would need the other's reasoning repeated.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from numba import njit
 
 from ..._reductions import BY_NAME
 from ._codegen import Kernel, acc_buffer, claim, identity, load, prefers, store
+from ._exp import VECTOR_EXP_MIN_INNER, exp
 
 AMAX = BY_NAME["amax"].code
 SUM = BY_NAME["sum"].code
@@ -42,6 +43,7 @@ def segment_logsumexp_kernel(counter, src, perm, ptr, bounds, start, eps, out, s
     top = acc_buffer(storage, src, inner)
     total = acc_buffer(storage, src, inner)
     zero = identity(SUM, top)
+    wide = inner >= VECTOR_EXP_MIN_INNER  # (which exp: see _exp.py)
     while True:
         item = claim(counter)
         if item < 0:
@@ -70,7 +72,7 @@ def segment_logsumexp_kernel(counter, src, perm, ptr, bounds, start, eps, out, s
                     d = load(storage, src[o, r, j]) - top[j]
                     if flavour == LOGSUMEXP and d != d:
                         continue
-                    total[j] += math.exp(d)
+                    total[j] += exp(d) if wide else math.exp(d)
             for j in range(inner):
                 out[o, s, j] = store(storage, top[j] + math.log(total[j] + eps))
     return 0
