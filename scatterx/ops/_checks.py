@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 import os
-from typing import Optional, Type, Union, cast
+from typing import Callable, Optional, Type, Union, cast
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
@@ -25,6 +25,33 @@ INDEX_DTYPES = (torch.int32, torch.int64)
 _TRACED = (FakeTensor, FunctionalTensor)
 
 
+#: whether one of torch.func's transforms (vmap, grad, jacrev, jvp, functionalize) wraps the call
+functorch_active: Callable[[], bool] = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
+
+
+def forward_ad_active() -> bool:
+    """Whether a forward-mode AD level (``torch.autograd.forward_ad.dual_level``) is open."""
+    return torch.autograd.forward_ad._current_level >= 0
+
+
+def check_autodiff(*args) -> None:
+    """Refuse what the ops do not implement, before any kernel runs: forward-mode AD, whose tangent the kernels
+    would drop without a word (they read a dual tensor's primal, and a dual tensor does not ask for a gradient),
+    and torch.func's transforms, which failed deep inside torch. A few attribute reads when neither is in use."""
+    if functorch_active():
+        raise NotImplementedError(
+            "scatterx's ops do not support torch.func transforms (vmap, grad, jacrev, jvp, ...): call them "
+            "outside the transform, and take gradients with torch.autograd (backward() or torch.autograd.grad)"
+        )
+    if forward_ad_active():
+        for t in args:
+            if isinstance(t, torch.Tensor) and torch.autograd.forward_ad.unpack_dual(t).tangent is not None:
+                raise NotImplementedError(
+                    "scatterx's ops do not support forward-mode AD (a dual tensor from torch.autograd.forward_ad): "
+                    "its tangent would be lost; take gradients in reverse mode (backward() or torch.autograd.grad)"
+                )
+
+
 def check_tensor(t, name: str, error: Type[TypeError] = TypeError, what: str = "a torch.Tensor") -> torch.Tensor:
     """``t``, if it is a tensor (a list or a NumPy array is not); else ``error`` naming the argument:
     ``"{name} must be {what}, got {type}"``. ``error``: a ``TypeError`` or a subclass of it (pyg-lib's drop-in
@@ -34,6 +61,8 @@ def check_tensor(t, name: str, error: Type[TypeError] = TypeError, what: str = "
         raise error(f"{name} must be {what}, got {type(t).__name__}")
     if t.layout != torch.strided:  # the kernels read a dense tensor's memory
         raise error(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
+    if functorch_active() and not torch.compiler.is_compiling():  # (before any read of an index's values)
+        check_autodiff()
     return t
 
 
@@ -57,6 +86,8 @@ def plain_index(t: torch.Tensor) -> torch.Tensor:
 
 def check_src(src, name: str = "src") -> None:
     check_tensor(src, name)
+    if not torch.compiler.is_compiling():
+        check_autodiff(src)
     if src.dtype not in SUPPORTED_DTYPES:
         names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
         raise TypeError(f"{name} has dtype {src.dtype}; scatterx supports {names}")

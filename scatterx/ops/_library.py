@@ -30,14 +30,17 @@ import torch
 from ..backends import is_gpu
 from ..kernels.gpu import available as triton_available
 from ..kernels.gpu import interpreting
+from ._checks import check_autodiff
 
 
 def needs_op(*tensors) -> bool:
     """Whether a call must go through the custom op: a gradient is wanted, or torch.compile is tracing. Otherwise
     the public functions call the same implementation directly (the op is functional, so ``out=`` would cost
-    copies, and torch's custom-op machinery imports torch._dynamo on its first call, ~1.5 s)."""
+    copies, and torch's custom-op machinery imports torch._dynamo on its first call, ~1.5 s). Forward-mode AD and
+    torch.func's transforms raise here (``check_autodiff``)."""
     if torch.compiler.is_compiling():
         return True
+    check_autodiff(*tensors)
     return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
 
@@ -147,6 +150,7 @@ def register_autograd(op, impl: Callable, backward: Callable, setup_context: Cal
     )
 
     def eager_apply(*args):
+        check_autodiff(*args)
         if transforms_active():
             return eager.apply(*args)
         given = list(args)

@@ -27,6 +27,8 @@ from ._checks import (
     check_size,
     check_src,
     check_tensor,
+    forward_ad_active,
+    functorch_active,
     normalize_dim,
     traced_size,
 )
@@ -186,6 +188,8 @@ def _small_call(
     ``dim``, dtype and device."""
     red = REDUCTIONS_BY_ALIAS.get(reduce) if type(reduce) is str else None
     if red is None or type(sorted) is not bool or type(dim) is not int or index.dim() != 1:
+        return None
+    if forward_ad_active() or functorch_active():  # (the general path refuses them by name)
         return None
     if dim_size is not None and (type(dim_size) is not int or dim_size < 0):
         return None

@@ -570,3 +570,41 @@ def test_a_device_side_assert_is_caught_in_a_process_of_its_own():
     )
     with pytest.raises(AssertionError, match="no assert fired"):
         assert_device_assert("scatterx.index_scatter_reduce(0, torch.tensor([0, 1]), torch.ones(2, 1), 'amax')", "")
+
+
+# --------------------------------------------------------------------------------- autodiff modes not supported
+_INDEX = torch.tensor([0, 0, 1, 2])
+AUTODIFF_CALLS = {
+    "index_scatter_reduce": lambda s: scatterx.index_scatter_reduce(0, _INDEX, s, "sum", dim_size=3),
+    "index_scatter_reduce_large": lambda s: scatterx.index_scatter_reduce(
+        0, _INDEX.repeat(20_000), s.repeat(20_000, 1), "amax", sorted=False, dim_size=3
+    ),
+    "segment_softmax": lambda s: scatterx.segment_softmax(s, _INDEX),
+    "segment_reduce": lambda s: scatterx.segment_reduce(s, torch.tensor([0, 2, 4]), "mean"),
+    "torch_scatter": lambda s: scatterx.torch_scatter.scatter_max(s, _INDEX, 0)[0],
+}
+
+
+@pytest.mark.parametrize("name", list(AUTODIFF_CALLS))
+def test_forward_mode_ad_raises_instead_of_dropping_the_tangent(name):
+    """A dual tensor does not ask for a gradient, so the kernels ran on its primal and returned no tangent; now a
+    NotImplementedError names the mode. Tensors without a tangent inside a dual level still compute."""
+    import torch.autograd.forward_ad as fwAD
+
+    call = AUTODIFF_CALLS[name]
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(torch.randn(4, 2), torch.ones(4, 2))
+        with pytest.raises(NotImplementedError, match="forward-mode AD"):
+            call(dual)
+        assert call(torch.randn(4, 2)).shape[1] == 2
+
+
+@pytest.mark.parametrize("name", list(AUTODIFF_CALLS))
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_torch_func_transforms_raise_by_name(name, transform):
+    call = AUTODIFF_CALLS[name]
+    with pytest.raises(NotImplementedError, match=r"torch\.func transforms"):
+        if transform == "grad":
+            torch.func.grad(lambda s: call(s).sum())(torch.randn(4, 2))
+        else:
+            torch.vmap(call)(torch.randn(3, 4, 2))
