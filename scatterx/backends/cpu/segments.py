@@ -107,8 +107,9 @@ def index_to_ptr(
 def head_sorted(index: torch.Tensor) -> bool:
     """Whether the first entries of ``index`` are non-decreasing: a shuffled index is told apart by them before
     a full pass is spent finding out."""
-    head = index[: routes.tuning().sorted_probe]
-    return not bool((head[1:] < head[:-1]).any())
+    head = index64(index[: routes.tuning().sorted_probe])
+    # (one kernel call: the same test in torch ops took ~20 us, and was a sixth of a 10,000 x 64 drop-in sum)
+    return int(kernels.first_decrease(head)) < 0
 
 
 def histograms(index_np: np.ndarray, num_segments: int, check_order: bool = False):
