@@ -257,9 +257,10 @@ def check_allocation(rows: int, row_bytes: int, device: torch.device, what: str)
         return
     free = _free_bytes(device)
     if free is not None and nbytes > free:
+        advice = "check dim_size" if what.startswith("dim_size=") else "check the index, or pass dim_size"
         raise MemoryError(
             f"{what} would need {_human(nbytes)} ({rows:,} rows of {row_bytes} bytes) for the output and its "
-            f"offsets, more than the {_human(free)} free on {device}; check the index, or pass dim_size"
+            f"offsets, more than the {_human(free)} free on {device}; {advice}"
         )
 
 

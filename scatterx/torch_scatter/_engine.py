@@ -225,7 +225,12 @@ def segments(rows: torch.Tensor, size: int) -> Tuple[torch.Tensor, Optional[torc
     Both validate every row against ``size``."""
     if not torch.compiler.is_compiling() and (rows.numel() < 2 or bool((rows[1:] >= rows[:-1]).all())):
         return index_to_ptr(rows, size), None
-    return csr_order(rows, size)
+    try:
+        return csr_order(rows, size)
+    except IndexError:
+        if torch.compiler.is_compiling() or rows.dim() != 1:
+            raise
+        raise out_of_range(rows, size) from None  # (csr_order names its own argument, num_rows: the caller's)
 
 
 def select(

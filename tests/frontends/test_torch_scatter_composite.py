@@ -297,3 +297,15 @@ def test_softmax_names_dim_size_in_its_errors_as_log_softmax_does():
             fn(src, index, 0, dim_size=True)
         with pytest.raises(IndexError, match=r"index\[2\]=2 is out of range for dim_size=2"):
             fn(src, index, 0, dim_size=2)
+
+
+def test_an_unsorted_bad_index_names_dim_size_not_the_sort_s_argument():
+    """The composites sort an unsorted index with ``csr_order``, whose own message names ``num_rows``."""
+    src, index = torch.ones(4, 2), torch.tensor([0, 1, 7, 0])
+    for call in (
+        lambda: ts.scatter_logsumexp(src, index, 0, out=torch.zeros(3, 2)),
+        lambda: ts.scatter_softmax(src, index, 0, dim_size=3),
+        lambda: ts.scatter_log_softmax(src, index, 0, dim_size=3),
+    ):
+        with pytest.raises(IndexError, match=r"^index\[2\]=7 is out of range for dim_size=3"):
+            call()
