@@ -43,6 +43,25 @@ def segment_arg_reduce_kernel(
             break
         o = item // nchunks
         c = item - o * nchunks
+        if inner == 1:
+            # rows of one element: the best value and its row in registers, stored once a segment -- through the
+            # output's row every member waited for the stores of the one before (segment-kernel.md, "Rows of one
+            # element")
+            for s in range(bounds[c], bounds[c + 1]):
+                lo = ptr[s]
+                hi = ptr[s + 1]
+                v = load(storage, base[o, s, 0]) if has_base else start
+                a = none
+                for i in range(lo, hi):
+                    r = perm[i] if gather else i
+                    x = load(storage, src[o, r, 0])
+                    take = prefers(reduce, x, v)
+                    v = choose(take, x, v)
+                    a = choose(take, r, a)
+                zero = (fill == FILL_UNSELECTED and a == none) or (fill == FILL_EMPTY and hi == lo)
+                out[o, s, 0] = store(storage, choose(zero, 0, v))
+                arg[o, s, 0] = a
+            continue
         best = accumulator(storage, out[o], scratch, direct)
         for s in range(bounds[c], bounds[c + 1]):
             lo = ptr[s]
