@@ -60,6 +60,22 @@ def _reduce(
 ) -> torch.Tensor:
     """sum, mul and mean (torch_scatter's rules above): sum and mean of a 1-D index (or one expanded from it)
     into a new tensor on the core op, the rest on the planner's scatter."""
+    if (
+        out is None
+        and reduce != "mul"
+        and type(dim_size) is int
+        and type(dim) is int
+        and type(src) is torch.Tensor
+        and type(index) is torch.Tensor
+        and index.dim() == 1
+        and src.dim() > 0
+        and -src.dim() <= dim < src.dim()
+        and 0 < index.numel() == src.size(dim)
+        and src.dtype not in _engine.SMALL_INT
+    ):
+        # what the general path comes to for PyG's call, a 1-D index along dim into dim_size rows, without its
+        # broadcasting and checks (~12 us of a 2,000 x 16 call of 31): the core op checks the rest
+        return index_scatter_reduce_from(dim % src.dim(), index, src, reduce, None, None, dim_size=dim_size)
     check_tensor(src, "src")
     dtype = src.dtype
     given = index
