@@ -61,7 +61,8 @@ def check_tensor(t, name: str, error: Type[TypeError] = TypeError, what: str = "
         raise error(f"{name} must be {what}, got {type(t).__name__}")
     if t.layout != torch.strided:  # the kernels read a dense tensor's memory
         raise error(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
-    if functorch_active() and not torch.compiler.is_compiling():  # (before any read of an index's values)
+    # (before any read of an index's values; not while Dynamo traces, which cannot trace functorch's query)
+    if not torch.compiler.is_compiling() and functorch_active():
         check_autodiff()
     return t
 

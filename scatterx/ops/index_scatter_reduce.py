@@ -189,8 +189,6 @@ def _small_call(
     red = REDUCTIONS_BY_ALIAS.get(reduce) if type(reduce) is str else None
     if red is None or type(sorted) is not bool or type(dim) is not int or index.dim() != 1:
         return None
-    if forward_ad_active() or functorch_active():  # (the general path refuses them by name)
-        return None
     if dim_size is not None and (type(dim_size) is not int or dim_size < 0):
         return None
     ndim = src.dim()
@@ -209,6 +207,9 @@ def _small_call(
             return None
         dim_size = base.shape[dim]
     if torch.compiler.is_compiling():
+        return None
+    # (after the line above: Dynamo cannot trace functorch's query, and torch 2.4's breaks the graph on it)
+    if forward_ad_active() or functorch_active():  # (the general path refuses them by name)
         return None
     if src.layout != torch.strided or index.layout != torch.strided or src.is_neg():
         return None  # (sparse: the general path's checks name the argument; a negated view: it resolves it)
