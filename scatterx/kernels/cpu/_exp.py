@@ -23,7 +23,7 @@ from llvmlite import ir
 from numba import literal_unroll, types
 from numba.extending import intrinsic, overload
 
-from ._codegen import STEP_OPTIONS
+from ._codegen import STEP_OPTIONS, _u32_as_f32
 
 #: A kernel takes this ``exp`` in loops over at least this many features of a row (the loop that vectorises), and
 #: libm's ``math.exp`` in narrower ones, where a scalar call is the faster: softmax over 100,000 rows of 1, 2, 4
@@ -68,15 +68,9 @@ _F64 = _constants(np.float64, 32, 13, -746.0, 710.0)
 
 
 @intrinsic
-def _f32_from_bits(typingctx, bits):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.FloatType())
-
-    return types.float32(types.int32), codegen
-
-
-@intrinsic
 def _f64_from_bits(typingctx, bits):
+    """The float64 whose bits are the int64 ``bits`` (float32's: ``_codegen._u32_as_f32``)."""
+
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.DoubleType())
 
@@ -87,9 +81,9 @@ def exp(x):
     """``e ** x`` for a float32 or float64 ``x``, in its own type (see the module's docstring)."""
 
 
-def _impl(c, to_int, bias: int, shift: int, from_bits):
+def _impl(c, to_int, to_bits, bias: int, shift: int, from_bits):
     """The implementation of ``exp`` for one type's constants ``c`` (its ``2^k`` from ``bias`` and ``shift``, the
-    exponent's bias and position in the type's bits)."""
+    exponent's bias and position in the type's bits; ``k`` a signed ``to_int``, its bits ``to_bits``)."""
     low, high, log2e, half, one, ln2_high, ln2_low = (
         c[n] for n in ("low", "high", "log2e", "half", "one", "ln2_high", "ln2_low")
     )
@@ -106,16 +100,16 @@ def _impl(c, to_int, bias: int, shift: int, from_bits):
         k = to_int(kf)
         k1 = k >> to_int(1)
         k2 = k - k1
-        scaled = (p * from_bits(to_int((k1 + to_int(bias)) << to_int(shift)))) * from_bits(
-            to_int((k2 + to_int(bias)) << to_int(shift))
+        scaled = (p * from_bits(to_bits((k1 + to_int(bias)) << to_int(shift)))) * from_bits(
+            to_bits((k2 + to_int(bias)) << to_int(shift))
         )
         return x if x != x else scaled
 
     return impl
 
 
-_IMPL32 = _impl(_F32, np.int32, 127, 23, _f32_from_bits)
-_IMPL64 = _impl(_F64, np.int64, 1023, 52, _f64_from_bits)
+_IMPL32 = _impl(_F32, np.int32, np.uint32, 127, 23, _u32_as_f32)
+_IMPL64 = _impl(_F64, np.int64, np.int64, 1023, 52, _f64_from_bits)
 
 
 @overload(exp, jit_options=STEP_OPTIONS)
