@@ -522,3 +522,20 @@ def test_a_small_call_from_a_base_is_serial_with_the_general_routes_bits(dtype):
     with pytest.raises(IndexError):
         index_scatter_reduce_from(1, bad, src, "sum", None, base)
     assert torch.equal(bits(base), bits(before))
+
+
+def test_the_counting_sort_places_positions_on_one_thread_below_the_l2_with_the_same_permutation(torch_threads):
+    """``segments`` of an unsorted index: the placing pass on one thread while the permutation fits in L2 (two
+    threads' writes shared cache lines), on all of them above -- the same stable permutation either way."""
+    g = torch.Generator().manual_seed(15)
+    index = torch.randint(0, 5_000, (60_000,), generator=g)  # (past the parallel threshold: 2 histogram chunks)
+    want = torch.sort(index, stable=True).indices
+    for limit in (0, 1 << 30):
+        with routes.tuned(positions_serial_max_bytes=limit):
+            ptr, perm = cpu.segments(index, 5_000, False)
+        assert torch.equal(perm, want)
+        assert torch.equal(
+            ptr, torch.cat([torch.zeros(1, dtype=torch.int64), torch.bincount(index, minlength=5_000).cumsum(0)])
+        )
+    l2 = routes.l2_cache_bytes()
+    assert T.positions_serial_max_bytes == (l2 if l2 else 512 << 10)

@@ -107,6 +107,11 @@ class Tuning:
     #: time -- past it the group's rows leave L2 (3x slower at 2 MB on a 512 KB L2), and with fewer groups than
     #: threads, threads idle (element-scatter.md, "When lanes pay").
     lanes_max_acc_bytes: int = LANES_MAX_ACC_BYTES
+    #: The counting sort of an unsorted index places positions (``stable_positions``) on one thread while the
+    #: permutation it writes, 8 bytes a position, fits in this CPU's L2 (512 KB where not known): on more threads
+    #: their writes share the cache lines at every target's chunk boundary, and two threads took 1.5-2x one's time
+    #: below that size (index-to-segments.md, "Placing positions on one thread").
+    positions_serial_max_bytes: int = _L2 or 512 << 10
     #: Chunks of segments (work items) per thread, claimed one by one: a thread that drew a hub takes fewer, and a
     #: worker that woke late leaves at most a small chunk to wait for at the end (cpu-parallelism.md).
     chunks_per_thread: int = 16

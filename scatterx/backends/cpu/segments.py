@@ -150,5 +150,7 @@ def segments(
     ptr = np.empty(num_segments + 1, np.int64)
     kernels.prefix_offsets(counts, ptr)
     perm = np.empty(index_np.shape[0], np.int64)
-    launch(kernels.stable_positions, None, counts.shape[0], threads, index_np, counts, perm, step)
+    # (the chunks the histograms counted, claimed by one thread while the permutation fits in L2)
+    place = 1 if perm.nbytes <= routes.tuning().positions_serial_max_bytes else threads
+    launch(kernels.stable_positions, None, counts.shape[0], place, index_np, counts, perm, step)
     return torch.from_numpy(ptr), torch.from_numpy(perm)
