@@ -86,6 +86,28 @@ def _softmax_chunk(o, c, src, perm, ptr, bounds, out, top, total, kept, cap, sto
     minus_inf = identity(AMAX, top)  # constants in the accumulator type
     zero = identity(SUM, top)
     wide = inner >= VECTOR_EXP_MIN_INNER
+    if inner == 1:
+        # rows of one element: the segment's maximum and sum in registers -- in ``top[0]`` and ``total[0]`` every
+        # row waited for the store of the one before (the same operations in the same order: the same bits;
+        # docs/decisions/segment-kernel.md, "Rows of one element")
+        for s in range(bounds[c], bounds[c + 1]):
+            lo = ptr[s]
+            hi = ptr[s + 1]
+            keep = hi - lo <= cap
+            m = minus_inf
+            for i in range(lo, hi):
+                m = combine(AMAX, m, load(storage, src[o, perm[i] if gather else i, 0]))
+            t = zero
+            for i in range(lo, hi):
+                e = math.exp(load(storage, src[o, perm[i] if gather else i, 0]) - m)
+                t += e
+                if keep:
+                    kept[i - lo] = e
+            for i in range(lo, hi):
+                r = perm[i] if gather else i
+                e = kept[i - lo] if keep else math.exp(load(storage, src[o, r, 0]) - m)
+                out[o, r, 0] = store(storage, e / t)
+        return
     for s in range(bounds[c], bounds[c + 1]):
         lo = ptr[s]
         hi = ptr[s + 1]
