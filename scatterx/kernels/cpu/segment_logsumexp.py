@@ -50,6 +50,27 @@ def segment_logsumexp_kernel(counter, src, perm, ptr, bounds, start, eps, out, s
             break
         o = item // nchunks
         c = item - o * nchunks
+        if inner == 1:
+            # rows of one element: the maximum and the sum in registers, not in ``top[0]``/``total[0]`` where each
+            # row waited for the store of the one before (the same operations: the same bits; segment-kernel.md)
+            for s in range(bounds[c], bounds[c + 1]):
+                lo = ptr[s]
+                hi = ptr[s + 1]
+                m = start
+                for i in range(lo, hi):
+                    x = load(storage, src[o, perm[i] if gather else i, 0])
+                    if prefers(AMAX, x, m):
+                        m = x
+                if flavour == LOG_SOFTMAX and m == start:  # nothing selected: scatter_max's 0
+                    m = zero
+                t = zero
+                for i in range(lo, hi):
+                    d = load(storage, src[o, perm[i] if gather else i, 0]) - m
+                    if flavour == LOGSUMEXP and d != d:
+                        continue
+                    t += math.exp(d)
+                out[o, s, 0] = store(storage, m + math.log(t + eps))
+            continue
         for s in range(bounds[c], bounds[c + 1]):
             lo = ptr[s]
             hi = ptr[s + 1]

@@ -173,6 +173,19 @@ def segment_softmax_backward_kernel(counter, out, grad, perm, ptr, bounds, grad_
             break
         o = item // nchunks
         c = item - o * nchunks
+        if inner == 1:  # rows of one element: the dot product in a register (as the forward)
+            for s in range(bounds[c], bounds[c + 1]):
+                lo = ptr[s]
+                hi = ptr[s + 1]
+                d = zero
+                for i in range(lo, hi):
+                    r = perm[i] if gather else i
+                    d += load(storage, grad[o, r, 0]) * load(storage, out[o, r, 0])
+                for i in range(lo, hi):
+                    r = perm[i] if gather else i
+                    y = load(storage, out[o, r, 0])
+                    grad_src[o, r, 0] = store(storage, y * (load(storage, grad[o, r, 0]) - d))
+            continue
         for s in range(bounds[c], bounds[c + 1]):
             lo = ptr[s]
             hi = ptr[s + 1]
