@@ -359,3 +359,28 @@ def test_gathers_from_src_with_no_element_still_check_the_index():
         assert out.grad_fn is None
     assert ts.gather_csr(src, torch.tensor([0, 1, 2, 9])).shape == (0, 0)  # torch_scatter's: no row without out
     assert ts.gather_csr(src, torch.tensor([0, 1, 1, 3]), out) is out
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_pyg_s_segment_csr_takes_the_core_op_with_the_general_path_s_bits(monkeypatch, reduce):
+    """Offsets over all of dim 0 (PyG's call, scatterx's own CSR form) go to the core op without the general path's
+    batch broadcasting and spacer segments: the same bits; any other form, and a bad indptr, still take it."""
+    import importlib
+
+    module = importlib.import_module("scatterx.torch_scatter.segment_csr")
+    g = torch.Generator().manual_seed(4)
+    src = torch.randn(300, 8, generator=g)
+    indptr = torch.tensor([0, 10, 10, 150, 299, 300])
+    want = module._segment(src, indptr, torch.zeros(5, 8), reduce)  # (out=: the general path)
+
+    def general(*args):
+        raise AssertionError("the general path ran")
+
+    monkeypatch.setattr(module, "_structure", general)
+    assert torch.equal(ts.segment_csr(src, indptr, reduce=reduce), want)
+    for other in (torch.tensor([2, 10, 300]), torch.tensor([0, 10, 299])):  # not from 0 / not to the end
+        with pytest.raises(AssertionError, match="general path"):
+            ts.segment_csr(src, other, reduce=reduce)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match=r"indptr must be non-decreasing"):  # the drop-in's own message
+        ts.segment_csr(src, torch.tensor([0, 20, 10, 300]), reduce=reduce)
